@@ -1,0 +1,89 @@
+"""The frequency schedule: from ``(d, spec)`` to angular frequencies in float64."""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+
+import numpy as np
+
+from pe_core.presets import resolve_spec
+from pe_core.spec import Spec
+
+
+def check_d(d: object, spec: Spec) -> int:
+    """Validate the feature count ``d`` against ``spec`` and return it as an ``int``.
+
+    Examples
+    --------
+    >>> check_d(4, Spec())
+    4
+    >>> check_d(5, Spec())
+    Traceback (most recent call last):
+    ...
+    ValueError: d must be even for a Spec with odd_d='raise'. Received: d=5. Use an even d, or Spec(odd_d='zero_pad') to append a zero column.
+    """
+    if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+        raise TypeError(f"d must be a positive integer (the number of features). Received: {d!r}")
+    d = int(d)
+    if d <= 0:
+        raise ValueError(f"d must be a positive integer (the number of features). Received: d={d}")
+    if d % 2 and spec.odd_d == "raise":
+        raise ValueError(
+            f"d must be even for a Spec with odd_d='raise'. Received: d={d}. Use an even d, "
+            "or Spec(odd_d='zero_pad') to append a zero column."
+        )
+    n_pairs = d // 2
+    if spec.frequencies is not None and len(spec.frequencies) != n_pairs:
+        raise ValueError(
+            f"Spec.frequencies has {len(spec.frequencies)} entries but d={d} needs "
+            f"d // 2 = {n_pairs} (one per sin/cos pair)."
+        )
+    return d
+
+
+def frequencies(d: int, spec: Spec | str | None = None) -> np.ndarray:
+    """Angular frequencies (radians per position) of the ``d // 2`` sin/cos pairs.
+
+    Parameters
+    ----------
+    d : int
+        Number of features of the encoding.
+    spec : Spec or str, optional
+        A :class:`~pe_core.Spec` or a preset name; the ``"vaswani"`` preset by default.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 array of shape ``(d // 2,)``; pair ``i`` is ``sin/cos(pos * w[i])``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w = frequencies(8)
+    >>> np.allclose(w, 10000.0 ** (-np.arange(0, 8, 2) / 8))
+    True
+    >>> float(frequencies(8, "tensor2tensor")[-1])  # i/(d/2-1): the slowest is exactly 1/base
+    0.0001
+    """
+    spec = resolve_spec(spec)
+    d = check_d(d, spec)
+    return _frequencies(d, spec).copy()
+
+
+@functools.lru_cache(maxsize=512)
+def _frequencies(d: int, spec: Spec) -> np.ndarray:
+    n_pairs = d // 2
+    if spec.frequencies is not None:
+        out = np.array(spec.frequencies, dtype=np.float64)
+    else:
+        i = np.arange(n_pairs, dtype=np.float64)
+        if spec.denominator == "d":
+            exponent = 2.0 * i / (2 * n_pairs)  # the even part of d
+        else:
+            exponent = i / max(n_pairs - 1, 1)
+        log_ratio = math.log(spec.base / spec.min_timescale)
+        out = np.exp(-exponent * log_ratio) / spec.min_timescale
+    out.setflags(write=False)
+    return out

@@ -1,0 +1,84 @@
+"""Named specs reproducing the sinusoidal encodings of well-known codebases.
+
+Every preset is an ordinary :class:`~pe_core.spec.Spec`; this table is the single
+place they are defined, and the docs render it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from pe_core.spec import Spec
+
+#: Preset name -> (Spec, the codebases whose numbers it reproduces).
+_TABLE: dict[str, tuple[Spec, str]] = {
+    "vaswani": (
+        Spec(name="vaswani"),
+        "Attention Is All You Need; the textbook PyTorch PositionalEncoding modules; "
+        "Hugging Face DistilBERT create_sinusoidal_embeddings; keras-hub "
+        "SinePositionEncoding; PyPI positional-encodings PositionalEncoding1D (even d)",
+    ),
+    "tensor2tensor": (
+        Spec(denominator="half_minus_one", layout="split", odd_d="zero_pad", name="tensor2tensor"),
+        "tensor2tensor common_attention.get_timing_signal_1d (min_timescale=1, "
+        "max_timescale=1e4, start_index=0)",
+    ),
+    "fairseq": (
+        Spec(
+            denominator="half_minus_one",
+            layout="split",
+            offset=2,
+            odd_d="zero_pad",
+            name="fairseq",
+        ),
+        "fairseq SinusoidalPositionalEmbedding with padding_idx=1: the first token "
+        "reads table row padding_idx + 1 = 2",
+    ),
+    "whisper": (
+        Spec(denominator="half_minus_one", layout="split", name="whisper"),
+        "OpenAI whisper model.sinusoids (max_timescale=10000; even channels only)",
+    ),
+    "flax": (
+        Spec(denominator="half_minus_one", layout="split", odd_d="zero_pad", name="flax"),
+        "flax examples (wmt, lm1b) sinusoidal_init (min_scale=1, max_scale=1e4)",
+    ),
+}
+
+#: Preset name -> :class:`Spec` (read-only).
+PRESETS: Mapping[str, Spec] = MappingProxyType({name: spec for name, (spec, _) in _TABLE.items()})
+
+#: Preset name -> the codebases it matches, for the docs' conventions table.
+PRESET_SOURCES: Mapping[str, str] = MappingProxyType(
+    {name: source for name, (_, source) in _TABLE.items()}
+)
+
+DEFAULT_PRESET = "vaswani"
+
+
+def resolve_spec(spec: Spec | str | None) -> Spec:
+    """Turn ``None``, a preset name or a :class:`Spec` into a :class:`Spec`.
+
+    Examples
+    --------
+    >>> resolve_spec("whisper").layout
+    'split'
+    >>> resolve_spec(None) == PRESETS["vaswani"]
+    True
+    >>> resolve_spec("bert")
+    Traceback (most recent call last):
+    ...
+    ValueError: Unknown preset 'bert'. Expected one of: fairseq, flax, tensor2tensor, vaswani, whisper.
+    """
+    if spec is None:
+        return PRESETS[DEFAULT_PRESET]
+    if isinstance(spec, Spec):
+        return spec
+    if isinstance(spec, str):
+        try:
+            return PRESETS[spec]
+        except KeyError:
+            raise ValueError(
+                f"Unknown preset {spec!r}. Expected one of: {', '.join(sorted(PRESETS))}."
+            ) from None
+    raise TypeError(f"spec must be a pe_core.Spec, a preset name or None. Received: {spec!r}")

@@ -1,0 +1,167 @@
+"""The linear relation ``PE(pos + k) = M_k @ PE(pos)``: the matrix and its action.
+
+For each sin/cos pair with frequency ``w``, the angle-addition formulas give
+
+    sin((p + k) w) =  cos(k w) sin(p w) + sin(k w) cos(p w)
+    cos((p + k) w) = -sin(k w) sin(p w) + cos(k w) cos(p w)
+
+a 2x2 rotation by ``k w`` that does not involve ``p``. ``M_k`` places these rotations
+block-diagonally in the spec's layout. Its angles use the same exact kernel as
+:func:`~pe_core.encode`, so large ``k`` is as exact as large positions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pe_core.angles import reduced_angles
+from pe_core.frequency import _frequencies, check_d
+from pe_core.layout import assemble, disassemble
+from pe_core.positions import as_positions, check_finite, choose_backend, resolve_dtype
+from pe_core.presets import resolve_spec
+from pe_core.spec import Spec
+from pe_core_backends import backend_of, get_namespace
+
+
+def _shift_angles(xp: Any, k: Any, d: int, spec: Spec, working: str) -> tuple[Any, Any]:
+    max_abs = check_finite(xp, k, what="k")
+    angles = reduced_angles(
+        xp,
+        k,
+        tuple(_frequencies(d, spec).tolist()),
+        working=working,
+        max_abs_position=None if max_abs is None else max_abs + 1.0,
+    )
+    return xp.cos(angles), xp.sin(angles)
+
+
+def relative_matrix(
+    k: Any,
+    d: int,
+    spec: Spec | str | None = None,
+    *,
+    backend: str | None = None,
+    dtype: Any = None,
+) -> Any:
+    """The ``(d, d)`` matrix ``M_k`` with ``PE(pos + k) = M_k @ PE(pos)``.
+
+    Parameters
+    ----------
+    k : int, float or array
+        The shift. An array of shape ``K`` gives a stack of shape ``K + (d, d)``.
+    d : int
+        Number of features.
+    spec : Spec or str, optional
+        Spec or preset name (the offset plays no role: shifts are relative).
+    backend, dtype
+        As for :func:`~pe_core.encode`.
+
+    Returns
+    -------
+    array
+        Block-diagonal rotations, orthogonal, with ``M_a @ M_b = M_(a+b)`` and
+        ``M_(-k) = M_k.T``. For odd ``d`` with zero padding the padded feature maps
+        to itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pe_core import encode
+    >>> M = relative_matrix(5, 8)
+    >>> bool(np.allclose(M @ encode(3, 8), encode(8, 8), atol=1e-6))
+    True
+    >>> bool(np.allclose(M @ M.T, np.eye(8), atol=1e-6))
+    True
+    """
+    spec = resolve_spec(spec)
+    d = check_d(d, spec)
+    xp, source = choose_backend(k, backend)
+    shifts = as_positions(k, xp, source, what="k")
+    out_name, out_dtype = resolve_dtype(xp, dtype)
+    working = "float64" if out_name == "float64" else "float32"
+    cos_k, sin_k = _shift_angles(xp, shifts, d, spec, working)
+    odd = bool(d % 2)
+    diagonal = assemble(xp, cos_k, cos_k, spec.layout, pad=1.0 if odd else None)
+    off_diagonal = assemble(xp, sin_k, -sin_k, spec.layout, pad=0.0 if odd else None)
+    eye, partner = _structure(d, spec.layout)
+    wdtype = xp.dtype(working)
+    eye = xp.asarray(eye.astype(working), dtype=wdtype, like=cos_k)
+    partner = xp.asarray(partner.astype(working), dtype=wdtype, like=cos_k)
+    matrix = xp.expand_dims(diagonal, -1) * eye + xp.expand_dims(off_diagonal, -1) * partner
+    if out_name != working:
+        matrix = xp.astype(matrix, out_dtype)
+    return matrix
+
+
+def _structure(d: int, layout: str) -> tuple[np.ndarray, np.ndarray]:
+    """Identity, and the 0/1 matrix linking each sin slot with its cos slot."""
+    n_pairs = d // 2
+    sin_slot, cos_slot = disassemble(get_namespace("numpy"), np.arange(d), layout, n_pairs)
+    partner = np.zeros((d, d))
+    partner[sin_slot, cos_slot] = 1.0
+    partner[cos_slot, sin_slot] = 1.0
+    return np.eye(d), partner
+
+
+def shift(encoding: Any, k: Any, spec: Spec | str | None = None) -> Any:
+    """Apply ``M_k`` to encodings without recomputing them from positions.
+
+    Parameters
+    ----------
+    encoding : array
+        Encodings of shape ``(..., d)`` from any backend, in the layout of ``spec``.
+    k : int, float or array
+        The shift; an array broadcasts against the leading axes ``(...)``.
+    spec : Spec or str, optional
+        The spec the encodings were made with.
+
+    Returns
+    -------
+    array
+        ``PE(pos + k)`` where ``encoding`` is ``PE(pos)``, same backend and dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pe_core import encode
+    >>> pe = encode(np.arange(4), 6)
+    >>> bool(np.allclose(shift(pe, 100), encode(np.arange(4) + 100, 6), atol=1e-6))
+    True
+    """
+    spec = resolve_spec(spec)
+    source = backend_of(encoding)
+    if source is None:
+        encoding = np.asarray(encoding)
+        source = "numpy"
+    xp = get_namespace(source)
+    dtype_name = xp.dtype_of(encoding)
+    if xp.kind(dtype_name) != "float":
+        raise TypeError(f"encoding must be a floating array. Received dtype: {dtype_name}")
+    shape = xp.shape(encoding)
+    if not shape:
+        raise ValueError("encoding must have at least one axis (the features).")
+    d = check_d(shape[-1], spec)
+    shifts = as_positions(k, xp, backend_of(k), what="k")
+    k_shape = xp.shape(shifts)
+    try:
+        np.broadcast_shapes(k_shape, shape[:-1])
+    except ValueError:
+        raise ValueError(
+            f"k of shape {k_shape} does not broadcast against the leading axes "
+            f"{shape[:-1]} of encoding {shape}."
+        ) from None
+    working = "float64" if dtype_name == "float64" else "float32"
+    cos_k, sin_k = _shift_angles(xp, shifts, d, spec, working)
+    wdtype = xp.dtype(working)
+    values = xp.astype(encoding, wdtype) if dtype_name != working else encoding
+    s, c = disassemble(xp, values, spec.layout, d // 2)
+    new_s = s * cos_k + c * sin_k
+    new_c = c * cos_k - s * sin_k
+    out = assemble(xp, new_s, new_c, spec.layout)
+    if d % 2:
+        out = xp.concat([out, values[..., d - 1 :] + 0 * out[..., :1]], axis=-1)
+    if dtype_name != working:
+        out = xp.astype(out, encoding.dtype)
+    return out

@@ -1,0 +1,112 @@
+"""Feature-order conversion between the two RoPE pair layouts (pure NumPy).
+
+* ``"half"`` (rotate-half: GPT-NeoX, Llama, Hugging Face): feature ``j`` is
+  paired with ``j + d/2`` and the pair rotates at frequency ``j``.
+* ``"interleaved"`` (GPT-J, RoFormer, Meta's original Llama checkpoints):
+  features ``2j`` and ``2j + 1`` form pair ``j``.
+
+Attention scores do not change when a model's q/k projections are permuted
+with :func:`rope_permutation` and the rotary kernel switches layout to match.
+Interleaved to half is the permutation that transformers'
+``convert_llama_weights_to_hf.permute`` applies
+(``w.view(n_heads, d // 2, 2, hidden).transpose(1, 2)``).
+
+>>> from pe_core.rope_layout import rope_permutation
+>>> rope_permutation(8, "interleaved", "half").tolist()
+[0, 2, 4, 6, 1, 3, 5, 7]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["LAYOUTS", "rope_permutation"]
+
+#: The pair layouts :func:`rope_permutation` knows.
+LAYOUTS: tuple[str, ...] = ("half", "interleaved")
+
+
+def _check_layout(value: object, name: str) -> str:
+    if value not in LAYOUTS:
+        raise ValueError(f"Unknown {name} {value!r}. Expected one of: {', '.join(LAYOUTS)}.")
+    return str(value)
+
+
+def rope_permutation(
+    head_dim: int, from_layout: str, to_layout: str, *, rotary_dim: int | None = None
+) -> np.ndarray:
+    """Index array ``perm`` with ``x_new = x_old[..., perm]`` along one head's features.
+
+    The permutation acts on the head-dim axis, the features of one head.
+    Apply it wherever that axis is:
+
+    * to a per-head query/key vector of shape ``(..., head_dim)``:
+      ``q_new = q_old[..., perm]``;
+    * to q/k projection weights in PyTorch ``Linear`` layout, shape
+      ``(n_heads * head_dim, hidden)``, it permutes the output rows of each
+      head:
+      ``w.reshape(n_heads, head_dim, hidden)[:, perm, :].reshape(n_heads * head_dim, hidden)``
+      (a bias is permuted the same way per head). For a ``(hidden, n_heads * head_dim)``
+      kernel (JAX/Keras layout), permute the columns per head instead.
+
+    V and output projections are never touched.
+
+    Parameters
+    ----------
+    head_dim : int
+        Features per head, >= 1.
+    from_layout, to_layout : {"half", "interleaved"}
+        Layout of the old and of the new weights.
+    rotary_dim : int, optional
+        Number of rotated leading features (partial rotary, e.g. GPT-J or
+        GPT-NeoX with ``rotary_pct < 1``). Must be even and at most
+        ``head_dim``. The trailing ``head_dim - rotary_dim`` features keep
+        their place. Defaults to ``head_dim``.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of shape ``(head_dim,)``. It is the identity when the two
+        layouts are equal. The half-to-interleaved and interleaved-to-half
+        permutations are inverses of each other.
+
+    Raises
+    ------
+    ValueError
+        Unknown layout; a non-positive ``head_dim``; an odd rotary dimension,
+        or one larger than ``head_dim``.
+
+    Examples
+    --------
+    >>> rope_permutation(8, "half", "interleaved").tolist()
+    [0, 4, 1, 5, 2, 6, 3, 7]
+    >>> rope_permutation(6, "half", "interleaved", rotary_dim=4).tolist()
+    [0, 2, 1, 3, 4, 5]
+    >>> import numpy as np
+    >>> w = np.arange(2 * 4 * 3).reshape(2 * 4, 3)  # 2 heads, head_dim 4, hidden 3
+    >>> perm = rope_permutation(4, "interleaved", "half")
+    >>> w.reshape(2, 4, 3)[:, perm, :].reshape(8, 3)[:, 0].tolist()
+    [0, 6, 3, 9, 12, 18, 15, 21]
+    """
+    from_layout = _check_layout(from_layout, "from_layout")
+    to_layout = _check_layout(to_layout, "to_layout")
+    if isinstance(head_dim, bool) or not isinstance(head_dim, (int, np.integer)) or head_dim < 1:
+        raise ValueError(f"head_dim must be a positive integer, got {head_dim!r}.")
+    head_dim = int(head_dim)
+    rot = head_dim if rotary_dim is None else rotary_dim
+    if isinstance(rot, bool) or not isinstance(rot, (int, np.integer)) or not 0 <= rot <= head_dim:
+        raise ValueError(f"rotary_dim must be an integer in [0, head_dim={head_dim}], got {rot!r}.")
+    rot = int(rot)
+    if rot % 2:
+        what = "head_dim" if rotary_dim is None else "rotary_dim"
+        raise ValueError(f"{what} must be even (RoPE rotates pairs of features), got {rot}.")
+
+    perm = np.arange(head_dim, dtype=np.int64)
+    if from_layout == to_layout:
+        return perm
+    half = rot // 2
+    if from_layout == "interleaved":  # new[i * half + j] = old[2 j + i]
+        perm[:rot] = np.concatenate([np.arange(0, rot, 2), np.arange(1, rot, 2)])
+    else:  # new[2 j + i] = old[i * half + j]
+        perm[:rot] = np.stack([np.arange(half), np.arange(half) + half], axis=1).reshape(-1)
+    return perm

@@ -1,0 +1,75 @@
+"""JAX adapter (``jax.numpy`` already speaks the Array API).
+
+pe_core never flips ``jax_enable_x64``: asking for float64 while it is off is an error
+that says how to turn it on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pe_core_backends._namespace import Namespace
+
+
+class JaxNamespace(Namespace):
+    name = "jax"
+
+    def _dtype_object(self, name: str) -> Any:
+        if name == "float64" and not jax.config.jax_enable_x64:
+            raise ValueError(
+                "backend 'jax' has no dtype 'float64' while jax_enable_x64 is off; "
+                "pe_core does not change it for you: call "
+                "jax.config.update('jax_enable_x64', True) first, or ask for float32."
+            )
+        return jnp.dtype(name)
+
+    def dtype_name(self, dtype: Any) -> str:
+        if isinstance(dtype, str):
+            return dtype
+        try:
+            return jnp.dtype(dtype).name
+        except TypeError:
+            return super().dtype_name(dtype)
+
+    def asarray(self, x: Any, dtype: Any = None, like: Any = None) -> Any:
+        if (
+            isinstance(x, np.ndarray)
+            and dtype is None
+            and x.dtype == np.float64
+            and not jax.config.jax_enable_x64
+        ):
+            dtype = jnp.float32
+        return jnp.asarray(x, dtype=dtype)
+
+    def astype(self, x: Any, dtype: Any) -> Any:
+        return jnp.asarray(x).astype(dtype)
+
+    def concrete(self, x: Any) -> np.ndarray | None:
+        if isinstance(x, jax.core.Tracer):
+            return None
+        return np.asarray(x)
+
+    floor = staticmethod(jnp.floor)
+    round = staticmethod(jnp.round)
+    sin = staticmethod(jnp.sin)
+    cos = staticmethod(jnp.cos)
+    floor_divide = staticmethod(jnp.floor_divide)
+    reshape = staticmethod(jnp.reshape)
+    expand_dims = staticmethod(jnp.expand_dims)
+    broadcast_to = staticmethod(jnp.broadcast_to)
+
+    def stack(self, arrays: list[Any], axis: int = 0) -> Any:
+        return jnp.stack(arrays, axis=axis)
+
+    def concat(self, arrays: list[Any], axis: int = 0) -> Any:
+        return jnp.concatenate(arrays, axis=axis)
+
+    def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
+        return jnp.zeros(shape, dtype=dtype)
+
+
+NAMESPACE = JaxNamespace()

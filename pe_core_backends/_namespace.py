@@ -1,0 +1,119 @@
+"""The interface every backend adapter implements.
+
+The pe_core kernel is written once against these names, which follow the Python
+Array API standard (``sin``, ``floor``, ``stack``, ``concat``, ``astype``, ...).
+Adapters are deliberately small: only what the kernel needs, nothing encoding-specific.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class Namespace:
+    """Base class of the backend adapters.
+
+    Subclasses set :attr:`name` and fill in the framework-specific methods.
+    ``like`` arguments carry placement: a new array is put on the device of ``like``.
+    """
+
+    name: str = "?"
+    #: float dtype names this backend has (a subset of ``FLOAT_DTYPES``).
+    float_dtypes: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
+
+    # -- dtypes ---------------------------------------------------------------
+    def _dtype_object(self, name: str) -> Any:
+        raise NotImplementedError
+
+    def dtype(self, name: str) -> Any:
+        """The framework's dtype object for a canonical dtype name."""
+        if name not in self.float_dtypes:
+            raise ValueError(
+                f"backend {self.name!r} has no dtype {name!r}. "
+                f"Expected one of: {', '.join(self.float_dtypes)}."
+            )
+        return self._dtype_object(name)
+
+    def dtype_name(self, dtype: Any) -> str:
+        """Canonical name of ``dtype`` (a string, or any framework's dtype object)."""
+        if isinstance(dtype, str):
+            return dtype
+        name = getattr(dtype, "name", None)
+        if isinstance(name, str):
+            return name
+        text = str(dtype)
+        return text.rsplit(".", 1)[-1].strip("'>")
+
+    def dtype_of(self, x: Any) -> str:
+        """Canonical dtype name of array ``x`` (``'int32'``, ``'float32'``, ``'bool'``...)."""
+        return self.dtype_name(x.dtype)
+
+    @staticmethod
+    def kind(dtype_name: str) -> str:
+        """``'bool'``, ``'int'``, ``'float'`` or ``'complex'`` for a dtype name."""
+        if dtype_name == "bool":
+            return "bool"
+        if dtype_name.startswith(("int", "uint")):
+            return "int"
+        if dtype_name.startswith(("float", "bfloat")):
+            return "float"
+        if dtype_name.startswith("complex"):
+            return "complex"
+        return "other"
+
+    # -- creation and conversion ---------------------------------------------
+    def asarray(self, x: Any, dtype: Any = None, like: Any = None) -> Any:
+        raise NotImplementedError
+
+    def astype(self, x: Any, dtype: Any) -> Any:
+        raise NotImplementedError
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        """A NumPy copy of a concrete array."""
+        return np.asarray(x)
+
+    def concrete(self, x: Any) -> np.ndarray | None:
+        """A NumPy view of ``x`` if its values are known now, ``None`` when traced."""
+        return self.to_numpy(x)
+
+    def shape(self, x: Any) -> tuple[int, ...]:
+        return tuple(int(n) for n in x.shape)
+
+    # -- elementwise and shape functions (Array API names) --------------------
+    def floor(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def round(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def sin(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def cos(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def floor_divide(self, x: Any, y: Any) -> Any:
+        raise NotImplementedError
+
+    def stack(self, arrays: list[Any], axis: int = 0) -> Any:
+        raise NotImplementedError
+
+    def concat(self, arrays: list[Any], axis: int = 0) -> Any:
+        raise NotImplementedError
+
+    def reshape(self, x: Any, shape: tuple[int, ...]) -> Any:
+        raise NotImplementedError
+
+    def expand_dims(self, x: Any, axis: int) -> Any:
+        raise NotImplementedError
+
+    def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
+        raise NotImplementedError
+
+    def broadcast_to(self, x: Any, shape: tuple[int, ...]) -> Any:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<pe_core_backends namespace {self.name!r}>"

@@ -1,0 +1,52 @@
+"""NumPy adapter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pe_core_backends._namespace import Namespace
+
+
+class NumpyNamespace(Namespace):
+    name = "numpy"
+    float_dtypes = ("float64", "float32", "float16")
+
+    def _dtype_object(self, name: str) -> Any:
+        return np.dtype(name)
+
+    def dtype_name(self, dtype: Any) -> str:
+        if isinstance(dtype, str):
+            return dtype
+        try:
+            return np.dtype(dtype).name
+        except TypeError:
+            return super().dtype_name(dtype)
+
+    def asarray(self, x: Any, dtype: Any = None, like: Any = None) -> Any:
+        return np.asarray(x, dtype=dtype)
+
+    def astype(self, x: Any, dtype: Any) -> Any:
+        return np.asarray(x).astype(dtype, copy=False)
+
+    floor = staticmethod(np.floor)
+    round = staticmethod(np.round)
+    sin = staticmethod(np.sin)
+    cos = staticmethod(np.cos)
+    floor_divide = staticmethod(np.floor_divide)
+    reshape = staticmethod(np.reshape)
+    expand_dims = staticmethod(np.expand_dims)
+    broadcast_to = staticmethod(np.broadcast_to)
+
+    def stack(self, arrays: list[Any], axis: int = 0) -> Any:
+        return np.stack(arrays, axis=axis)
+
+    def concat(self, arrays: list[Any], axis: int = 0) -> Any:
+        return np.concatenate(arrays, axis=axis)
+
+    def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
+        return np.zeros(shape, dtype=dtype)
+
+
+NAMESPACE = NumpyNamespace()

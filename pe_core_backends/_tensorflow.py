@@ -1,0 +1,65 @@
+"""TensorFlow adapter: the one hand-written mapping onto Array API names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from pe_core_backends._namespace import Namespace
+
+
+class TensorflowNamespace(Namespace):
+    name = "tensorflow"
+
+    def _dtype_object(self, name: str) -> Any:
+        return tf.dtypes.as_dtype(name)
+
+    def dtype_name(self, dtype: Any) -> str:
+        if isinstance(dtype, tf.dtypes.DType):
+            return dtype.name
+        return super().dtype_name(dtype)
+
+    def asarray(self, x: Any, dtype: Any = None, like: Any = None) -> Any:
+        if isinstance(x, (tf.Tensor, tf.Variable)):
+            return x if dtype is None else tf.cast(x, dtype)
+        return tf.convert_to_tensor(x, dtype=dtype)
+
+    def astype(self, x: Any, dtype: Any) -> Any:
+        return tf.cast(x, dtype)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        x = tf.convert_to_tensor(x)
+        if x.dtype == tf.bfloat16:
+            x = tf.cast(x, tf.float32)
+        return x.numpy()
+
+    def concrete(self, x: Any) -> np.ndarray | None:
+        if not tf.executing_eagerly() or not hasattr(x, "numpy"):
+            return None
+        return self.to_numpy(x)
+
+    floor = staticmethod(tf.math.floor)
+    round = staticmethod(tf.math.round)  # half to even, like the Array API
+    sin = staticmethod(tf.math.sin)
+    cos = staticmethod(tf.math.cos)
+    floor_divide = staticmethod(tf.math.floordiv)
+    reshape = staticmethod(tf.reshape)
+    expand_dims = staticmethod(tf.expand_dims)
+    broadcast_to = staticmethod(tf.broadcast_to)
+
+    def shape(self, x: Any) -> tuple[int, ...]:
+        return tuple(int(n) for n in x.shape)
+
+    def stack(self, arrays: list[Any], axis: int = 0) -> Any:
+        return tf.stack(arrays, axis=axis)
+
+    def concat(self, arrays: list[Any], axis: int = 0) -> Any:
+        return tf.concat(arrays, axis=axis)
+
+    def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
+        return tf.zeros(shape, dtype=dtype)
+
+
+NAMESPACE = TensorflowNamespace()
