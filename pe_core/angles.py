@@ -21,13 +21,10 @@ without float64 on the device. The caller then takes sin/cos of it.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
-
-import numpy as np
 
 from pe_core_backends import Namespace
 
@@ -41,27 +38,43 @@ _CHUNKING = {"float32": (12, 3), "float64": (26, 2)}
 
 @dataclass(frozen=True)
 class TurnConstants:
-    """Per-frequency constants of the exact angle reduction, as float64 NumPy.
+    """Per-frequency constants of the exact angle reduction, as Python floats.
+
+    Plain tuples (not arrays) so that compilers tracing the kernel
+    (``torch.compile``, ``jax.jit``, ``tf.function``) see them as constants.
 
     ``c1[l], c2[l], c3[l]`` split ``frac(f * 2**(h*l))``; ``f`` is the frequency in
     turns; ``offset_turns`` is ``frac(offset * f)``.
     """
 
     h: int
-    c1: tuple[np.ndarray, ...]
-    c2: tuple[np.ndarray, ...]
-    c3: tuple[np.ndarray, ...]
-    f: np.ndarray
-    offset_turns: np.ndarray | None
+    c1: tuple[tuple[float, ...], ...]
+    c2: tuple[tuple[float, ...], ...]
+    c3: tuple[tuple[float, ...], ...]
+    f: tuple[float, ...]
+    offset_turns: tuple[float, ...] | None
 
 
 def _frac_centered(x: Fraction) -> Fraction:
     return x - round(x)
 
 
-@functools.lru_cache(maxsize=512)
+_CONSTANTS: dict[tuple[tuple[float, ...], float, str], TurnConstants] = {}
+
+
 def turn_constants(omegas: tuple[float, ...], offset: float, working: str) -> TurnConstants:
-    """Exact reduction constants for frequencies ``omegas`` (radians per position)."""
+    """Exact reduction constants for frequencies ``omegas`` (radians per position).
+
+    Cached in a plain dict: a hit is one lookup, which compilers trace as a constant.
+    """
+    key = (omegas, offset, working)
+    cached = _CONSTANTS.get(key)
+    if cached is None:
+        cached = _CONSTANTS[key] = _build_turn_constants(omegas, offset, working)
+    return cached
+
+
+def _build_turn_constants(omegas: tuple[float, ...], offset: float, working: str) -> TurnConstants:
     h, levels = _CHUNKING[working]
     c1 = [[] for _ in range(levels)]
     c2 = [[] for _ in range(levels)]
@@ -82,18 +95,13 @@ def turn_constants(omegas: tuple[float, ...], offset: float, working: str) -> Tu
             c2[level].append(k2 / 2 ** (2 * h))
             c3[level].append(float(r2))
 
-    def arr(values: list[float]) -> np.ndarray:
-        out = np.array(values, dtype=np.float64)
-        out.setflags(write=False)
-        return out
-
     return TurnConstants(
         h=h,
-        c1=tuple(arr(v) for v in c1),
-        c2=tuple(arr(v) for v in c2),
-        c3=tuple(arr(v) for v in c3),
-        f=arr(f_list),
-        offset_turns=arr(off_list) if offset else None,
+        c1=tuple(tuple(v) for v in c1),
+        c2=tuple(tuple(v) for v in c2),
+        c3=tuple(tuple(v) for v in c3),
+        f=tuple(f_list),
+        offset_turns=tuple(off_list) if offset else None,
     )
 
 
@@ -156,8 +164,8 @@ def reduced_angles(
     levels = levels_needed(max_abs_position, working)
     kind = xp.kind(xp.dtype_of(positions))
 
-    def const(values: np.ndarray) -> Any:
-        return xp.asarray(values.astype(working), dtype=wdtype, like=positions)
+    def const(values: tuple[float, ...]) -> Any:
+        return xp.asarray(values, dtype=wdtype, like=positions)
 
     # Split positions into integer chunks x_l (exact small integers) and a fraction u.
     if kind == "int":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pe_core.angles import reduced_angles
-from pe_core.frequency import _frequencies, check_d
+from pe_core.frequency import check_d, omegas
 from pe_core.layout import assemble
 from pe_core.positions import as_positions, check_finite, choose_backend, resolve_dtype
 from pe_core.presets import resolve_spec
@@ -66,7 +66,7 @@ def encode(
     angles = reduced_angles(
         xp,
         positions,
-        tuple(_frequencies(d, spec).tolist()),
+        omegas(d, spec),
         offset=spec.offset,
         working=working,
         max_abs_position=None if max_abs is None else max_abs + 1.0,

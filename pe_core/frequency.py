@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 
@@ -69,21 +68,31 @@ def frequencies(d: int, spec: Spec | str | None = None) -> np.ndarray:
     """
     spec = resolve_spec(spec)
     d = check_d(d, spec)
-    return _frequencies(d, spec).copy()
+    return np.array(omegas(d, spec), dtype=np.float64)
 
 
-@functools.lru_cache(maxsize=512)
-def _frequencies(d: int, spec: Spec) -> np.ndarray:
+_OMEGAS: dict[tuple[int, Spec], tuple[float, ...]] = {}
+
+
+def omegas(d: int, spec: Spec) -> tuple[float, ...]:
+    """The frequencies of a validated ``(d, spec)`` as a tuple of Python floats.
+
+    Cached in a plain dict so that compiled code sees a constant.
+    """
+    key = (d, spec)
+    cached = _OMEGAS.get(key)
+    if cached is None:
+        cached = _OMEGAS[key] = _schedule(d, spec)
+    return cached
+
+
+def _schedule(d: int, spec: Spec) -> tuple[float, ...]:
     n_pairs = d // 2
     if spec.frequencies is not None:
-        out = np.array(spec.frequencies, dtype=np.float64)
+        return tuple(spec.frequencies)
+    log_ratio = math.log(spec.base / spec.min_timescale)
+    if spec.denominator == "d":
+        exponents = [2.0 * i / (2 * n_pairs) for i in range(n_pairs)]  # the even part of d
     else:
-        i = np.arange(n_pairs, dtype=np.float64)
-        if spec.denominator == "d":
-            exponent = 2.0 * i / (2 * n_pairs)  # the even part of d
-        else:
-            exponent = i / max(n_pairs - 1, 1)
-        log_ratio = math.log(spec.base / spec.min_timescale)
-        out = np.exp(-exponent * log_ratio) / spec.min_timescale
-    out.setflags(write=False)
-    return out
+        exponents = [i / max(n_pairs - 1, 1) for i in range(n_pairs)]
+    return tuple(math.exp(-e * log_ratio) / spec.min_timescale for e in exponents)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from pe_core.angles import reduced_angles
-from pe_core.frequency import _frequencies, check_d
+from pe_core.frequency import check_d, omegas
 from pe_core.layout import assemble, disassemble
 from pe_core.positions import as_positions, check_finite, choose_backend, resolve_dtype
 from pe_core.presets import resolve_spec
@@ -30,7 +30,7 @@ def _shift_angles(xp: Any, k: Any, d: int, spec: Spec, working: str) -> tuple[An
     angles = reduced_angles(
         xp,
         k,
-        tuple(_frequencies(d, spec).tolist()),
+        omegas(d, spec),
         working=working,
         max_abs_position=None if max_abs is None else max_abs + 1.0,
     )

@@ -135,15 +135,16 @@ def _max_positions(config: Mapping[str, Any], rope_type: str) -> int:
 
 
 def _original_max_positions(
-    config: Mapping[str, Any], params: Mapping[str, Any], rope_type: str
+    config: Mapping[str, Any], params: Mapping[str, Any], rope_type: str, nested: bool
 ) -> int:
     """Pre-training context length, with transformers v5 ``standardize_rope_params`` priority.
 
-    1. a top-level ``original_max_position_embeddings`` (Phi-3 style) wins;
+    1. a top-level ``original_max_position_embeddings`` (Phi-3 style) wins, except
+       for per-layer (nested) rope parameters, where transformers ignores it;
     2. then the one inside the rope dict;
     3. else ``max_position_embeddings``.
     """
-    for source in (config, params):
+    for source in (params,) if nested else (config, params):
         if source.get("original_max_position_embeddings") is not None:
             return _positive_int(
                 source["original_max_position_embeddings"], "original_max_position_embeddings"
@@ -189,14 +190,14 @@ def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
 
 
 def _yarn(
-    config: Mapping[str, Any], params: Mapping[str, Any], theta: float, dim: int
+    config: Mapping[str, Any], params: Mapping[str, Any], theta: float, dim: int, nested: bool
 ) -> tuple[np.ndarray, float]:
     if "factor" not in params:
         raise ValueError(
             "rope_type 'yarn' requires the key 'factor' in rope_parameters/rope_scaling, "
             f"but it is missing. Present keys: {sorted(params)}."
         )
-    original = _original_max_positions(config, params, "yarn")
+    original = _original_max_positions(config, params, "yarn", nested)
     factor = params["factor"]
     if factor is None:  # v5: fall back to the implicit ratio post-/pre-yarn context length
         factor = _max_positions(config, "yarn") / original
@@ -256,10 +257,11 @@ def _longrope(
     theta: float,
     dim: int,
     seq_len: int | None,
+    nested: bool,
 ) -> tuple[np.ndarray, float]:
     short_factor = _factor_list(params, "short_factor", dim)
     long_factor = _factor_list(params, "long_factor", dim)
-    original = _original_max_positions(config, params, "longrope")
+    original = _original_max_positions(config, params, "longrope", nested)
     factor = params.get("factor")
     if factor is None:  # Phi-3 style: the ratio of the two context lengths
         factor = _max_positions(config, "longrope") / original
@@ -279,7 +281,7 @@ def _longrope(
 
 
 def _llama3(
-    config: Mapping[str, Any], params: Mapping[str, Any], theta: float, dim: int
+    config: Mapping[str, Any], params: Mapping[str, Any], theta: float, dim: int, nested: bool
 ) -> tuple[np.ndarray, float]:
     factor = _real(_require(params, "factor", "llama3"), "factor", rope_type="llama3", minimum=0)
     low_freq_factor = _real(
@@ -296,7 +298,7 @@ def _llama3(
             "high_freq_factor for rope_type 'llama3' must be > low_freq_factor, got "
             f"high_freq_factor={high_freq_factor!r}, low_freq_factor={low_freq_factor!r}."
         )
-    old_context_len = _original_max_positions(config, params, "llama3")
+    old_context_len = _original_max_positions(config, params, "llama3", nested)
 
     inv_freq = _base_inv_freq(theta, dim)
     low_freq_wavelen = old_context_len / low_freq_factor
@@ -366,8 +368,8 @@ def rope_frequencies(
     >>> inv_freq, attn = rope_frequencies(cfg)
     >>> inv_freq.shape, inv_freq.dtype, attn
     ((64,), dtype('float64'), 1.0)
-    >>> bool(inv_freq[0] == 1.0), bool(abs(inv_freq[-1] * 8 - 500000.0 ** (-126 / 128)) < 1e-18)
-    (True, True)
+    >>> float(inv_freq[0]), bool(np.isclose(inv_freq[-1], 500000.0 ** (-126 / 128) / 8, rtol=1e-15))
+    (1.0, True)
     """
     if not isinstance(config, Mapping):
         raise TypeError(
@@ -376,6 +378,7 @@ def rope_frequencies(
     if seq_len is not None:
         seq_len = _positive_int(seq_len, "seq_len")
     params = _rope_dict(config, layer_type)
+    nested = layer_type is not None
     rope_type = params.get("rope_type") or params.get("type") or "default"
     if rope_type not in ROPE_TYPES:
         raise ValueError(f"Unknown rope_type {rope_type!r}. Expected one of: {_KNOWN}.")
@@ -407,10 +410,10 @@ def rope_frequencies(
     if rope_type == "dynamic":
         return _dynamic(config, params, theta, rotary_dim, seq_len)
     if rope_type == "yarn":
-        return _yarn(config, params, theta, rotary_dim)
+        return _yarn(config, params, theta, rotary_dim, nested)
     if rope_type == "longrope":
-        return _longrope(config, params, theta, rotary_dim, seq_len)
-    return _llama3(config, params, theta, rotary_dim)
+        return _longrope(config, params, theta, rotary_dim, seq_len, nested)
+    return _llama3(config, params, theta, rotary_dim, nested)
 
 
 def ntk_aware_base(theta: float, factor: float, rotary_dim: int) -> float:

@@ -17,7 +17,6 @@ imports a framework the caller did not hand us.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import Any
 
@@ -47,6 +46,8 @@ BACKENDS: tuple[str, ...] = tuple(sorted(_REGISTRY))
 
 #: Floating dtype names pe_core speaks, widest first.
 FLOAT_DTYPES: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
+
+_LOADED: dict[str, Namespace] = {}
 
 _ALIASES = {"np": "numpy", "tf": "tensorflow", "pytorch": "torch", "jnp": "jax"}
 
@@ -90,9 +91,12 @@ def get_namespace(name: str) -> Namespace:
     np.float64(0.0)
     """
     key = canonical_backend(name)
+    loaded = _LOADED.get(key)
+    if loaded is not None:  # the common path: a dict lookup, traceable by torch.compile
+        return loaded
     adapter, framework, extra = _REGISTRY[key]
     try:
-        module = importlib.import_module(adapter)
+        module = _import_adapter(key)
     except ImportError as exc:
         if exc.name is not None and exc.name.split(".")[0] == framework:
             raise ImportError(
@@ -100,7 +104,21 @@ def get_namespace(name: str) -> Namespace:
                 f"pip install 'pe-core[{extra}]'"
             ) from exc
         raise
+    _LOADED[key] = module.NAMESPACE
     return module.NAMESPACE
+
+
+def _import_adapter(key: str) -> Any:
+    # Plain import statements (not importlib) so torch.compile can trace a first call.
+    if key == "numpy":
+        from pe_core_backends import _numpy as module
+    elif key == "jax":
+        from pe_core_backends import _jax as module
+    elif key == "torch":
+        from pe_core_backends import _torch as module
+    else:
+        from pe_core_backends import _tensorflow as module
+    return module
 
 
 def is_installed(name: str) -> bool:
