@@ -33,12 +33,12 @@ __all__ = [
     "is_installed",
 ]
 
-#: Backend name -> (module with the adapter, framework module, pip extra).
-_REGISTRY: dict[str, tuple[str, str, str]] = {
-    "numpy": ("pe_core_backends._numpy", "numpy", "numpy"),
-    "jax": ("pe_core_backends._jax", "jax", "jax"),
-    "torch": ("pe_core_backends._torch", "torch", "torch"),
-    "tensorflow": ("pe_core_backends._tensorflow", "tensorflow", "tensorflow"),
+#: Backend name -> (framework module, pip extra).
+_REGISTRY: dict[str, tuple[str, str]] = {
+    "numpy": ("numpy", "numpy"),
+    "jax": ("jax", "jax"),
+    "torch": ("torch", "torch"),
+    "tensorflow": ("tensorflow", "tensorflow"),
 }
 
 #: The backend names pe_core knows, sorted.
@@ -94,7 +94,7 @@ def get_namespace(name: str) -> Namespace:
     loaded = _LOADED.get(key)
     if loaded is not None:  # the common path: a dict lookup, traceable by torch.compile
         return loaded
-    adapter, framework, extra = _REGISTRY[key]
+    framework, extra = _REGISTRY[key]
     try:
         module = _import_adapter(key)
     except ImportError as exc:
@@ -129,7 +129,7 @@ def is_installed(name: str) -> bool:
     """
     from importlib.util import find_spec
 
-    framework = _REGISTRY[canonical_backend(name)][1]
+    framework = _REGISTRY[canonical_backend(name)][0]
     return framework in sys.modules or find_spec(framework) is not None
 
 
