@@ -19,8 +19,11 @@ so float32 products and quotients match IEEE float32 exactly. Transcendental
 functions (exp, sin, cos, pow) on float32 inputs are evaluated in float64 and
 then rounded to float32, i.e. the correctly rounded float32 result. The
 codebase's own float32 libm (torch/TF/XLA) can differ from that by about 1 ulp,
-so compare float32 outputs with a tolerance of a few float32 ulps of the
-argument. Codebases that compute in float64 and only store float32 (flax
+and a 1-ulp difference in a frequency is multiplied by the position, so compare
+float32 outputs with ``abs(ref - got) <= 4 * 2**-23 * max(1, |angle|)``
+(angle = position * frequency). Checked against the real torch/TF/Keras code
+for d up to 1024 and 8192 positions: the worst case was 3 of these units.
+Codebases that compute in float64 and only store float32 (flax
 examples, DistilBERT) are restated that way: float64, then rounded once.
 
 Where a codebase fails (raises, or yields NaN), the restatement does the same:
