@@ -161,7 +161,8 @@ def shift(encoding: Any, k: Any, spec: Spec | str | None = None) -> Any:
     new_c = c * cos_k - s * sin_k
     out = assemble(xp, new_s, new_c, spec.layout)
     if d % 2:
-        out = xp.concat([out, values[..., d - 1 :] + 0 * out[..., :1]], axis=-1)
+        lead = xp.shape(out)[:-1]
+        out = xp.concat([out, xp.broadcast_to(values[..., d - 1 :], (*lead, 1))], axis=-1)
     if dtype_name != working:
         out = xp.astype(out, encoding.dtype)
     return out

@@ -50,16 +50,14 @@ def _real(
     *,
     rope_type: str | None = None,
     minimum: float | None = None,
-    strict: bool = True,
 ) -> float:
     """Return ``value`` as a finite float, or raise naming ``name`` (and the rope_type)."""
     where = f" for rope_type '{rope_type}'" if rope_type else ""
     if not _is_real(value) or not math.isfinite(float(value)):
         raise ValueError(f"{name}{where} must be a finite real number, got {value!r}.")
     out = float(value)
-    if minimum is not None and (out <= minimum if strict else out < minimum):
-        op = ">" if strict else ">="
-        raise ValueError(f"{name}{where} must be {op} {minimum:g}, got {value!r}.")
+    if minimum is not None and out <= minimum:
+        raise ValueError(f"{name}{where} must be > {minimum:g}, got {value!r}.")
     return out
 
 
@@ -102,7 +100,11 @@ def _rope_dict(config: Mapping[str, Any], layer_type: str | None) -> dict[str, A
         if not nested or layer_type not in raw:
             known = ", ".join(sorted(raw)) if nested else "(rope parameters are not nested)"
             raise ValueError(f"Unknown layer_type {layer_type!r}. Expected one of: {known}.")
-        raw = raw[layer_type] or {}
+        if raw[layer_type] is None:
+            raise ValueError(
+                f"layer_type {layer_type!r} has rope parameters None (a layer without RoPE)."
+            )
+        raw = raw[layer_type]
     elif nested:
         raise ValueError(
             "rope parameters are nested per layer type; pass layer_type= one of: "
@@ -357,7 +359,10 @@ def rope_frequencies(
     ValueError
         Unknown ``rope_type``; a key the type requires is missing (the message
         names key and type); odd rotary dimension; non-positive or non-finite
-        numbers; wrong length of ``short_factor``/``long_factor``.
+        numbers; wrong length of ``short_factor``/``long_factor``; nested rope
+        parameters without a matching ``layer_type``.
+    TypeError
+        ``config`` (or its rope dict) is not a mapping.
 
     Examples
     --------
@@ -397,7 +402,7 @@ def rope_frequencies(
     head_dim = _head_dim(config)
     rotary_dim = int(head_dim * partial)
     if rotary_dim % 2 or rotary_dim < 2:
-        if partial == 1.0:
+        if partial == 1.0 and head_dim % 2:
             detail = f"head_dim={head_dim} is odd"
         else:
             detail = f"int(head_dim={head_dim} * partial_rotary_factor={partial}) = {rotary_dim}"

@@ -74,6 +74,7 @@ __all__ = [
 # helpers
 # ---------------------------------------------------------------------------
 
+
 def _pos(positions, float32):
     """Positions as the codebase's float type (codebases build them with an
     integer ``arange`` then cast, so cast here the same way)."""
@@ -115,6 +116,7 @@ def _dtype(float32):
 # 1. textbook PyTorch module
 # ---------------------------------------------------------------------------
 
+
 def textbook_torch(positions, d, *, float32=False):
     """Textbook PyTorch ``PositionalEncoding`` (local seeds 000 and 003).
 
@@ -141,7 +143,8 @@ def textbook_torch(positions, d, *, float32=False):
     if d % 2 == 1 and d > 1:
         raise ValueError(
             "textbook PositionalEncoding fails for odd d_model: pe[:, 1::2] has "
-            "d//2 columns but cos(position * div_term) has d//2 + 1")
+            "d//2 columns but cos(position * div_term) has d//2 + 1"
+        )
     two_i = np.arange(0, d, 2)
     scale = -(math.log(10000.0) / d)
     p = _pos(positions, float32)
@@ -160,8 +163,8 @@ def textbook_torch(positions, d, *, float32=False):
 # 2. tensor2tensor
 # ---------------------------------------------------------------------------
 
-def tensor2tensor(positions, d, *, float32=False, min_timescale=1.0,
-                  max_timescale=1.0e4):
+
+def tensor2tensor(positions, d, *, float32=False, min_timescale=1.0, max_timescale=1.0e4):
     """tensor2tensor ``get_timing_signal_1d`` (tensorflow/tensor2tensor,
     tensor2tensor/layers/common_attention.py, current version with
     ``start_index`` and the ``tf.maximum(..., 1)`` guard)::
@@ -198,16 +201,15 @@ def tensor2tensor(positions, d, *, float32=False, min_timescale=1.0,
     n = d // 2
     p = _pos(positions, float32)
     if float32:
-        inc = np.float32(math.log(float(max_timescale) / float(min_timescale))) / \
-            np.maximum(np.float32(n) - np.float32(1), np.float32(1))
-        inv = np.float32(min_timescale) * _exp(
-            np.arange(n, dtype=np.float32) * -inc, True)
+        inc = np.float32(math.log(float(max_timescale) / float(min_timescale))) / np.maximum(
+            np.float32(n) - np.float32(1), np.float32(1)
+        )
+        inv = np.float32(min_timescale) * _exp(np.arange(n, dtype=np.float32) * -inc, True)
     else:
         inc = math.log(float(max_timescale) / float(min_timescale)) / max(n - 1.0, 1.0)
         inv = min_timescale * np.exp(np.arange(n, dtype=np.float64) * -inc)
     scaled_time = p[..., None] * inv
-    signal = np.concatenate(
-        [_sin(scaled_time, float32), _cos(scaled_time, float32)], axis=-1)
+    signal = np.concatenate([_sin(scaled_time, float32), _cos(scaled_time, float32)], axis=-1)
     if d % 2:
         pad = np.zeros(p.shape + (1,), dtype=signal.dtype)
         signal = np.concatenate([signal, pad], axis=-1)
@@ -217,6 +219,7 @@ def tensor2tensor(positions, d, *, float32=False, min_timescale=1.0,
 # ---------------------------------------------------------------------------
 # 3. fairseq
 # ---------------------------------------------------------------------------
+
 
 def fairseq(positions, d, *, float32=False, padding_idx=1):
     """fairseq ``SinusoidalPositionalEmbedding`` (facebookresearch/fairseq,
@@ -255,9 +258,11 @@ def fairseq(positions, d, *, float32=False, padding_idx=1):
     """
     half_dim = d // 2
     if half_dim - 1 == 0:
-        raise ValueError("fairseq get_embedding divides by half_dim - 1 = 0 "
-                         "(ZeroDivisionError) for embedding_dim in {2, 3}")
-    rows = np.asarray(positions) + padding_idx + 1   # pe_core position -> table row
+        raise ValueError(
+            "fairseq get_embedding divides by half_dim - 1 = 0 "
+            "(ZeroDivisionError) for embedding_dim in {2, 3}"
+        )
+    rows = np.asarray(positions) + padding_idx + 1  # pe_core position -> table row
     r = _pos(rows, float32)
     emb = math.log(10000) / (half_dim - 1)
     if float32:
@@ -276,6 +281,7 @@ def fairseq(positions, d, *, float32=False, padding_idx=1):
 # ---------------------------------------------------------------------------
 # 4. whisper
 # ---------------------------------------------------------------------------
+
 
 def whisper(positions, d, *, float32=False, max_timescale=10000):
     """OpenAI whisper ``sinusoids`` (openai/whisper, whisper/model.py)::
@@ -302,14 +308,12 @@ def whisper(positions, d, *, float32=False, max_timescale=10000):
     with np.errstate(divide="ignore", invalid="ignore"):
         log_timescale_increment = np.log(max_timescale) / (n - 1)
         if float32:
-            inv = _exp(np.float32(-log_timescale_increment)
-                       * np.arange(n).astype(np.float32), True)
+            inv = _exp(np.float32(-log_timescale_increment) * np.arange(n).astype(np.float32), True)
         else:
             inv = np.exp(-log_timescale_increment * np.arange(n).astype(np.float64))
         p = _pos(positions, float32)
         scaled_time = p[..., None] * inv
-        out = np.concatenate(
-            [_sin(scaled_time, float32), _cos(scaled_time, float32)], axis=-1)
+        out = np.concatenate([_sin(scaled_time, float32), _cos(scaled_time, float32)], axis=-1)
     return out.astype(_dtype(float32))
 
 
@@ -317,8 +321,8 @@ def whisper(positions, d, *, float32=False, max_timescale=10000):
 # 5. flax examples
 # ---------------------------------------------------------------------------
 
-def flax_sinusoidal_init(positions, d, *, float32=False, min_scale=1.0,
-                         max_scale=10000.0):
+
+def flax_sinusoidal_init(positions, d, *, float32=False, min_scale=1.0, max_scale=10000.0):
     """flax examples ``sinusoidal_init`` (google/flax examples/wmt/models.py,
     2024 version; examples/lm1b/models.py has the same function)::
 
@@ -355,13 +359,14 @@ def flax_sinusoidal_init(positions, d, *, float32=False, min_scale=1.0,
         div_term = min_scale * np.exp(np.arange(0, half) * scale_factor)
         angle = p[..., None] * div_term
         pe[..., :half] = np.sin(angle)
-        pe[..., half:2 * half] = np.cos(angle)
+        pe[..., half : 2 * half] = np.cos(angle)
     return pe.astype(np.float32) if float32 else pe
 
 
 # ---------------------------------------------------------------------------
 # 6. keras-hub / keras_nlp
 # ---------------------------------------------------------------------------
+
 
 def keras_hub_sine(positions, d, *, float32=False, max_wavelength=10000):
     """keras-hub ``SinePositionEncoding`` (keras-team/keras-hub,
@@ -417,6 +422,7 @@ def keras_hub_sine(positions, d, *, float32=False, max_wavelength=10000):
 # 7. DistilBERT
 # ---------------------------------------------------------------------------
 
+
 def distilbert(positions, d, *, float32=False):
     """Hugging Face DistilBERT ``create_sinusoidal_embeddings``
     (huggingface/transformers,
@@ -449,6 +455,7 @@ def distilbert(positions, d, *, float32=False):
 # ---------------------------------------------------------------------------
 # 8. PyPI positional-encodings
 # ---------------------------------------------------------------------------
+
 
 def positional_encodings_1d(positions, d, *, float32=False):
     """PyPI ``positional-encodings`` ``PositionalEncoding1D``
@@ -486,7 +493,7 @@ def positional_encodings_1d(positions, d, *, float32=False):
         inv_freq = np.float32(1.0) / _f32_pow(10000, expo)
     else:
         expo = np.arange(0, ch, 2).astype(np.float64) / ch
-        inv_freq = 1.0 / (10000.0 ** expo)
+        inv_freq = 1.0 / (10000.0**expo)
     sin_inp = p[..., None] * inv_freq
     emb = np.stack((_sin(sin_inp, float32), _cos(sin_inp, float32)), axis=-1)
     emb = emb.reshape(p.shape + (ch,))

@@ -1,0 +1,61 @@
+"""Float64 and mpmath references for the property suite (independent of pe_core's kernel)."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+
+
+def schedule(d: int, *, base: float = 10000.0, denominator: str = "d") -> np.ndarray:
+    """Angular frequencies restated directly from the papers' formulas."""
+    n = d // 2
+    i = np.arange(n, dtype=np.float64)
+    if denominator == "d":
+        return base ** (-2.0 * i / (2 * n))
+    return base ** (-i / max(n - 1, 1))
+
+
+def table(positions: np.ndarray, omegas: np.ndarray, layout: str, d: int) -> np.ndarray:
+    """float64 sin/cos table (exact enough while |pos * w| stays below ~1e5)."""
+    angles = np.asarray(positions, dtype=np.float64)[..., None] * omegas
+    s, c = np.sin(angles), np.cos(angles)
+    if layout == "interleaved":
+        out = np.stack([s, c], axis=-1).reshape(*angles.shape[:-1], 2 * len(omegas))
+    else:
+        out = np.concatenate([s, c], axis=-1)
+    if d % 2:
+        out = np.concatenate([out, np.zeros((*out.shape[:-1], 1))], axis=-1)
+    return out
+
+
+def exact_sin_cos(
+    positions: np.ndarray, omegas: np.ndarray, dps: int = 40
+) -> tuple[np.ndarray, np.ndarray]:
+    """mpmath sin/cos of pos * w with pos and w taken as exact binary numbers."""
+    with mpmath.workdps(dps):
+        flat = np.asarray(positions, dtype=np.float64).ravel()
+        s = np.empty((flat.size, len(omegas)))
+        c = np.empty_like(s)
+        for r, p in enumerate(flat):
+            for j, w in enumerate(omegas):
+                a = mpmath.mpf(float(p)) * mpmath.mpf(float(w))
+                s[r, j] = float(mpmath.sin(a))
+                c[r, j] = float(mpmath.cos(a))
+    shape = np.shape(positions) + (len(omegas),)
+    return s.reshape(shape), c.reshape(shape)
+
+
+def exact_table(positions: np.ndarray, omegas: np.ndarray, layout: str, d: int) -> np.ndarray:
+    s, c = exact_sin_cos(positions, omegas)
+    if layout == "interleaved":
+        out = np.stack([s, c], axis=-1).reshape(*s.shape[:-1], 2 * len(omegas))
+    else:
+        out = np.concatenate([s, c], axis=-1)
+    if d % 2:
+        out = np.concatenate([out, np.zeros((*out.shape[:-1], 1))], axis=-1)
+    return out
+
+
+TWO_PI = 2 * math.pi
