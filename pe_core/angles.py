@@ -21,6 +21,7 @@ without float64 on the device. The caller then takes sin/cos of it.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -59,22 +60,18 @@ def _frac_centered(x: Fraction) -> Fraction:
     return x - round(x)
 
 
-_CONSTANTS: dict[tuple[tuple[float, ...], float, str], TurnConstants] = {}
-
-
 def turn_constants(omegas: tuple[float, ...], offset: float, working: str) -> TurnConstants:
-    """Exact reduction constants for frequencies ``omegas`` (radians per position).
-
-    Cached in a plain dict: a hit is one lookup, which compilers trace as a constant.
-    """
-    key = (omegas, offset, working)
-    cached = _CONSTANTS.get(key)
-    if cached is None:
-        cached = _CONSTANTS[key] = _build_turn_constants(omegas, offset, working)
-    return cached
+    """Exact reduction constants for frequencies ``omegas`` (radians per position)."""
+    return TurnConstants(*_turn_constant_fields(omegas, offset, working))
 
 
-def _build_turn_constants(omegas: tuple[float, ...], offset: float, working: str) -> TurnConstants:
+def _turn_constant_fields(*args: object) -> tuple:
+    # A plain function (not the cache wrapper) so torch.compile can embed its result.
+    return _cached_turn_constant_fields(*args)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_turn_constant_fields(omegas: tuple[float, ...], offset: float, working: str) -> tuple:
     h, levels = _CHUNKING[working]
     c1 = [[] for _ in range(levels)]
     c2 = [[] for _ in range(levels)]
@@ -95,13 +92,13 @@ def _build_turn_constants(omegas: tuple[float, ...], offset: float, working: str
             c2[level].append(k2 / 2 ** (2 * h))
             c3[level].append(float(r2))
 
-    return TurnConstants(
-        h=h,
-        c1=tuple(tuple(v) for v in c1),
-        c2=tuple(tuple(v) for v in c2),
-        c3=tuple(tuple(v) for v in c3),
-        f=tuple(f_list),
-        offset_turns=tuple(off_list) if offset else None,
+    return (
+        h,
+        tuple(tuple(v) for v in c1),
+        tuple(tuple(v) for v in c2),
+        tuple(tuple(v) for v in c3),
+        tuple(f_list),
+        tuple(off_list) if offset else None,
     )
 
 
@@ -158,7 +155,7 @@ def reduced_angles(
     >>> bool(abs(a[0, 0] - math.remainder(10**7, 2 * math.pi)) < 1e-6)
     True
     """
-    consts = turn_constants(omegas, float(offset), working)
+    consts = TurnConstants(*xp.host_constant(_turn_constant_fields, omegas, float(offset), working))
     wdtype = xp.dtype(working)
     h = consts.h
     levels = levels_needed(max_abs_position, working)

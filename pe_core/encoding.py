@@ -66,7 +66,7 @@ def encode(
     angles = reduced_angles(
         xp,
         positions,
-        omegas(d, spec),
+        omegas(d, spec, xp),
         offset=spec.offset,
         working=working,
         max_abs_position=None if max_abs is None else max_abs + 1.0,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
+from pe_core_backends import Namespace
 
 
 def check_d(d: object, spec: Spec) -> int:
@@ -71,28 +73,37 @@ def frequencies(d: int, spec: Spec | str | None = None) -> np.ndarray:
     return np.array(omegas(d, spec), dtype=np.float64)
 
 
-_OMEGAS: dict[tuple[int, Spec], tuple[float, ...]] = {}
-
-
-def omegas(d: int, spec: Spec) -> tuple[float, ...]:
+def omegas(d: int, spec: Spec, xp: Namespace | None = None) -> tuple[float, ...]:
     """The frequencies of a validated ``(d, spec)`` as a tuple of Python floats.
 
-    Cached in a plain dict so that compiled code sees a constant.
+    With a backend namespace ``xp`` the schedule is evaluated through
+    :meth:`~pe_core_backends.Namespace.host_constant`, so compiled callers see a constant.
     """
-    key = (d, spec)
-    cached = _OMEGAS.get(key)
-    if cached is None:
-        cached = _OMEGAS[key] = _schedule(d, spec)
-    return cached
+    args = (d, spec.base, spec.min_timescale, spec.denominator, spec.frequencies)
+    if xp is None:
+        return _schedule(*args)
+    return xp.host_constant(_schedule, *args)
 
 
-def _schedule(d: int, spec: Spec) -> tuple[float, ...]:
+def _schedule(*args: object) -> tuple[float, ...]:
+    # A plain function (not the cache wrapper) so torch.compile can embed its result.
+    return _cached_schedule(*args)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_schedule(
+    d: int,
+    base: float,
+    min_timescale: float,
+    denominator: str,
+    explicit: tuple[float, ...] | None,
+) -> tuple[float, ...]:
     n_pairs = d // 2
-    if spec.frequencies is not None:
-        return tuple(spec.frequencies)
-    log_ratio = math.log(spec.base / spec.min_timescale)
-    if spec.denominator == "d":
+    if explicit is not None:
+        return tuple(explicit)
+    log_ratio = math.log(base / min_timescale)
+    if denominator == "d":
         exponents = [2.0 * i / (2 * n_pairs) for i in range(n_pairs)]  # the even part of d
     else:
         exponents = [i / max(n_pairs - 1, 1) for i in range(n_pairs)]
-    return tuple(math.exp(-e * log_ratio) / spec.min_timescale for e in exponents)
+    return tuple(math.exp(-e * log_ratio) / min_timescale for e in exponents)

@@ -30,7 +30,7 @@ def _shift_angles(xp: Any, k: Any, d: int, spec: Spec, working: str) -> tuple[An
     angles = reduced_angles(
         xp,
         k,
-        omegas(d, spec),
+        omegas(d, spec, xp),
         working=working,
         max_abs_position=None if max_abs is None else max_abs + 1.0,
     )

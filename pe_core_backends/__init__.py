@@ -47,8 +47,6 @@ BACKENDS: tuple[str, ...] = tuple(sorted(_REGISTRY))
 #: Floating dtype names pe_core speaks, widest first.
 FLOAT_DTYPES: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
 
-_LOADED: dict[str, Namespace] = {}
-
 _ALIASES = {"np": "numpy", "tf": "tensorflow", "pytorch": "torch", "jnp": "jax"}
 
 
@@ -91,9 +89,6 @@ def get_namespace(name: str) -> Namespace:
     np.float64(0.0)
     """
     key = canonical_backend(name)
-    loaded = _LOADED.get(key)
-    if loaded is not None:  # the common path: a dict lookup, traceable by torch.compile
-        return loaded
     framework, extra = _REGISTRY[key]
     try:
         module = _import_adapter(key)
@@ -104,12 +99,12 @@ def get_namespace(name: str) -> Namespace:
                 f"pip install 'pe-core[{extra}]'"
             ) from exc
         raise
-    _LOADED[key] = module.NAMESPACE
     return module.NAMESPACE
 
 
 def _import_adapter(key: str) -> Any:
-    # Plain import statements (not importlib) so torch.compile can trace a first call.
+    # Plain import statements, no cache of our own: after the first call each is a
+    # sys.modules lookup, and torch.compile traces it without guarding on mutable state.
     if key == "numpy":
         from pe_core_backends import _numpy as module
     elif key == "jax":

@@ -63,6 +63,16 @@ class Namespace:
             return "complex"
         return "other"
 
+    # -- host-side constants ----------------------------------------------------
+    def host_constant(self, fn: Any, *args: Any) -> Any:
+        """Evaluate ``fn(*args)`` in plain Python and treat the result as a constant.
+
+        ``fn`` must be pure and return plain Python data (numbers and tuples). Tracing
+        compilers that would otherwise trace into ``fn`` (``torch.compile``) are told
+        to run it once and embed the result.
+        """
+        return fn(*args)
+
     # -- creation and conversion ---------------------------------------------
     def asarray(self, x: Any, dtype: Any = None, like: Any = None) -> Any:
         raise NotImplementedError

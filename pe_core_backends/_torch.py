@@ -10,8 +10,16 @@ import torch
 from pe_core_backends._namespace import Namespace
 
 
+@torch.compiler.assume_constant_result
+def _host_constant(fn: Any, *args: Any) -> Any:
+    return fn(*args)
+
+
 class TorchNamespace(Namespace):
     name = "torch"
+
+    def host_constant(self, fn: Any, *args: Any) -> Any:
+        return _host_constant(fn, *args)
 
     def _dtype_object(self, name: str) -> Any:
         return getattr(torch, name)
