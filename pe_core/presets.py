@@ -82,3 +82,24 @@ def resolve_spec(spec: Spec | str | None) -> Spec:
                 f"Unknown preset {spec!r}. Expected one of: {', '.join(sorted(PRESETS))}."
             ) from None
     raise TypeError(f"spec must be a pe_core.Spec, a preset name or None. Received: {spec!r}")
+
+
+def preset_table_markdown() -> str:
+    """The preset table as Markdown: one row per preset, one column per Spec field.
+
+    The docs' conventions page embeds exactly this text (a test keeps them equal).
+
+    >>> print(preset_table_markdown().splitlines()[0])
+    | preset | `base` | `min_timescale` | `denominator` | `frequencies` | `layout` | `offset` | `odd_d` | reproduces |
+    """
+    from dataclasses import fields
+
+    names = [f.name for f in fields(Spec) if f.name != "name"]
+    lines = [
+        "| preset | " + " | ".join(f"`{n}`" for n in names) + " | reproduces |",
+        "|" + "---|" * (len(names) + 2),
+    ]
+    for key, spec in PRESETS.items():
+        cells = " | ".join(f"`{getattr(spec, n)!r}`" for n in names)
+        lines.append(f"| `{key}` | {cells} | {PRESET_SOURCES[key]} |")
+    return "\n".join(lines)

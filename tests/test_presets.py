@@ -35,7 +35,9 @@ def _dims(reference: str) -> st.SearchStrategy[int]:
 @given(data=st.data())
 def test_preset_matches_codebase_float64(backend: str, reference: str, data: st.DataObject) -> None:
     d = data.draw(_dims(reference), label="d")
-    positions = np.array(data.draw(st.lists(st.integers(0, 20_000), min_size=1, max_size=8), label="positions"))
+    positions = np.array(
+        data.draw(st.lists(st.integers(0, 20_000), min_size=1, max_size=8), label="positions")
+    )
     expected = REFERENCES[reference](positions, d)
     out = pe_core.encode(positions_on(backend, positions), d, spec=PRESET_OF[reference])
     np.testing.assert_allclose(to_numpy(out), expected, atol=ATOL32)
@@ -67,3 +69,14 @@ def test_fairseq_first_token_is_table_row_two() -> None:
 
 def test_every_preset_has_a_reference() -> None:
     assert set(PRESET_OF.values()) == set(pe_core.PRESETS)
+
+
+def test_docs_preset_table_is_the_generated_one() -> None:
+    from pathlib import Path
+
+    from pe_core.presets import preset_table_markdown
+
+    page = (Path(__file__).parent.parent / "docs" / "conventions.md").read_text()
+    start = page.index("<!-- preset-table:start -->") + len("<!-- preset-table:start -->")
+    end = page.index("<!-- preset-table:end -->")
+    assert page[start:end].strip() == preset_table_markdown()
