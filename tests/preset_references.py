@@ -57,16 +57,16 @@ import math
 import numpy as np
 
 __all__ = [
-    "textbook_torch",
-    "tensor2tensor",
+    "PRESET_OF",
+    "REFERENCES",
+    "distilbert",
     "fairseq",
-    "whisper",
     "flax_sinusoidal_init",
     "keras_hub_sine",
-    "distilbert",
     "positional_encodings_1d",
-    "REFERENCES",
-    "PRESET_OF",
+    "tensor2tensor",
+    "textbook_torch",
+    "whisper",
 ]
 
 
