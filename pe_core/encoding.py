@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pe_core.angles import reduced_angles
 from pe_core.frequency import check_d, omegas
 from pe_core.layout import assemble
-from pe_core.positions import as_positions, check_finite, choose_backend, resolve_dtype
+from pe_core.positions import (
+    as_positions,
+    check_finite,
+    choose_backend,
+    fits_backend,
+    resolve_dtype,
+)
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
+from pe_core.tables import MIN_PAIRS, contiguous_start, table_sin_cos
+from pe_core_backends import Namespace, backend_of, get_namespace
 
 
 def encode(
@@ -19,6 +28,7 @@ def encode(
     spec: Spec | str | None = None,
     backend: str | None = None,
     dtype: Any = None,
+    out: Any = None,
 ) -> Any:
     """Sinusoidal positional encoding of ``pos`` with ``d`` features.
 
@@ -36,14 +46,25 @@ def encode(
         Where to compute. ``None`` follows the type of ``pos`` (a torch tensor gives a
         torch tensor on the same device); Python values give NumPy.
     dtype : str or dtype, optional
-        Output dtype, float32 by default; float64, float16 and bfloat16 where the
-        backend has them. The angle is always computed exactly (see
-        :mod:`pe_core.angles`); a low-precision dtype only rounds the result.
+        Output dtype, float32 by default (or ``out``'s dtype); float64, float16 and
+        bfloat16 where the backend has them. The angle is always computed exactly
+        (see :mod:`pe_core.angles`); a low-precision dtype only rounds the result.
+    out : array, optional
+        A NumPy array or torch tensor of shape ``shape(pos) + (d,)`` to write into
+        (for callers who refill a buffer); it is returned.
 
     Returns
     -------
     array
         Shape ``shape(pos) + (d,)``, values in ``[-1, 1]``.
+
+    Notes
+    -----
+    Positions whose values are known (not traced) and form a run of consecutive
+    integers, such as ``range(n)`` or ``offset + arange(n)``, take the table path of
+    :mod:`pe_core.tables` (a few multiply-adds per element instead of sin and cos);
+    any other positions take the exact per-element kernel of :mod:`pe_core.angles`.
+    Both are within 1e-6 of the true value in float32.
 
     Examples
     --------
@@ -55,23 +76,90 @@ def encode(
     [0.841, 0.54, 0.01, 1.0]
     >>> bool(abs(encode(10**6, 2)[0] - np.sin(10**6)) < 1e-6)  # exact at large positions
     True
+    >>> buffer = np.empty((4096, 64), np.float32)
+    >>> encode(range(4096), 64, out=buffer) is buffer
+    True
     """
     spec = resolve_spec(spec)
     d = check_d(d, spec)
+    if out is not None and backend is None and backend_of(pos) is None:
+        backend = backend_of(out)
     xp, source = choose_backend(pos, backend)
+    if source in (None, "numpy") and xp.name != "numpy" and out is None:
+        host = as_positions(pos, get_namespace("numpy"), source)
+        if not fits_backend(host, xp):
+            # e.g. float64 positions for JAX without x64: encode exactly on the host
+            # rather than let the conversion round them.
+            name, _ = resolve_dtype(xp, dtype)
+            table = encode(host, d, spec=spec, dtype="float64" if name == "float64" else "float32")
+            return xp.astype(xp.asarray(table), xp.dtype(name))
+        pos, source = host, "numpy"
     positions = as_positions(pos, xp, source)
-    max_abs = check_finite(xp, positions)
+    if out is not None:
+        _check_out_backend(xp, out)
+        if dtype is None:
+            dtype = out.dtype
     out_name, out_dtype = resolve_dtype(xp, dtype)
+    shape = xp.shape(positions)
+    if out is not None:
+        _check_out(xp, out, (*shape, d), out_name)
     working = "float64" if out_name == "float64" else "float32"
-    angles = reduced_angles(
-        xp,
-        positions,
-        omegas(d, spec, xp),
-        offset=spec.offset,
-        working=working,
-        max_abs_position=None if max_abs is None else max_abs + 1.0,
-    )
-    table = assemble(xp, xp.sin(angles), xp.cos(angles), spec.layout, pad=0.0 if d % 2 else None)
+    values = xp.concrete(positions)
+    max_abs = check_finite(xp, positions, values=values)
+    freqs = omegas(d, spec, xp)
+    n_rows = math.prod(shape)
+    start = None
+    if n_rows >= 64 and n_rows * len(freqs) >= MIN_PAIRS:
+        start = contiguous_start(values)
+
+    if start is not None:
+        direct = out is not None and out_name == working and d % 2 == 0
+        table = table_sin_cos(
+            xp,
+            start,
+            n_rows,
+            freqs,
+            offset=spec.offset,
+            layout=spec.layout,
+            working=working,
+            like=positions,
+            out=xp.reshape(out, (n_rows, d)) if direct else None,
+        )
+        if direct:
+            return out
+        table = xp.reshape(table, (*shape, 2 * len(freqs)))
+        if d % 2:
+            table = xp.concat([table, xp.zeros((*shape, 1), table.dtype, like=table)], -1)
+    else:
+        angles = reduced_angles(
+            xp,
+            positions,
+            freqs,
+            offset=spec.offset,
+            working=working,
+            max_abs_position=None if max_abs is None else max_abs + 1.0,
+        )
+        table = assemble(
+            xp, xp.sin(angles), xp.cos(angles), spec.layout, pad=0.0 if d % 2 else None
+        )
     if out_name != working:
         table = xp.astype(table, out_dtype)
+    if out is not None:
+        return xp.copy_into(out, table)
     return table
+
+
+def _check_out_backend(xp: Namespace, out: Any) -> None:
+    if backend_of(out) != xp.name or not xp.mutable:
+        raise TypeError(
+            "out must be a NumPy array or a torch tensor on the backend computed on "
+            f"({xp.name}). Received: {type(out).__name__}"
+        )
+
+
+def _check_out(xp: Namespace, out: Any, shape: tuple[int, ...], dtype_name: str) -> None:
+    if xp.shape(out) != shape or xp.dtype_of(out) != dtype_name:
+        raise ValueError(
+            f"out must have shape {shape} and dtype {dtype_name}. "
+            f"Received: shape {xp.shape(out)}, dtype {xp.dtype_of(out)}"
+        )

@@ -69,9 +69,29 @@ def as_positions(obj: Any, xp: Namespace, source: str | None, *, what: str = "po
     return obj
 
 
-def check_finite(xp: Namespace, positions: Any, *, what: str = "positions") -> float | None:
-    """Raise on NaN/inf; return ``max |position|`` when the values are known now."""
-    values = xp.concrete(positions)
+def fits_backend(values: np.ndarray, xp: Namespace) -> bool:
+    """Whether host ``values`` keep their exact value in ``xp``'s narrower dtypes.
+
+    JAX without x64 turns float64 into float32 and int64 into int32 (wrapping).
+    """
+    if values.dtype.kind == "f" and values.dtype.itemsize > 4 and not xp.supports("float64"):
+        finite = values[np.isfinite(values)]
+        return bool(np.array_equal(finite.astype(np.float32).astype(values.dtype), finite))
+    if values.dtype.kind in "iu" and values.dtype.itemsize > 4 and not xp.supports("int64"):
+        info = np.iinfo(np.int32)
+        return values.size == 0 or bool(info.min <= values.min() and values.max() <= info.max)
+    return True
+
+
+def check_finite(
+    xp: Namespace, positions: Any, *, what: str = "positions", values: Any = "unset"
+) -> float | None:
+    """Raise on NaN/inf; return ``max |position|`` when the values are known now.
+
+    ``values`` may pass in ``xp.concrete(positions)`` when the caller already has it.
+    """
+    if isinstance(values, str):
+        values = xp.concrete(positions)
     if values is None:
         return None
     if values.size == 0:

@@ -27,6 +27,9 @@ class JaxNamespace(Namespace):
             )
         return jnp.dtype(name)
 
+    def supports(self, dtype_name: str) -> bool:
+        return bool(jax.config.jax_enable_x64) or not dtype_name.endswith("64")
+
     def dtype_name(self, dtype: Any) -> str:
         if isinstance(dtype, str):
             return dtype
@@ -67,6 +70,12 @@ class JaxNamespace(Namespace):
 
     def concat(self, arrays: list[Any], axis: int = 0) -> Any:
         return jnp.concatenate(arrays, axis=axis)
+
+    def view_as_real(self, z: Any) -> Any:
+        return jnp.stack([jnp.real(z), jnp.imag(z)], axis=-1)
+
+    def compile(self, fn: Any) -> Any:
+        return jax.jit(fn)
 
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         return jnp.zeros(shape, dtype=dtype)

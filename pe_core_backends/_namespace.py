@@ -36,6 +36,10 @@ class Namespace:
             )
         return self._dtype_object(name)
 
+    def supports(self, dtype_name: str) -> bool:
+        """Whether arrays of this dtype can be made now (JAX without x64 has no 64-bit)."""
+        return True
+
     def dtype_name(self, dtype: Any) -> str:
         """Canonical name of ``dtype`` (a string, or any framework's dtype object)."""
         if isinstance(dtype, str):
@@ -124,6 +128,31 @@ class Namespace:
 
     def broadcast_to(self, x: Any, shape: tuple[int, ...]) -> Any:
         raise NotImplementedError
+
+    # -- complex numbers, compilation and in-place output -----------------------
+    def view_as_real(self, z: Any) -> Any:
+        """A complex array ``(...,)`` as real ``(..., 2)`` of (real, imaginary) parts."""
+        raise NotImplementedError
+
+    def compile(self, fn: Any) -> Any:
+        """``fn`` compiled for this backend where that fuses elementwise work
+        (``jax.jit``, ``tf.function(jit_compile=True)``); unchanged elsewhere."""
+        return fn
+
+    #: whether arrays can be written in place (``out=`` arguments)
+    mutable: bool = False
+
+    def complex_view(self, x: Any) -> Any:
+        """A real array ``(..., 2n)`` viewed as complex ``(..., n)`` (same memory)."""
+        raise TypeError(f"backend {self.name!r} arrays are immutable; out= is not supported")
+
+    def multiply_into(self, x: Any, y: Any, out: Any) -> Any:
+        """``out[...] = x * y`` without a temporary."""
+        raise TypeError(f"backend {self.name!r} arrays are immutable; out= is not supported")
+
+    def copy_into(self, out: Any, value: Any) -> Any:
+        """``out[...] = value``."""
+        raise TypeError(f"backend {self.name!r} arrays are immutable; out= is not supported")
 
     def __repr__(self) -> str:
         return f"<pe_core_backends namespace {self.name!r}>"

@@ -45,6 +45,24 @@ class NumpyNamespace(Namespace):
     def concat(self, arrays: list[Any], axis: int = 0) -> Any:
         return np.concatenate(arrays, axis=axis)
 
+    mutable = True
+
+    def view_as_real(self, z: Any) -> Any:
+        z = np.ascontiguousarray(z)
+        real = np.float32 if z.dtype == np.complex64 else np.float64
+        return z.view(real).reshape((*z.shape, 2))
+
+    def complex_view(self, x: Any) -> Any:
+        kind = np.complex64 if x.dtype == np.float32 else np.complex128
+        return x.view(kind)
+
+    def multiply_into(self, x: Any, y: Any, out: Any) -> Any:
+        return np.multiply(x, y, out=out)
+
+    def copy_into(self, out: Any, value: Any) -> Any:
+        out[...] = value
+        return out
+
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         return np.zeros(shape, dtype=dtype)
 

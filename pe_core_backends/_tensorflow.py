@@ -58,6 +58,12 @@ class TensorflowNamespace(Namespace):
     def concat(self, arrays: list[Any], axis: int = 0) -> Any:
         return tf.concat(arrays, axis=axis)
 
+    def view_as_real(self, z: Any) -> Any:
+        return tf.stack([tf.math.real(z), tf.math.imag(z)], axis=-1)
+
+    def compile(self, fn: Any) -> Any:
+        return tf.function(fn, jit_compile=True, reduce_retracing=True)
+
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         return tf.zeros(shape, dtype=dtype)
 

@@ -72,6 +72,20 @@ class TorchNamespace(Namespace):
     def concat(self, arrays: list[Any], axis: int = 0) -> Any:
         return torch.cat(arrays, dim=axis)
 
+    mutable = True
+
+    def view_as_real(self, z: Any) -> Any:
+        return torch.view_as_real(z)
+
+    def complex_view(self, x: Any) -> Any:
+        return torch.view_as_complex(x.unflatten(-1, (-1, 2)))
+
+    def multiply_into(self, x: Any, y: Any, out: Any) -> Any:
+        return torch.mul(x, y, out=out)
+
+    def copy_into(self, out: Any, value: Any) -> Any:
+        return out.copy_(value)
+
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         device = like.device if isinstance(like, torch.Tensor) else None
         return torch.zeros(shape, dtype=dtype, device=device)

@@ -1,0 +1,133 @@
+"""Fast tables for runs of consecutive positions, by the angle-addition formulas.
+
+A table of ``N`` consecutive positions ``start, start + 1, ...`` is what models build
+most often. Writing row ``t = a*B + b`` as block ``a`` plus offset ``b``,
+
+    sin((s + aB + b) w) + i cos((s + aB + b) w)
+        = [sin((s + aB) w) + i cos((s + aB) w)] * [cos(b w) - i sin(b w)]
+
+so the whole table is one broadcast complex product of a ``(A, n)`` table of block
+starts and a ``(B, n)`` table of offsets, with ``A*B >= N`` and both near ``sqrt(N)``.
+The product's real and imaginary parts *are* the interleaved ``[sin, cos]`` layout in
+memory. Both small tables are computed exactly on the host in float64 (by
+:func:`~pe_core.angles.reduced_angles`) and rounded once, so every entry of the result
+is within about 2.5e-7 of the true value in float32: no transcendental per element,
+a few multiply-adds instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from pe_core.angles import reduced_angles
+from pe_core_backends import Namespace, get_namespace
+
+#: Below this many sin/cos pairs in all, computing directly is as fast.
+MIN_PAIRS = 16_384
+
+
+def contiguous_start(values: np.ndarray | None) -> int | None:
+    """``start`` if ``values`` (flattened) are ``start, start + 1, ...`` integers, else None.
+
+    >>> contiguous_start(np.arange(5, 9)), contiguous_start(np.array([0, 2]))
+    (5, None)
+    """
+    if values is None or values.size == 0:
+        return None
+    flat = values.reshape(-1)
+    first = flat[0]
+    if values.dtype.kind == "f" and not float(first).is_integer():
+        return None
+    if abs(float(first)) + flat.size > 2**52:
+        return None
+    if flat.size > 1 and not np.array_equal(
+        np.diff(flat), np.ones(flat.size - 1, dtype=flat.dtype)
+    ):
+        return None
+    return int(first)
+
+
+def block_shape(n_rows: int) -> tuple[int, int]:
+    """``(A, B)``: ``B`` a power of two near ``sqrt(n_rows)``, ``A = ceil(n_rows / B)``.
+
+    >>> block_shape(8192)
+    (64, 128)
+    """
+    block = 1 << max(0, (math.isqrt(max(n_rows, 1)) - 1).bit_length())
+    return -(-n_rows // block), block
+
+
+def _unit_complex(angles: np.ndarray, *, conj_offsets: bool, working: str) -> np.ndarray:
+    kind = np.complex64 if working == "float32" else np.complex128
+    if conj_offsets:  # cos(bw) - i sin(bw)
+        return (np.cos(angles) - 1j * np.sin(angles)).astype(kind)
+    return (np.sin(angles) + 1j * np.cos(angles)).astype(kind)  # sin(aw) + i cos(aw)
+
+
+@functools.lru_cache(maxsize=64)
+def _offset_table(block: int, omegas: tuple[float, ...], working: str) -> np.ndarray:
+    numpy = get_namespace("numpy")
+    angles = reduced_angles(numpy, np.arange(block), omegas, working="float64")
+    table = _unit_complex(angles, conj_offsets=True, working=working)
+    return table
+
+
+def _start_table(
+    start: int, blocks: int, block: int, omegas: tuple[float, ...], offset: float, working: str
+) -> np.ndarray:
+    numpy = get_namespace("numpy")
+    starts = start + block * np.arange(blocks, dtype=np.int64)
+    angles = reduced_angles(numpy, starts, omegas, offset=offset, working="float64")
+    return _unit_complex(angles, conj_offsets=False, working=working)
+
+
+@functools.lru_cache(maxsize=128)
+def _combiner(backend: str, n_rows: int, layout: str) -> Any:
+    xp = get_namespace(backend)
+
+    def combine(starts: Any, offsets: Any) -> Any:
+        blocks, n_pairs = xp.shape(starts)
+        block = xp.shape(offsets)[0]
+        pairs = xp.view_as_real(xp.expand_dims(starts, 1) * xp.expand_dims(offsets, 0))
+        pairs = xp.reshape(pairs, (blocks * block, n_pairs, 2))[:n_rows]
+        if layout == "interleaved":
+            return xp.reshape(pairs, (n_rows, 2 * n_pairs))
+        return xp.concat([pairs[..., 0], pairs[..., 1]], axis=-1)
+
+    return xp.compile(combine)
+
+
+def table_sin_cos(
+    xp: Namespace,
+    start: int,
+    n_rows: int,
+    omegas: tuple[float, ...],
+    *,
+    offset: float,
+    layout: str,
+    working: str,
+    like: Any,
+    out: Any = None,
+) -> Any:
+    """The ``(n_rows, 2 * len(omegas))`` table of positions ``start ...`` in ``layout``.
+
+    With ``out`` (a mutable backend's contiguous float array of that shape, interleaved
+    layout, whole blocks) the product is written straight into it.
+    """
+    blocks, block = block_shape(n_rows)
+    starts = _start_table(start, blocks, block, omegas, float(offset), working)
+    offsets = _offset_table(block, omegas, working)
+    starts = xp.asarray(starts, like=like)
+    offsets = xp.asarray(offsets, like=like)
+    if out is not None and layout == "interleaved" and blocks * block == n_rows:
+        target = xp.reshape(xp.complex_view(out), (blocks, block, len(omegas)))
+        xp.multiply_into(xp.expand_dims(starts, 1), xp.expand_dims(offsets, 0), target)
+        return out
+    table = _combiner(xp.name, n_rows, layout)(starts, offsets)
+    if out is not None:
+        return xp.copy_into(out, table)
+    return table
