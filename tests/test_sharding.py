@@ -1,0 +1,51 @@
+"""Sequence-sharded encoding: each device encodes its slice with no communication.
+
+Runs in a subprocess with 8 host CPU devices (XLA_FLAGS must be set before JAX starts).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp, numpy as np, pe_core
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    assert len(jax.devices()) == 8, jax.devices()
+    mesh = Mesh(np.array(jax.devices()), ("seq",))
+    n, d, offset = 8 * 512, 64, 2**24 - 8 * 512
+    positions = jax.device_put(
+        offset + jnp.arange(n, dtype=jnp.int32), NamedSharding(mesh, P("seq"))
+    )
+    encode = jax.jit(lambda p: pe_core.encode(p, d))
+    out = encode(positions)
+    expected_sharding = NamedSharding(mesh, P("seq", None))
+    assert out.sharding.is_equivalent_to(expected_sharding, 2), out.sharding
+    single = pe_core.encode(np.arange(offset, offset + n), d, dtype="float64")
+    np.testing.assert_allclose(np.asarray(out), single, atol=1e-6)
+    hlo = encode.lower(positions).compile().as_text().lower()
+    for collective in ("all-gather", "all-reduce", "all-to-all", "collective-permute", "reduce-scatter"):
+        assert collective not in hlo, collective
+    # each shard's rows are its own global positions
+    for shard in out.addressable_shards:
+        rows = shard.index[0]
+        np.testing.assert_allclose(np.asarray(shard.data), single[rows], atol=1e-6)
+    print("OK", len(out.addressable_shards))
+    """
+)
+
+
+def test_sharded_encode_has_no_collectives() -> None:
+    pytest.importorskip("jax")
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "OK 8" in result.stdout
