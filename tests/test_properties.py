@@ -240,3 +240,21 @@ def test_schedule_matches_the_formulas() -> None:
             rtol=1e-14,
         )
     np.testing.assert_allclose(pe_core.frequencies(8, Spec(frequencies=(1, 2, 3, 4))), [1, 2, 3, 4])
+
+
+@pytest.mark.parametrize("k", [2**24, -(2**24) + 17, 10**6 + 1])
+def test_relative_matrix_exact_for_large_k(backend: str, k: int) -> None:
+    """M_k's rotation angles are exact at large k, like encode's."""
+    from reference import exact_sin_cos
+
+    d = 32
+    omegas = pe_core.frequencies(d)
+    s, c = exact_sin_cos(np.array([k]), omegas)
+    M = to_numpy(pe_core.relative_matrix(k, d, backend=backend))
+    np.testing.assert_allclose(M[0::2, 0::2].diagonal(), c[0], atol=ATOL32)  # cos on the diagonal
+    np.testing.assert_allclose(M[0::2, 1::2].diagonal(), s[0], atol=ATOL32)  # sin row of each block
+    pe = pe_core.encode(positions_on(backend, np.array([3, 4])), d)
+    shifted = to_numpy(pe_core.shift(pe, k))
+    np.testing.assert_allclose(
+        shifted, exact_table(np.array([3 + k, 4 + k]), omegas, "interleaved", d), atol=4 * ATOL32
+    )
