@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
-from pe_core.angles import reduced_angles
+from pe_core.angles import reduced_turns, sin_cos_turns
 from pe_core.frequency import check_d, omegas
 from pe_core.layout import assemble
 from pe_core.positions import (
@@ -100,16 +101,16 @@ def encode(
         if dtype is None:
             dtype = out.dtype
     out_name, out_dtype = resolve_dtype(xp, dtype)
-    shape = xp.shape(positions)
+    shape = xp.shape(positions)  # sizes may be None while tracing
     if out is not None:
         _check_out(xp, out, (*shape, d), out_name)
     working = "float64" if out_name == "float64" else "float32"
     values = xp.concrete(positions)
     max_abs = check_finite(xp, positions, values=values)
     freqs = omegas(d, spec, xp)
-    n_rows = math.prod(shape)
+    n_rows = math.prod(shape) if values is not None else None
     start = None
-    if n_rows >= 64 and n_rows * len(freqs) >= MIN_PAIRS:
+    if n_rows is not None and n_rows >= 64 and n_rows * len(freqs) >= MIN_PAIRS:
         start = contiguous_start(values)
 
     if start is not None:
@@ -131,22 +132,80 @@ def encode(
         if d % 2:
             table = xp.concat([table, xp.zeros((*shape, 1), table.dtype, like=table)], -1)
     else:
-        angles = reduced_angles(
-            xp,
-            positions,
-            freqs,
-            offset=spec.offset,
-            working=working,
-            max_abs_position=None if max_abs is None else max_abs + 1.0,
-        )
-        table = assemble(
-            xp, xp.sin(angles), xp.cos(angles), spec.layout, pad=0.0 if d % 2 else None
-        )
+        max_abs_position = None if max_abs is None else max_abs + 1.0
+        if values is None and xp.name == "tensorflow":
+            # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call.
+            kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d, False)
+            table = kernel(positions)
+        elif values is not None and xp.compiles and (xp.name == "jax" or n_rows >= 4096):
+            # Eager JAX/TensorFlow: one compiled kernel instead of an op-by-op dispatch,
+            # on positions padded to a power-of-two length (few shapes, few compiles).
+            fits = max_abs_position is not None and max_abs_position < 2**31
+            kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d, fits)
+            flat = xp.reshape(positions, (n_rows,))
+            bucket = max(8, 1 << (n_rows - 1).bit_length())
+            if bucket > n_rows:
+                flat = xp.concat([flat, xp.zeros((bucket - n_rows,), flat.dtype, like=flat)], 0)
+            table = xp.reshape(kernel(flat)[:n_rows], (*shape, d))
+        else:
+            table = _kernel(
+                xp,
+                positions,
+                freqs,
+                spec.offset,
+                spec.layout,
+                working,
+                d,
+                max_abs_position,
+                traced=values is None,
+            )
     if out_name != working:
         table = xp.astype(table, out_dtype)
     if out is not None:
         return xp.copy_into(out, table)
     return table
+
+
+def _kernel(
+    xp: Namespace,
+    positions: Any,
+    freqs: tuple[float, ...],
+    offset: float,
+    layout: str,
+    working: str,
+    d: int,
+    max_abs_position: float | None,
+    *,
+    traced: bool,
+) -> Any:
+    """The exact per-element kernel: reduced turns, then sin/cos, then the layout."""
+    turns = reduced_turns(
+        xp, positions, freqs, offset=offset, working=working, max_abs_position=max_abs_position
+    )
+    if traced and working == "float32":
+        # A compiler fuses everything: polynomial sin/cos beat the library's here.
+        sin, cos = sin_cos_turns(xp, turns)
+    else:
+        angles = turns * (2.0 * math.pi)
+        sin, cos = xp.sin(angles), xp.cos(angles)
+    return assemble(xp, sin, cos, layout, pad=0.0 if d % 2 else None)
+
+
+@functools.lru_cache(maxsize=128)
+def _compiled_kernel(
+    backend: str,
+    freqs: tuple[float, ...],
+    offset: float,
+    layout: str,
+    working: str,
+    d: int,
+    fits_int32: bool,
+) -> Any:
+    xp = get_namespace(backend)
+    bound = 2.0**31 - 1 if fits_int32 else None
+    return xp.compile(
+        lambda p: _kernel(xp, p, freqs, offset, layout, working, d, bound, traced=True)
+    )
 
 
 def _check_out_backend(xp: Namespace, out: Any) -> None:

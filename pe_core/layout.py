@@ -24,13 +24,15 @@ def assemble(xp: Namespace, first: Any, second: Any, layout: str, pad: float | N
     >>> assemble(xp, np.array([1, 2]), np.array([3, 4]), "split", pad=0).tolist()
     [1, 2, 3, 4, 0]
     """
-    shape = xp.shape(first)
     if layout == "interleaved":
-        out = xp.reshape(xp.stack([first, second], axis=-1), shape[:-1] + (2 * shape[-1],))
+        out = xp.merge_last_two(xp.stack([first, second], axis=-1))
     else:
         out = xp.concat([first, second], axis=-1)
     if pad is not None:
-        column = xp.zeros(shape[:-1] + (1,), dtype=out.dtype, like=first)
+        if xp.shape(out)[-1] == 0:  # d = 1: no pair to take the shape from
+            column = xp.zeros((*xp.shape(out)[:-1], 1), dtype=out.dtype, like=out)
+        else:
+            column = xp.zeros_like(out[..., :1])
         if pad:
             column = column + pad
         out = xp.concat([out, column], axis=-1)
@@ -47,7 +49,6 @@ def disassemble(xp: Namespace, features: Any, layout: str, n_pairs: int) -> tupl
     ([1, 2], [3, 4])
     """
     if layout == "interleaved":
-        shape = xp.shape(features)
-        pairs = xp.reshape(features[..., : 2 * n_pairs], shape[:-1] + (n_pairs, 2))
+        pairs = xp.split_last(features[..., : 2 * n_pairs], 2)
         return pairs[..., 0], pairs[..., 1]
     return features[..., :n_pairs], features[..., n_pairs : 2 * n_pairs]

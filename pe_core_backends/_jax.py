@@ -19,6 +19,8 @@ class JaxNamespace(Namespace):
     name = "jax"
 
     def _dtype_object(self, name: str) -> Any:
+        if name == "int64" and not jax.config.jax_enable_x64:
+            raise ValueError("backend 'jax' has no dtype 'int64' while jax_enable_x64 is off.")
         if name == "float64" and not jax.config.jax_enable_x64:
             raise ValueError(
                 "backend 'jax' has no dtype 'float64' while jax_enable_x64 is off; "
@@ -61,6 +63,10 @@ class JaxNamespace(Namespace):
     sin = staticmethod(jnp.sin)
     cos = staticmethod(jnp.cos)
     floor_divide = staticmethod(jnp.floor_divide)
+    bitwise_right_shift = staticmethod(jnp.right_shift)
+    bitwise_and = staticmethod(jnp.bitwise_and)
+    where = staticmethod(jnp.where)
+    zeros_like = staticmethod(jnp.zeros_like)
     reshape = staticmethod(jnp.reshape)
     expand_dims = staticmethod(jnp.expand_dims)
     broadcast_to = staticmethod(jnp.broadcast_to)
@@ -73,6 +79,8 @@ class JaxNamespace(Namespace):
 
     def view_as_real(self, z: Any) -> Any:
         return jnp.stack([jnp.real(z), jnp.imag(z)], axis=-1)
+
+    compiles = True
 
     def compile(self, fn: Any) -> Any:
         return jax.jit(fn)

@@ -29,7 +29,7 @@ class Namespace:
 
     def dtype(self, name: str) -> Any:
         """The framework's dtype object for a canonical dtype name."""
-        if name not in self.float_dtypes:
+        if name not in self.float_dtypes and name not in ("int32", "int64"):
             raise ValueError(
                 f"backend {self.name!r} has no dtype {name!r}. "
                 f"Expected one of: {', '.join(self.float_dtypes)}."
@@ -111,6 +111,16 @@ class Namespace:
     def floor_divide(self, x: Any, y: Any) -> Any:
         raise NotImplementedError
 
+    def where(self, condition: Any, x: Any, y: Any) -> Any:
+        raise NotImplementedError
+
+    def bitwise_right_shift(self, x: Any, bits: int) -> Any:
+        """Arithmetic shift of integers: floor division by ``2**bits``."""
+        raise NotImplementedError
+
+    def bitwise_and(self, x: Any, mask: int) -> Any:
+        raise NotImplementedError
+
     def stack(self, arrays: list[Any], axis: int = 0) -> Any:
         raise NotImplementedError
 
@@ -129,6 +139,19 @@ class Namespace:
     def broadcast_to(self, x: Any, shape: tuple[int, ...]) -> Any:
         raise NotImplementedError
 
+    def zeros_like(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def merge_last_two(self, x: Any) -> Any:
+        """``(..., a, b)`` -> ``(..., a * b)``, also when leading sizes are unknown."""
+        shape = self.shape(x)
+        return self.reshape(x, (*shape[:-2], shape[-2] * shape[-1]))
+
+    def split_last(self, x: Any, size: int) -> Any:
+        """``(..., a * size)`` -> ``(..., a, size)``, also when leading sizes are unknown."""
+        shape = self.shape(x)
+        return self.reshape(x, (*shape[:-1], shape[-1] // size, size))
+
     # -- complex numbers, compilation and in-place output -----------------------
     def view_as_real(self, z: Any) -> Any:
         """A complex array ``(...,)`` as real ``(..., 2)`` of (real, imaginary) parts."""
@@ -138,6 +161,9 @@ class Namespace:
         """``fn`` compiled for this backend where that fuses elementwise work
         (``jax.jit``, ``tf.function(jit_compile=True)``); unchanged elsewhere."""
         return fn
+
+    #: whether :meth:`compile` compiles (fusing elementwise work) rather than returning fn
+    compiles: bool = False
 
     #: whether arrays can be written in place (``out=`` arguments)
     mutable: bool = False

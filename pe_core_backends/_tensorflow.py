@@ -45,12 +45,31 @@ class TensorflowNamespace(Namespace):
     sin = staticmethod(tf.math.sin)
     cos = staticmethod(tf.math.cos)
     floor_divide = staticmethod(tf.math.floordiv)
+    where = staticmethod(tf.where)
+
+    def bitwise_right_shift(self, x: Any, bits: int) -> Any:
+        return tf.bitwise.right_shift(x, tf.constant(bits, dtype=x.dtype))
+
+    def bitwise_and(self, x: Any, mask: int) -> Any:
+        return tf.bitwise.bitwise_and(x, tf.constant(mask, dtype=x.dtype))
+
     reshape = staticmethod(tf.reshape)
     expand_dims = staticmethod(tf.expand_dims)
     broadcast_to = staticmethod(tf.broadcast_to)
 
+    zeros_like = staticmethod(tf.zeros_like)
+
     def shape(self, x: Any) -> tuple[int, ...]:
-        return tuple(int(n) for n in x.shape)
+        # None for sizes unknown while tracing (e.g. a Keras batch axis)
+        return tuple(None if n is None else int(n) for n in x.shape)
+
+    def merge_last_two(self, x: Any) -> Any:
+        a, b = x.shape[-2], x.shape[-1]
+        return tf.reshape(x, tf.concat([tf.shape(x)[:-2], [a * b]], axis=0))
+
+    def split_last(self, x: Any, size: int) -> Any:
+        last = x.shape[-1]
+        return tf.reshape(x, tf.concat([tf.shape(x)[:-1], [last // size, size]], axis=0))
 
     def stack(self, arrays: list[Any], axis: int = 0) -> Any:
         return tf.stack(arrays, axis=axis)
@@ -61,8 +80,10 @@ class TensorflowNamespace(Namespace):
     def view_as_real(self, z: Any) -> Any:
         return tf.stack([tf.math.real(z), tf.math.imag(z)], axis=-1)
 
+    compiles = True
+
     def compile(self, fn: Any) -> Any:
-        return tf.function(fn, jit_compile=True, reduce_retracing=True)
+        return tf.function(fn, jit_compile=True)
 
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         return tf.zeros(shape, dtype=dtype)

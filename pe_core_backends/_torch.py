@@ -60,6 +60,15 @@ class TorchNamespace(Namespace):
     def floor_divide(self, x: Any, y: Any) -> Any:
         return torch.div(x, y, rounding_mode="floor")
 
+    def bitwise_right_shift(self, x: Any, bits: int) -> Any:
+        return torch.bitwise_right_shift(x, bits)
+
+    def bitwise_and(self, x: Any, mask: int) -> Any:
+        return torch.bitwise_and(x, mask)
+
+    where = staticmethod(torch.where)
+    zeros_like = staticmethod(torch.zeros_like)
+
     def expand_dims(self, x: Any, axis: int) -> Any:
         return torch.unsqueeze(x, axis)
 

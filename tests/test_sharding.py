@@ -43,7 +43,9 @@ SCRIPT = textwrap.dedent(
 
 def test_sharded_encode_has_no_collectives() -> None:
     pytest.importorskip("jax")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu"
+    )
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, env=env
     )
