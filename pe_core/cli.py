@@ -5,6 +5,8 @@ it). ``pe-core check`` runs the properties pe_core promises (agreement with a fl
 reference, exactness at large positions, boundedness, uniqueness, the linear relation,
 ``shift``, the relative dot product, and compiled code) on every installed backend and
 prints a backend x property table; the exit status is 1 when anything fails.
+``pe-core plot heatmap|similarity|distance|spectrum --out FILE.png`` draws a figure
+(:mod:`pe_core.plots`; needs matplotlib: ``pip install 'pe-core[plot]'``).
 
 The checks use fixed grids and a fixed seed, not Hypothesis, so they are
 deterministic and need no test dependencies (``mpmath`` only for the large-position
@@ -160,6 +162,56 @@ def _build_parser() -> argparse.ArgumentParser:
         help="skip the compiled column (jax.jit, torch.compile, tf.function)",
     )
     chk.set_defaults(run=_run_check)
+
+    plot = commands.add_parser(
+        "plot",
+        help="draw a figure of the encoding to a PNG (needs matplotlib)",
+        description="Draw KIND and save it to --out: heatmap (positions x features), "
+        "similarity (the position x position matrix), distance (similarity against "
+        "distance for several d and bases), spectrum (the wavelength of every sin/cos "
+        "pair). Needs matplotlib: pip install 'pe-core[plot]'.",
+    )
+    plot.add_argument("kind", choices=PLOT_KINDS, metavar="KIND", help=", ".join(PLOT_KINDS))
+    plot.add_argument(
+        "--dim",
+        "-d",
+        type=_dims_arg,
+        default=None,
+        help="number of features (default: 128; spectrum 512); distance takes a comma "
+        "list (default: 16,64,256)",
+    )
+    plot.add_argument(
+        "--len",
+        "-n",
+        dest="length",
+        type=_positive_int_arg,
+        default=None,
+        help="number of positions (default: 100); for distance the largest distance (default: 200)",
+    )
+    plot.add_argument(
+        "--spec",
+        default=None,
+        type=_preset_arg,
+        help=f"preset name, one of: {', '.join(sorted(PRESETS))} (default: {DEFAULT_PRESET}; "
+        "spectrum compares vaswani and tensor2tensor unless given)",
+    )
+    plot.add_argument(
+        "--metric",
+        default="cosine",
+        choices=("cosine", "dot", "euclidean"),
+        help="similarity and distance: what to draw (default: cosine)",
+    )
+    plot.add_argument(
+        "--base",
+        type=_bases_arg,
+        default=None,
+        help="distance: comma list of bases (default: 100,10000)",
+    )
+    plot.add_argument(
+        "--dpi", type=_positive_int_arg, default=120, help="resolution (default: 120)"
+    )
+    plot.add_argument("--out", "-o", required=True, metavar="FILE.png", help="where to save")
+    plot.set_defaults(run=_run_plot)
     return parser
 
 
@@ -246,6 +298,16 @@ def _presets_arg(text: str) -> tuple[Spec, ...]:
     return tuple(_preset_arg(p.strip()) for p in text.split(","))
 
 
+def _bases_arg(text: str) -> tuple[float, ...]:
+    values = []
+    for part in text.split(","):
+        value = _number(part)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"a base must be a number > 0. Received: {part!r}")
+        values.append(float(value))
+    return tuple(values)
+
+
 def _backend_arg(text: str) -> str:
     try:
         return canonical_backend(text)
@@ -330,6 +392,57 @@ def _print_table(positions: np.ndarray, table: np.ndarray, max_rows: int = 50) -
 
 def _format_position(value: Any) -> str:
     return str(value.item())
+
+
+# -- pe-core plot -----------------------------------------------------------------
+
+#: The figures ``pe-core plot`` draws.
+PLOT_KINDS: tuple[str, ...] = ("heatmap", "similarity", "distance", "spectrum")
+
+
+def _run_plot(args: argparse.Namespace) -> int:
+    from pe_core import plots  # matplotlib itself is imported when a figure is made
+
+    kind: str = args.kind
+    dims: tuple[int, ...] | None = args.dim
+    spec: Spec | None = args.spec
+    if args.base is not None and kind != "distance":
+        raise ValueError(f"--base applies to the distance plot only. Received: {kind}")
+    if args.length is not None and kind == "spectrum":
+        raise ValueError("--len does not apply to the spectrum plot (it has no positions).")
+    if kind != "distance" and dims is not None and len(dims) != 1:
+        raise ValueError(f"{kind} takes one --dim. Received: {','.join(map(str, dims))}")
+    if kind == "heatmap":
+        d, length = (dims or (128,))[0], args.length or 100
+        fig = plots.plot_heatmap(d, length, spec)
+        what = f"d={d}, len={length}"
+    elif kind == "similarity":
+        d, length = (dims or (128,))[0], args.length or 100
+        fig = plots.plot_similarity(d, length, spec, metric=args.metric)
+        what = f"d={d}, len={length}, metric={args.metric}"
+    elif kind == "distance":
+        dims = dims or (16, 64, 256)
+        bases = args.base or (100.0, 10000.0)
+        length = args.length or 200
+        fig = plots.plot_similarity_by_distance(
+            dims, bases, max_distance=length, spec=spec, metric=args.metric
+        )
+        what = (
+            f"d={','.join(map(str, dims))}, base={','.join(f'{b:g}' for b in bases)}, "
+            f"max distance={length}, metric={args.metric}"
+        )
+    else:
+        d = (dims or (512,))[0]
+        fig = plots.plot_spectrum(d, None if spec is None else [spec])
+        what = f"d={d}"
+    spec_name = (
+        spec.name
+        if spec is not None
+        else ("vaswani, tensor2tensor" if kind == "spectrum" else DEFAULT_PRESET)
+    )
+    fig.savefig(args.out, dpi=args.dpi)
+    print(f"saved {kind} ({what}, spec={spec_name}) -> {args.out}")
+    return 0
 
 
 # -- pe-core check ----------------------------------------------------------------

@@ -1,0 +1,491 @@
+"""MkDocs hooks: the figures and numbers of the pe_core docs, made while the site builds.
+
+Nothing computed is committed; every build draws and measures again with the library:
+
+* ``on_config`` leaves out of the nav the pages in :data:`PENDING_PAGES` (written
+  alongside these docs) that are not there yet; any other missing page still fails
+  the strict build.
+* ``on_files`` draws every figure of :data:`FIGURES` with :mod:`pe_core.plots` and adds
+  it to the site as ``figures/NAME.png``.
+* ``on_page_markdown`` replaces each line ``<!-- computed: NAME -->`` with the Markdown
+  that ``SNIPPETS[NAME]()`` computes. ``<!-- computed: output -->`` runs the ``python``
+  code blocks of the page above it (since the previous such line, in one namespace
+  per page) and shows what they print.
+* :class:`SphinxRoles` is a griffe extension (registered in ``mkdocs.yml``) that renders
+  the Sphinx roles of the docstrings, ``:func:`~pe_core.encode```, as code: `encode`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import griffe
+import numpy as np
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File, Files
+
+import pe_core
+from pe_core import plots
+from pe_core.analysis import ResolutionReport, resolution_report
+
+# -- the nav --------------------------------------------------------------------------
+
+#: Pages other engineers write; left out of the nav until they exist.
+PENDING_PAGES = frozenset(
+    {
+        "rope.md",
+        "alibi.md",
+        "position_codes.md",
+        "layers/torch.md",
+        "layers/flax.md",
+        "layers/keras.md",
+    }
+)
+
+
+def _prune(nav: Any, docs_dir: Path) -> Any:
+    if isinstance(nav, str):
+        return None if nav in PENDING_PAGES and not (docs_dir / nav).exists() else nav
+    if isinstance(nav, dict):
+        kept = {title: _prune(value, docs_dir) for title, value in nav.items()}
+        kept = {title: value for title, value in kept.items() if value not in (None, [])}
+        return kept or None
+    if isinstance(nav, list):
+        return [item for item in (_prune(entry, docs_dir) for entry in nav) if item is not None]
+    return nav
+
+
+def on_config(config: Any) -> Any:
+    if config.nav is not None:
+        config.nav = _prune(config.nav, Path(config.docs_dir))
+    return config
+
+
+# -- figures --------------------------------------------------------------------------
+
+#: Site path -> the pe_core.plots call that draws it.
+FIGURES: dict[str, Callable[[], Any]] = {
+    "figures/heatmap.png": lambda: plots.plot_heatmap(128, 100),
+    "figures/binary.png": lambda: plots.plot_heatmap(8, 64, code="binary"),
+    "figures/normalized.png": lambda: plots.plot_normalized((3, 4, 10, 50)),
+    "figures/spectrum.png": lambda: plots.plot_spectrum(512),
+    "figures/similarity.png": lambda: plots.plot_similarity(128, 100),
+    "figures/distance.png": lambda: plots.plot_similarity_by_distance(
+        (16, 64, 256), (100.0, 10000.0), max_distance=200
+    ),
+    "figures/long_distance.png": lambda: plots.plot_long_distance(16, 100_000, min_separation=1000),
+    "figures/rope_scores.png": lambda: plots.plot_rope_scores(64, 48),
+    "figures/alibi.png": lambda: plots.plot_alibi(8, 16),
+}
+
+
+def on_files(files: Files, config: Any) -> Files:
+    for path, draw in FIGURES.items():
+        figure = draw()
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=110)
+        files.append(File.generated(config, path, content=buffer.getvalue()))
+    return files
+
+
+# -- computed Markdown ----------------------------------------------------------------
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _small(value: float) -> str:
+    """A difference: 0, a rounding error like 2.2e-16, or a size like 0.46."""
+    if value == 0:
+        return "0"
+    return f"{value:.2g}" if value >= 1e-3 else f"{value:.1e}"
+
+
+def permutation_demo() -> str:
+    """Self-attention on "I love AI" and "AI love I", with and without positions."""
+    rng = np.random.default_rng(0)
+    d = 16
+    vocabulary = ["I", "love", "AI"]
+    embedding = dict(zip(vocabulary, rng.normal(size=(3, d)), strict=True))
+    w_q, w_k, w_v = rng.normal(size=(3, d, d)) / math.sqrt(d)
+
+    def attention(x: np.ndarray) -> np.ndarray:
+        scores = (x @ w_q) @ (x @ w_k).T / math.sqrt(d)
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        return (weights / weights.sum(axis=-1, keepdims=True)) @ (x @ w_v)
+
+    def outputs(words: list[str], positions: bool) -> dict[str, np.ndarray]:
+        x = np.stack([embedding[w] for w in words])
+        if positions:
+            x = x + pe_core.encode(range(len(words)), d, dtype="float64")
+        return dict(zip(words, attention(x), strict=True))
+
+    rows = []
+    for positions, label in (
+        (False, "token embeddings only"),
+        (True, "plus `encode(range(3), 16)`"),
+    ):
+        first = outputs(["I", "love", "AI"], positions)
+        second = outputs(["AI", "love", "I"], positions)
+        rows.append(
+            [label] + [_small(float(np.max(np.abs(first[w] - second[w])))) for w in vocabulary]
+        )
+    return _table(["input of attention", '"I"', '"love"', '"AI"'], rows)
+
+
+def div_term_check() -> str:
+    d = 512
+    two_i = np.arange(0, d, 2)
+    textbook = np.exp(two_i * -(math.log(10000.0) / d))  # the tutorials' div_term
+    power = 10000.0 ** (-two_i / d)
+    library = pe_core.frequencies(d)
+    textbook32 = np.exp(two_i.astype(np.float32) * np.float32(-(math.log(10000.0) / d)))
+    error32 = np.abs(textbook32.astype(np.float64) - library)
+    return "\n".join(
+        [
+            f"* `d = {d}`, all {d // 2} frequencies, float64: "
+            f"max relative difference between `exp(2i·(−ln 10000/d))` and `10000^(−2i/d)`: "
+            f"**{_small(float(np.max(np.abs(textbook / power - 1))))}**; between either and "
+            f"`pe_core.frequencies(512)`: "
+            f"**{_small(float(np.max(np.abs(textbook / library - 1))))}**.",
+            f"* The same line in float32 (the textbook's dtype) gives frequencies off by up "
+            f"to **{float(error32.max()):.1e}** "
+            f"(pair {int(np.argmax(error32))}), and the angle `pos·ω` by that much times the "
+            f"position: **{float(error32.max()) * 1e6:.2g} rad at position 10⁶**. That is one "
+            "reason pe_core computes angles its own way ([Precision](precision.md)).",
+        ]
+    )
+
+
+def rotation_check() -> str:
+    m1 = np.asarray(pe_core.relative_matrix(1, 4, dtype="float64"))
+    text = np.array2string(m1, precision=4, suppress_small=True, floatmode="fixed")
+    d = 8
+
+    def pe(p: int) -> np.ndarray:
+        return np.asarray(pe_core.encode(p, d, dtype="float64"))
+
+    def m(k: int) -> np.ndarray:
+        return np.asarray(pe_core.relative_matrix(k, d, dtype="float64"))
+
+    checks = [
+        ("`M_5 @ PE(3) − PE(8)`", np.abs(m(5) @ pe(3) - pe(8))),
+        ("`M_1000 @ PE(123456) − PE(124456)`", np.abs(m(1000) @ pe(123456) - pe(124456))),
+        ("`M_5 @ M_5ᵀ − I` (orthogonal)", np.abs(m(5) @ m(5).T - np.eye(d))),
+        ("`M_2 @ M_3 − M_5` (shifts add)", np.abs(m(2) @ m(3) - m(5))),
+        ("`M_(−5) − M_5ᵀ`", np.abs(m(-5) - m(5).T)),
+    ]
+    rows = [[what, _small(float(err.max()))] for what, err in checks]
+    return (
+        "`pe_core.relative_matrix(1, 4)`, the rotation for one step with `d = 4` "
+        "(pairs turning by 1 and 0.01 radians):\n\n```text\n"
+        + text
+        + "\n```\n\nand, with `d = 8` in float64:\n\n"
+        + _table(["identity", "max abs error"], rows)
+    )
+
+
+def relative_dot() -> str:
+    d = 512
+
+    def pe(p: int) -> np.ndarray:
+        return np.asarray(pe_core.encode(p, d, dtype="float64"))
+
+    w = pe_core.frequencies(d)
+    rows = [
+        [f"`PE({p}) · PE({p + 3})`", f"{float(pe(p) @ pe(p + 3)):.12f}"]
+        for p in (2, 10, 1000, 123456)
+    ]
+    rows.append(["`Σ_i cos(3·ω_i)`", f"{float(np.cos(3 * w).sum()):.12f}"])
+    return _table([f"d = {d}, float64", "value"], rows)
+
+
+def spectrum_numbers() -> str:
+    d = 512
+    rows = []
+    for name in ("vaswani", "tensor2tensor"):
+        w = pe_core.frequencies(d, name)
+        rows.append(
+            [
+                f"`{name}`",
+                f"{2 * math.pi / w[0]:.4f}",
+                f"{2 * math.pi / w[1]:.4f}",
+                f"{2 * math.pi / w[-1]:,.1f}",
+            ]
+        )
+    return _table([f"d = {d}", "pair 0 wavelength", "pair 1", f"pair {d // 2 - 1} (slowest)"], rows)
+
+
+def _report_row(label: str, report: ResolutionReport) -> list[str]:
+    far = (
+        ["—", "—"]
+        if report.max_far_cosine is None
+        else [str(report.max_far_cosine_pair), f"{report.max_far_cosine:.4f}"]
+    )
+    length = f"{report.distinguishable_length:,}"
+    if report.distinguishable_length == report.max_len:
+        length = f"≥ {length} (all)"
+    return [
+        label,
+        str(report.min_distance_pair),
+        f"{report.min_distance:.4g}",
+        *far,
+        length,
+    ]
+
+
+_REPORT_HEADER = [
+    "code",
+    "closest pair",
+    "distance",
+    "most similar far pair",
+    "cosine",
+    "distinguishable up to length",
+]
+
+
+def resolution_sinusoidal() -> str:
+    max_len, separation = 100_000, 1000
+    rows, seconds = [], []
+    for d in (8, 16, 32, 64, 128, 512):
+        start = time.perf_counter()
+        report = resolution_report(d, max_len=max_len, min_separation=separation)
+        seconds.append(time.perf_counter() - start)
+        rows.append(_report_row(f"sinusoidal, d = {d}", report))
+    return (
+        _table(_REPORT_HEADER, rows)
+        + f"\n\nPositions `0 … {max_len - 1:,}`; far means at least {separation:,} apart; "
+        f"distinguishable means every pair at least 10⁻³ apart. Each report took "
+        f"{min(seconds) * 1000:.0f}–{max(seconds) * 1000:.0f} ms on the machine that built "
+        "this page (one similarity value per distance, not one per pair)."
+    )
+
+
+def resolution_codes() -> str:
+    max_len, separation = 4096, 64
+    cases = [
+        ("sinusoidal, d = 12", {"d": 12}),
+        ("binary, 12 bits", {"d": 12, "code": "binary"}),
+        ("normalized `p/(n−1)`", {"d": 1, "code": "normalized"}),
+    ]
+    rows = [
+        _report_row(label, resolution_report(max_len=max_len, min_separation=separation, **kw))
+        for label, kw in cases
+    ]
+    return (
+        _table(_REPORT_HEADER, rows)
+        + f"\n\nPositions `0 … {max_len - 1:,}` (the normalized code: one sequence of "
+        f"{max_len:,} tokens); far means at least {separation} apart; tolerance 10⁻³."
+    )
+
+
+def normalized_gaps() -> str:
+    from pe_core.codes import normalized_positions
+
+    rows = []
+    for n in (3, 4, 10, 100, 1000, 100_000):
+        values = np.asarray(normalized_positions(n), dtype=np.float64).reshape(-1)
+        rows.append([f"{n:,}", f"{values[1] - values[0]:.3g}"])
+    return _table(["sequence length n", "distance between neighbours"], rows)
+
+
+def rope_check() -> str:
+    from pe_core.rope import apply_rope
+    from pe_core.rope_scaling import rope_frequencies
+
+    rng = np.random.default_rng(0)
+    d = 8
+    positions = np.array([0, 1, 5, 100, 12345, 10**6])
+    x = rng.normal(size=(positions.size, d))
+    rotated = np.asarray(apply_rope(x, positions, layout="interleaved"))
+    # RoPE's own frequencies, base ** (-2j/d), which may differ from the exp/log form of
+    # pe_core.frequencies in the last bit
+    inv_freq, _ = rope_frequencies({"head_dim": d, "rope_theta": 10000.0})
+    spec = pe_core.Spec(frequencies=tuple(inv_freq))
+    m = np.asarray(pe_core.relative_matrix(positions, d, spec, dtype="float64"))
+    error = float(np.max(np.abs(rotated - np.einsum("pji,pj->pi", m, x))))
+    q, k = rng.normal(size=(2, 1, d))
+    rows = []
+    for first, second in ((3, 1), (102, 100), (10**6 + 2, 10**6)):
+        score = float(
+            (
+                np.asarray(apply_rope(q, np.array([first]), layout="interleaved"))
+                @ np.asarray(apply_rope(k, np.array([second]), layout="interleaved")).T
+            )[0, 0]
+        )
+        rows.append([f"m = {first:,}, n = {second:,}", f"{score:.12f}"])
+    return (
+        f'* `apply_rope(x, pos, layout="interleaved")` against `M_pos^T @ x` (d = {d}, '
+        f"positions up to 10⁶, float64): max abs difference **{_small(error)}**.\n\n"
+        + _table(["rope(q, m) · rope(k, n), d = 8", "score"], rows)
+    )
+
+
+def binary_neighbours() -> str:
+    from pe_core.codes import binary_encode
+
+    bits = np.asarray(binary_encode(np.arange(256), 8), dtype=np.float64)
+    rows = []
+    for p in (0, 1, 2, 3, 7, 63, 127):
+        flipped = int(np.sum(bits[p] != bits[p + 1]))
+        distance = float(np.linalg.norm(bits[p + 1] - bits[p]))
+        rows.append([f"{p} → {p + 1}", str(flipped), f"{distance:.3f}"])
+    return _table(["neighbours (8 bits)", "bits that change", "Euclidean distance"], rows)
+
+
+def alibi_slopes() -> str:
+    from pe_core.alibi import alibi_slopes as slopes
+
+    rows = [[str(n), ", ".join(f"{s:.4g}" for s in slopes(n))] for n in (4, 8, 12)]
+    return _table(["heads", "slopes m_h"], rows)
+
+
+def optional_api() -> str:
+    """``:::`` entries for the modules written alongside, once they exist."""
+    blocks = []
+    for module in (
+        "pe_core.rope",
+        "pe_core.codes",
+        "pe_core.layers",
+        "pe_core.layers.torch",
+        "pe_core.layers.flax",
+        "pe_core.layers.keras",
+    ):
+        path = Path(pe_core.__file__).parent.joinpath(*module.split(".")[1:])
+        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+            blocks.append(f"::: {module}")
+    return "\n\n".join(blocks)
+
+
+#: Marker name -> the function computing its Markdown.
+SNIPPETS: dict[str, Callable[[], str]] = {
+    "permutation-demo": permutation_demo,
+    "div-term-check": div_term_check,
+    "rotation-check": rotation_check,
+    "relative-dot": relative_dot,
+    "spectrum-numbers": spectrum_numbers,
+    "resolution-sinusoidal": resolution_sinusoidal,
+    "resolution-codes": resolution_codes,
+    "normalized-gaps": normalized_gaps,
+    "binary-neighbours": binary_neighbours,
+    "rope-check": rope_check,
+    "alibi-slopes": alibi_slopes,
+    "optional-api": optional_api,
+}
+
+_MARKER = re.compile(r"^<!-- computed: ([\w-]+) -->$")
+
+
+def render(markdown: str, page_name: str = "page") -> str:
+    """The page with every marker replaced (the tests use it too)."""
+    out: list[str] = []
+    namespace: dict[str, Any] = {"__name__": f"docs_{page_name}"}
+    pending: list[str] = []  # python blocks not run yet
+    language: str | None = None  # inside a fenced block: its language
+    block: list[str] = []
+    for line in markdown.split("\n"):
+        stripped = line.strip()
+        if language is not None:
+            out.append(line)
+            if stripped.startswith("```") and not stripped.strip("`"):
+                if language == "python":
+                    pending.append("\n".join(block))
+                language = None
+            else:
+                block.append(line)
+            continue
+        if stripped.startswith("```"):
+            out.append(line)
+            language, block = (stripped[3:].split() or [""])[0], []
+            continue
+        match = _MARKER.match(stripped)
+        if match is None:
+            out.append(line)
+            continue
+        name = match.group(1)
+        if name == "output":
+            out.append(_run(pending, namespace, page_name))
+            pending = []
+        elif name in SNIPPETS:
+            out.append(SNIPPETS[name]())
+        else:
+            raise PluginError(
+                f"{page_name}: unknown marker <!-- computed: {name} -->. "
+                f"Expected one of: output, {', '.join(sorted(SNIPPETS))}."
+            )
+    return "\n".join(out)
+
+
+def _run(blocks: list[str], namespace: dict[str, Any], page_name: str) -> str:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        for code in blocks:
+            try:
+                exec(compile(code, f"<{page_name} code block>", "exec"), namespace)
+            except Exception as exc:
+                raise PluginError(f"{page_name}: a code block raised {exc!r}:\n{code}") from exc
+    text = printed.getvalue().rstrip("\n") or "(nothing printed)"
+    return f"```text\n{text}\n```"
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    return render(markdown, page.file.src_uri)
+
+
+# -- docstrings -----------------------------------------------------------------------
+
+_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc|const):`(~?)([^`]+)`")
+
+
+def _role_as_code(match: re.Match[str]) -> str:
+    target = match.group(2)
+    return f"`{target.rsplit('.', 1)[-1] if match.group(1) else target}`"
+
+
+_SECTION_RULE = re.compile(r"^\s*-{3,}\s*$")
+
+
+def _fence_doctests(text: str) -> str:
+    """Put doctest runs outside an ``Examples`` section into ``pycon`` code blocks
+    (inside one, the numpy-style parser already renders them as code)."""
+    lines, out = text.split("\n"), []
+    in_examples, i = False, 0
+    while i < len(lines):
+        line = lines[i]
+        if line.strip() and i + 1 < len(lines) and _SECTION_RULE.match(lines[i + 1]):
+            in_examples = line.strip() in ("Examples", "Example")
+        if not in_examples and line.lstrip().startswith(">>>"):
+            indent = line[: len(line) - len(line.lstrip())]
+            out.append(f"{indent}```pycon")
+            while i < len(lines) and lines[i].strip():
+                out.append(lines[i])
+                i += 1
+            out.append(f"{indent}```")
+            continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
+class SphinxRoles(griffe.Extension):
+    """Make the Sphinx-flavoured docstrings read well in Markdown.
+
+    Roles become code (``:func:`~pe_core.encode``` -> `encode`, ``:class:`pe_core.Spec```
+    -> `pe_core.Spec`), and doctest runs outside an ``Examples`` section become code
+    blocks instead of paragraphs (the docstrings are written for doctest and ``help()``).
+    """
+
+    def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+        if obj.docstring is not None:
+            value = _ROLE.sub(_role_as_code, obj.docstring.value)
+            obj.docstring.value = _fence_doctests(value)

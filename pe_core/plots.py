@@ -1,0 +1,505 @@
+"""Pictures of positional encodings, drawn from the library's own numbers.
+
+Every function returns a :class:`matplotlib.figure.Figure` (made without ``pyplot``,
+so no display or global state is involved); save it with ``fig.savefig(path)``.
+matplotlib is imported when a function is called, never by ``import pe_core.plots``;
+without it the call raises :class:`ImportError` naming the extra to install
+(``pip install 'pe-core[plot]'``).
+
+* :func:`plot_heatmap`: the encoding as a positions x features image (or the
+  binary code);
+* :func:`plot_similarity`: the position x position similarity matrix;
+* :func:`plot_similarity_by_distance`: similarity against distance for several ``d``
+  and bases;
+* :func:`plot_spectrum`: the wavelength of every sin/cos pair;
+* :func:`plot_long_distance`: the cosine similarity over a long range, with the
+  near-collision :func:`~pe_core.analysis.resolution_report` finds;
+* :func:`plot_normalized`: positions normalized to [0, 1] for several lengths;
+* :func:`plot_rope_scores`: RoPE attention scores, which depend on ``m - n`` alone;
+* :func:`plot_alibi`: ALiBi's linear distance penalties.
+
+``pe-core plot heatmap|similarity|distance|spectrum ... --out FILE.png`` draws the
+first four from the command line.
+
+>>> from pe_core.plots import plot_spectrum
+>>> fig = plot_spectrum(64)
+>>> fig.axes[0].get_yscale()
+'log'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pe_core.analysis import (
+    Metric,
+    _check_int,
+    _check_metric,
+    resolution_report,
+    similarity,
+    similarity_by_distance,
+)
+from pe_core.encoding import encode
+from pe_core.frequency import frequencies
+from pe_core.presets import resolve_spec
+from pe_core.relative import relative_matrix
+from pe_core.spec import Spec
+
+__all__ = [
+    "PLOT_EXTRA",
+    "plot_alibi",
+    "plot_heatmap",
+    "plot_long_distance",
+    "plot_normalized",
+    "plot_rope_scores",
+    "plot_similarity",
+    "plot_similarity_by_distance",
+    "plot_spectrum",
+]
+
+#: What to install for plotting.
+PLOT_EXTRA = "pip install 'pe-core[plot]'"
+
+_DIVERGING = "RdBu_r"
+
+
+def _figure(ncols: int = 1, *, width: float = 6.4, height: float = 4.4) -> Any:
+    """A new Figure and its axes (without pyplot)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ImportError(f"pe_core.plots needs matplotlib: {PLOT_EXTRA}") from exc
+    fig = Figure(figsize=(width, height), layout="constrained")
+    axes = fig.subplots(1, ncols)
+    return fig, axes
+
+
+def _integer_ticks(ax: Any) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _spec_label(spec: Spec) -> str:
+    return spec.name or "custom spec"
+
+
+def plot_heatmap(
+    d: int = 128,
+    length: int = 100,
+    spec: Spec | str | None = None,
+    *,
+    code: str = "sinusoidal",
+) -> Any:
+    """The encoding of positions ``0 .. length-1`` as an image: one row per position,
+    one column per feature.
+
+    Parameters
+    ----------
+    d : int
+        Number of features (bits for ``code="binary"``).
+    length : int
+        Number of positions.
+    spec : Spec or str, optional
+        Spec or preset name for the sinusoidal code; ``"vaswani"`` by default.
+    code : {"sinusoidal", "binary"}
+        The sinusoidal encoding, or the bits of the position
+        (:func:`pe_core.codes.binary_encode`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_heatmap(16, 20)
+    >>> fig.axes[0].images[0].get_array().shape
+    (20, 16)
+    """
+    length = _check_int("length", length, 1)
+    if code == "sinusoidal":
+        resolved = resolve_spec(spec)
+        table = np.asarray(encode(np.arange(length), d, spec=resolved, dtype="float64"))
+        title = f"Sinusoidal encoding ({_spec_label(resolved)}, d={d})"
+        limits, cmap, label = (-1.0, 1.0), _DIVERGING, "value"
+    elif code == "binary":
+        if spec is not None:
+            raise ValueError(f"spec applies to the sinusoidal code only. Received: {spec!r}")
+        from pe_core.codes import binary_encode
+
+        table = np.asarray(binary_encode(np.arange(length), _check_int("d", d, 1)), np.float64)
+        title = f"Binary code ({d} bits)"
+        limits, cmap, label = (0.0, 1.0), "Greys", "bit"
+    else:
+        raise ValueError(f"Unknown code {code!r}. Expected one of: binary, sinusoidal.")
+    fig, ax = _figure()
+    image = ax.imshow(
+        table,
+        aspect="auto",
+        interpolation="nearest",
+        cmap=cmap,
+        vmin=limits[0],
+        vmax=limits[1],
+        origin="upper",
+    )
+    ax.set_xlabel("feature")
+    ax.set_ylabel("position")
+    ax.set_title(title)
+    fig.colorbar(image, ax=ax, label=label)
+    return fig
+
+
+def plot_similarity(
+    d: int = 128,
+    length: int = 100,
+    spec: Spec | str | None = None,
+    *,
+    metric: Metric = "cosine",
+) -> Any:
+    """The ``length x length`` similarity matrix of positions ``0 .. length-1``.
+
+    For the sinusoidal code it is constant along every diagonal: the similarity of
+    ``p`` and ``q`` depends on ``q - p`` alone.
+
+    Parameters
+    ----------
+    d : int
+        Number of features.
+    length : int
+        Number of positions.
+    spec : Spec or str, optional
+        Spec or preset name; ``"vaswani"`` by default.
+    metric : {"cosine", "dot", "euclidean"}
+        See :func:`pe_core.analysis.similarity`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_similarity(32, 50, metric="euclidean")
+    >>> fig.axes[0].get_title()
+    'Euclidean distance between positions (vaswani, d=32)'
+    """
+    metric = _check_metric(metric)
+    length = _check_int("length", length, 1)
+    resolved = resolve_spec(spec)
+    matrix = np.asarray(similarity(np.arange(length), d, resolved, metric=metric))
+    fig, ax = _figure(width=5.6, height=4.6)
+    image = ax.imshow(matrix, interpolation="nearest", origin="upper", cmap="viridis")
+    names = {"cosine": "Cosine similarity", "dot": "Dot product", "euclidean": "Euclidean distance"}
+    ax.set_title(f"{names[metric]} between positions ({_spec_label(resolved)}, d={d})")
+    ax.set_xlabel("position q")
+    ax.set_ylabel("position p")
+    fig.colorbar(image, ax=ax, label=metric)
+    return fig
+
+
+def plot_similarity_by_distance(
+    dims: Sequence[int] = (16, 64, 256),
+    bases: Sequence[float] = (100.0, 10000.0),
+    *,
+    max_distance: int = 200,
+    spec: Spec | str | None = None,
+    metric: Metric = "cosine",
+) -> Any:
+    """Similarity of ``PE(p)`` and ``PE(p + k)`` against ``k``, one curve per
+    ``(d, base)``.
+
+    Parameters
+    ----------
+    dims : sequence of int
+        Feature counts; one colour each.
+    bases : sequence of float
+        Values of :attr:`~pe_core.Spec.base`; one line style each.
+    max_distance : int
+        The largest distance ``k`` drawn.
+    spec : Spec or str, optional
+        The spec whose ``base`` is replaced; ``"vaswani"`` by default.
+    metric : {"cosine", "dot", "euclidean"}
+        See :func:`pe_core.analysis.similarity_by_distance`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_similarity_by_distance((16, 64), (100.0, 10000.0), max_distance=50)
+    >>> [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    ['d=16, base=100', 'd=16, base=10000', 'd=64, base=100', 'd=64, base=10000']
+    """
+    metric = _check_metric(metric)
+    max_distance = _check_int("max_distance", max_distance, 1)
+    dims, bases = tuple(dims), tuple(bases)
+    if not dims or not bases:
+        raise ValueError(f"dims and bases must not be empty. Received: {dims!r}, {bases!r}")
+    resolved = resolve_spec(spec)
+    fig, ax = _figure(width=7.0)
+    colours = [f"C{i}" for i in range(len(dims))]
+    styles = ["-", "--", ":", "-."]
+    k = np.arange(max_distance + 1)
+    for colour, d in zip(colours, dims, strict=True):
+        for j, base in enumerate(bases):
+            values = similarity_by_distance(
+                d, resolved.replace(base=float(base)), max_distance=max_distance, metric=metric
+            )
+            ax.plot(
+                k,
+                np.asarray(values),
+                color=colour,
+                linestyle=styles[j % len(styles)],
+                label=f"d={d}, base={base:g}",
+            )
+    ax.set_xlabel("distance k")
+    ax.set_ylabel(f"{metric} of PE(p), PE(p+k)")
+    exponent = "2i/d" if resolved.denominator == "d" else "i/(d/2 − 1)"
+    ax.set_title(f"Similarity against distance (frequencies base^(−{exponent}))")
+    ax.axhline(0.0, color="0.6", linewidth=0.8)
+    ax.legend(fontsize="small", ncols=2 if len(dims) * len(bases) > 4 else 1)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_spectrum(d: int = 512, specs: Sequence[Spec | str] | None = None) -> Any:
+    """The wavelength ``2 pi / w_i`` (in positions) of every sin/cos pair ``i``.
+
+    Parameters
+    ----------
+    d : int
+        Number of features (``d // 2`` pairs).
+    specs : sequence of Spec or str, optional
+        Specs or preset names to compare; by default ``"vaswani"`` (exponent ``2i/d``)
+        and ``"tensor2tensor"`` (exponent ``i/(d/2 - 1)``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_spectrum(16, ["vaswani"])
+    >>> [round(float(v), 2) for v in fig.axes[0].lines[0].get_ydata()[:2]]  # 2*pi, 2*pi*10**0.5
+    [6.28, 19.87]
+    """
+    chosen = [resolve_spec(s) for s in (specs or ("vaswani", "tensor2tensor"))]
+    if not chosen:
+        raise ValueError("specs must not be empty.")
+    fig, ax = _figure(width=7.0)
+    markers = ["o", "s", "^", "v", "D"]
+    for index, spec in enumerate(chosen):
+        w = frequencies(d, spec)
+        with np.errstate(divide="ignore"):
+            wavelength = np.where(w > 0, 2 * math.pi / np.where(w > 0, w, 1.0), np.inf)
+        ax.plot(
+            np.arange(w.size),
+            wavelength,
+            marker=markers[index % len(markers)],
+            markersize=3 if w.size > 64 else 4,
+            linewidth=1,
+            label=f"{_spec_label(spec)} (slowest {wavelength[-1]:,.0f})",
+        )
+    ax.set_yscale("log")
+    ax.set_xlabel("pair i (features 2i and 2i+1 in the interleaved layout)")
+    ax.set_ylabel("wavelength 2π/ω_i (positions)")
+    ax.set_title(f"Wavelength of each sin/cos pair, d={d}")
+    ax.axhline(2 * math.pi, color="0.6", linewidth=0.8, linestyle=":")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3, which="both")
+    return fig
+
+
+def plot_long_distance(
+    d: int = 16,
+    max_len: int = 100_000,
+    spec: Spec | str | None = None,
+    *,
+    min_separation: int = 1000,
+) -> Any:
+    """Cosine similarity of ``PE(0)`` and ``PE(k)`` for every ``k < max_len``, with
+    the most similar far pair that :func:`~pe_core.analysis.resolution_report` finds.
+
+    Parameters
+    ----------
+    d : int
+        Number of features.
+    max_len : int
+        Distances ``0 .. max_len - 1`` are drawn.
+    spec : Spec or str, optional
+        Spec or preset name; ``"vaswani"`` by default.
+    min_separation : int
+        Distances from here on count as far.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_long_distance(8, 20_000, min_separation=500)
+    >>> fig.axes[0].get_xscale()
+    'linear'
+    """
+    resolved = resolve_spec(spec)
+    report = resolution_report(d, resolved, max_len=max_len, min_separation=min_separation)
+    cosine = np.asarray(similarity_by_distance(d, resolved, max_distance=max_len - 1))
+    fig, ax = _figure(width=7.5)
+    ax.plot(np.arange(max_len), cosine, linewidth=0.4, color="C0")
+    ax.axvspan(0, min_separation, color="0.9", label=f"k < {min_separation:,}")
+    if report.max_far_cosine_pair is not None:
+        k = report.max_far_cosine_pair[1]
+        ax.plot(
+            [k],
+            [report.max_far_cosine],
+            marker="o",
+            color="C3",
+            linestyle="none",
+            label=f"k = {k:,}: cosine {report.max_far_cosine:.4f}",
+        )
+    ax.set_xlabel("distance k")
+    ax.set_ylabel("cosine of PE(p), PE(p+k)")
+    ax.set_title(f"Long-distance similarity ({_spec_label(resolved)}, d={d})")
+    ax.set_ylim(-1.05, 1.05)
+    ax.legend(fontsize="small", loc="lower right")
+    return fig
+
+
+def plot_normalized(lengths: Sequence[int] = (3, 4, 10, 50)) -> Any:
+    """Positions normalized to ``[0, 1]`` (:func:`pe_core.codes.normalized_positions`)
+    for sequences of several lengths: the neighbours' gap ``1/(n-1)`` shrinks as the
+    sequence grows.
+
+    Parameters
+    ----------
+    lengths : sequence of int
+        Sequence lengths, one row each.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_normalized((3, 10))
+    >>> len(fig.axes[0].collections)
+    2
+    """
+    from pe_core.codes import normalized_positions
+
+    lengths = tuple(_check_int("length", n, 2) for n in lengths)
+    fig, ax = _figure(width=7.0, height=0.7 * len(lengths) + 1.4)
+    for row, n in enumerate(lengths):
+        values = np.asarray(normalized_positions(n), dtype=np.float64).reshape(-1)
+        ax.scatter(values, np.full(values.shape, row), s=18 if n <= 20 else 8)
+        ax.text(1.03, row, f"n={n}: gap {values[1] - values[0]:.3g}", va="center")
+    ax.set_yticks(range(len(lengths)), [f"length {n}" for n in lengths])
+    ax.set_xlim(-0.03, 1.35)
+    ax.set_ylim(-0.6, len(lengths) - 0.4)
+    ax.set_xlabel("normalized position pos / (n − 1)")
+    ax.set_title("Normalized positions: the same neighbours, different distances")
+    return fig
+
+
+def plot_rope_scores(d: int = 64, length: int = 48, *, seed: int = 0) -> Any:
+    """RoPE attention scores for one query and one key placed at every pair of
+    positions ``(m, n)``.
+
+    RoPE rotates the query at position ``m`` by ``M_m^T = M_(-m)``, where ``M_m`` is
+    :func:`pe_core.relative_matrix` (in the interleaved layout this is exactly
+    :func:`pe_core.rope.apply_rope`). The score ``(M_m^T q) . (M_n^T k) = q^T M_(m-n) k``
+    depends on ``m - n`` alone: the matrix is constant along its diagonals.
+
+    Parameters
+    ----------
+    d : int
+        Head dimension (even).
+    length : int
+        Number of positions.
+    seed : int
+        Seed of the random query and key.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_rope_scores(8, 10)
+    >>> scores = fig.axes[0].images[0].get_array()
+    >>> bool(abs(scores[0, 3] - scores[5, 8]) < 1e-9)
+    True
+    """
+    length = _check_int("length", length, 2)
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(size=(2, d))
+    rotations = np.asarray(relative_matrix(np.arange(length), d, dtype="float64"))
+    transposed = np.swapaxes(rotations, -1, -2)
+    queries, keys = transposed @ q, transposed @ k
+    scores = queries @ keys.T
+    fig, (left, right) = _figure(2, width=10.0, height=4.2)
+    image = left.imshow(scores, cmap=_DIVERGING, interpolation="nearest")
+    left.set_xlabel("key position n")
+    left.set_ylabel("query position m")
+    left.set_title("score of rope(q, m) and rope(k, n)")
+    fig.colorbar(image, ax=left)
+    offsets = np.arange(-(length - 1), length)
+    right.plot(-offsets, [np.mean(np.diagonal(scores, o)) for o in offsets], color="C0")
+    right.set_xlabel("m − n")
+    right.set_ylabel("score")
+    right.set_title("every diagonal holds one value")
+    right.grid(alpha=0.3)
+    fig.suptitle(f"RoPE: scores depend on the distance alone (d={d})")
+    return fig
+
+
+def plot_alibi(n_heads: int = 8, length: int = 16) -> Any:
+    """ALiBi's bias ``-slope_h * (i - j)`` added to causal attention scores
+    (:func:`pe_core.alibi.alibi_bias`).
+
+    Parameters
+    ----------
+    n_heads : int
+        Number of heads (slopes from :func:`pe_core.alibi.alibi_slopes`).
+    length : int
+        Number of positions.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_alibi(4, 8)
+    >>> len(fig.axes[1].lines)
+    4
+    """
+    from pe_core.alibi import alibi_bias, alibi_slopes
+
+    length = _check_int("length", length, 2)
+    slopes = alibi_slopes(_check_int("n_heads", n_heads, 1))
+    biases = np.asarray(alibi_bias(length, length, n_heads, dtype="float64"))
+    bias = np.where(np.isfinite(biases[0]), biases[0], np.nan)  # the mask: blank
+    fig, (left, right) = _figure(2, width=10.0, height=4.2)
+    image = left.imshow(bias, cmap="magma", interpolation="nearest")
+    left.set_xlabel("key position j")
+    left.set_ylabel("query position i")
+    left.set_title(f"head 0 (slope {slopes[0]:g}); masked above the diagonal")
+    _integer_ticks(left)
+    fig.colorbar(image, ax=left)
+    distance = np.arange(length)
+    for h, slope in enumerate(slopes):
+        last_row = biases[h, -1, ::-1]  # query length-1 against keys length-1 .. 0
+        right.plot(distance, last_row, label=f"head {h}: slope {slope:.4g}")
+    right.set_xlabel("distance i − j")
+    right.set_ylabel("bias added to the score")
+    right.set_title("one slope per head")
+    right.legend(fontsize="x-small", ncols=2)
+    right.grid(alpha=0.3)
+    fig.suptitle(f"ALiBi: a linear penalty on distance ({n_heads} heads)")
+    return fig
