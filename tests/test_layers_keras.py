@@ -1,0 +1,226 @@
+"""Keras layers on the JAX, TensorFlow and PyTorch Keras backends.
+
+Keras picks its backend once per process, so each backend runs this file's ``inner``
+tests in a subprocess with ``KERAS_BACKEND`` set (``test_backend``). Run one backend
+by hand with ``PE_CORE_KERAS_INNER=jax KERAS_BACKEND=jax pytest tests/test_layers_keras.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+INNER = os.environ.get("PE_CORE_KERAS_INNER")
+BACKENDS = ("jax", "tensorflow", "torch")
+
+inner = pytest.mark.skipif(not INNER, reason="runs in the per-backend subprocess")
+
+
+@pytest.mark.skipif(bool(INNER), reason="the outer test")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backend(backend: str) -> None:
+    if find_spec("keras") is None or find_spec(backend) is None:
+        pytest.skip(f"needs keras and {backend}")
+    env = {**os.environ, "KERAS_BACKEND": backend, "PE_CORE_KERAS_INNER": backend}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:xdist", __file__]
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    assert " passed" in result.stdout
+
+
+# --------------------------------------------------------------------------- inner tests
+
+if INNER:
+    import keras
+    from keras import ops
+
+    import pe_core
+    from pe_core.layers.keras import RotaryEmbedding, SinusoidalEncoding
+    from pe_core.rope import apply_rope
+
+D = 8
+
+
+def numpy_of(x: object) -> np.ndarray:
+    return np.asarray(ops.convert_to_numpy(ops.cast(x, "float32")), dtype=np.float64)
+
+
+@pytest.fixture(autouse=True)
+def _float32_policy():
+    if INNER:
+        keras.mixed_precision.set_global_policy("float32")
+    yield
+
+
+@inner
+def test_the_backend_is_the_one_asked_for() -> None:
+    assert keras.backend.backend() == INNER
+
+
+@inner
+def test_values_offsets_and_cache() -> None:
+    x = np.random.default_rng(0).standard_normal((3, 5, D)).astype("float32")
+    for layer in (
+        SinusoidalEncoding(D, spec="fairseq"),
+        SinusoidalEncoding(D, spec="fairseq", max_len=8),
+    ):
+        for offset in (0, 2, 6, 1000):  # 6 and 1000 reach past the cache
+            expected = pe_core.encode(range(offset, offset + 5), D, spec="fairseq", dtype="float64")
+            np.testing.assert_allclose(
+                numpy_of(layer(x, offset=offset)) - x, np.broadcast_to(expected, x.shape), atol=1e-6
+            )
+        offsets = np.array([0, 7, 100_000], dtype="int32")
+        got = numpy_of(layer(x, offset=ops.convert_to_tensor(offsets))) - x
+        for b, start in enumerate(offsets):
+            want = pe_core.encode(range(start, start + 5), D, spec="fairseq", dtype="float64")
+            np.testing.assert_allclose(got[b], want, atol=1e-5)
+
+
+@inner
+def test_rotary_values() -> None:
+    rope = RotaryEmbedding(D, base=500.0, layout="interleaved", rotary_dim=4)
+    q, k = np.random.default_rng(1).standard_normal((2, 2, 3, 5, D)).astype("float32")
+    q1, _ = rope(q, k, offset=4)
+    kwargs = {"base": 500.0, "layout": "interleaved", "rotary_dim": 4}
+    np.testing.assert_allclose(numpy_of(q1), apply_rope(q, np.arange(4, 9), **kwargs), atol=1e-6)
+    offsets = ops.convert_to_tensor(np.array([0, 1000], dtype="int32"))
+    _, k2 = rope(q, k, offset=offsets)
+    for b, start in enumerate((0, 1000)):
+        want = apply_rope(k[b], np.arange(start, start + 5), **kwargs)
+        np.testing.assert_allclose(numpy_of(k2)[b], want, atol=2e-6)
+
+
+@inner
+def test_keras_file_round_trip(tmp_path: Path) -> None:
+    spec = pe_core.Spec(base=500.0, layout="split")
+    inputs = keras.Input((6, D))
+    x = keras.layers.Dense(D)(inputs)
+    x = SinusoidalEncoding(D, spec=spec, dropout=0.1, max_len=4)(x)
+    q, k = RotaryEmbedding(D, rotary_dim=4, scaling={"rope_type": "linear", "factor": 2.0})(x, x)
+    model = keras.Model(inputs, keras.layers.Add()([q, k]))
+    data = np.random.default_rng(2).standard_normal((4, 6, D)).astype("float32")
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert np.array_equal(numpy_of(model(data)), numpy_of(loaded(data)))
+    layer = loaded.layers[2]
+    assert isinstance(layer, SinusoidalEncoding) and layer.spec == spec and layer.max_len == 4
+    rope = loaded.layers[3]
+    assert rope.scaling == {"rope_type": "linear", "factor": 2.0} and rope.rotary_dim == 4
+    for original in (model.layers[2], model.layers[3]):
+        config = original.get_config()
+        assert type(original).from_config(config).get_config() == config
+
+
+@inner
+def test_mixed_bfloat16_rounds_only_the_output() -> None:
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    layer = SinusoidalEncoding(D)
+    y = layer(np.zeros((1, 300, D), "float32"), offset=1000)
+    assert keras.backend.standardize_dtype(y.dtype) == "bfloat16"
+    expected = ops.cast(pe_core.encode(range(1000, 1300), D), "bfloat16")  # exact float32, rounded
+    assert np.array_equal(numpy_of(y)[0], numpy_of(expected))
+    q = np.random.default_rng(3).standard_normal((1, 4, D)).astype("float32")
+    q1, _ = RotaryEmbedding(D)(q, q, offset=10**5)
+    assert keras.backend.standardize_dtype(q1.dtype) == "bfloat16"
+    np.testing.assert_allclose(numpy_of(q1), apply_rope(q, np.arange(10**5, 10**5 + 4)), atol=3e-2)
+
+
+@inner
+def test_a_model_trains() -> None:
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((5,), dtype="int32")
+    x = keras.layers.Embedding(10, D)(inputs)
+    x = SinusoidalEncoding(D, dropout=0.1)(x)
+    q, k = RotaryEmbedding(D)(x, x)
+    model = keras.Model(inputs, keras.layers.Dense(10)(q + k))
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model.compile(keras.optimizers.Adam(0.01), loss)
+    tokens = np.random.default_rng(4).integers(0, 10, (40, 5))
+    history = model.fit(tokens, tokens, batch_size=16, epochs=6, verbose=0)
+    assert history.history["loss"][-1] < 0.8 * history.history["loss"][0]
+
+
+@inner
+def test_constructors_validate() -> None:
+    with pytest.raises(ValueError, match=r"d_model must be a positive integer.*Received: 0"):
+        SinusoidalEncoding(0)
+    with pytest.raises(ValueError, match=r"d must be even.*d=9"):
+        SinusoidalEncoding(9)
+    with pytest.raises(ValueError, match=r"dropout must be a number in \[0, 1\)"):
+        SinusoidalEncoding(D, dropout=2.0)
+    with pytest.raises(TypeError, match="max_len must be None or a positive"):
+        SinusoidalEncoding(D, max_len="64")
+    with pytest.raises(ValueError, match="Unknown preset 'bert'"):
+        SinusoidalEncoding(D, spec="bert")
+    with pytest.raises(ValueError, match="head_dim must be even"):
+        RotaryEmbedding(7)
+    with pytest.raises(ValueError, match="Unknown layout 'neox'"):
+        RotaryEmbedding(D, layout="neox")
+    with pytest.raises(ValueError, match="at most head_dim=8"):
+        RotaryEmbedding(D, rotary_dim=10)
+
+
+@inner
+def test_call_time_errors() -> None:
+    with pytest.raises(ValueError, match="has 6 features but the layer was built with d_model=8"):
+        SinusoidalEncoding(D)(np.zeros((1, 3, 6), "float32"))
+    with pytest.raises(ValueError, match="has 6 features but the layer was built with head_dim=8"):
+        RotaryEmbedding(D)(np.zeros((1, 3, D), "float32"), np.zeros((1, 3, 6), "float32"))
+    with pytest.raises(ValueError, match=r"offset of shape \(3,\)"):
+        SinusoidalEncoding(D)(np.zeros((2, 3, D), "float32"), offset=np.array([1, 2, 3]))
+
+
+@inner
+@pytest.mark.skipif(INNER != "tensorflow", reason="TensorFlow only")
+def test_tensorflow_graphs_with_unknown_shapes() -> None:
+    import tensorflow as tf
+
+    encoding, rope = SinusoidalEncoding(D), RotaryEmbedding(D)
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, None, D], tf.float32),
+            tf.TensorSpec([None], tf.int32),
+        ]
+    )
+    def f(x, offsets):
+        q, _ = rope(x, x, offset=offsets)
+        return encoding(x, offset=offsets), q, encoding(x, offset=3)
+
+    x = np.random.default_rng(5).standard_normal((2, 5, D)).astype("float32")
+    offsets = np.array([3, 40], dtype="int32")
+    y, q, y3 = f(x, offsets)
+    np.testing.assert_allclose(y.numpy(), encoding(x, offset=offsets), atol=1e-6)
+    np.testing.assert_allclose(y3.numpy(), encoding(x, offset=3), atol=1e-6)
+    np.testing.assert_allclose(q.numpy(), rope(x, x, offset=offsets)[0], atol=1e-6)
+
+
+@inner
+@pytest.mark.skipif(INNER != "tensorflow", reason="TensorFlow only")
+def test_encode_inside_tf_function() -> None:
+    import tensorflow as tf
+
+    traces = []
+
+    @tf.function
+    def positional(tokens, start):
+        traces.append(1)
+        positions = start + tf.range(tf.shape(tokens)[1])
+        return pe_core.encode(positions, D, backend="tensorflow")
+
+    for start in (0, 5, 10**6):
+        got = positional(tf.zeros((2, 7)), tf.constant(start))
+        np.testing.assert_allclose(
+            got.numpy(), pe_core.encode(range(start, start + 7), D), atol=1e-6
+        )
+    assert len(traces) == 1
