@@ -1,18 +1,24 @@
 """pe_core: Transformer positional encodings, exact and identical on every backend.
 
 ``import pe_core`` loads NumPy only; JAX, PyTorch and TensorFlow are imported the
-first time they are used.
+first time they are used, and the framework layers live in ``pe_core.layers.torch``,
+``pe_core.layers.flax`` and ``pe_core.layers.keras``.
 
 >>> import pe_core
 >>> pe_core.encode([0, 1, 2], 8).shape
 (3, 8)
 """
 
+from pe_core.alibi import alibi_bias, alibi_slopes
+from pe_core.codes import binary_encode, learned_table_init, normalized_positions
 from pe_core.encoding import encode
 from pe_core.frequency import frequencies
 from pe_core.positions import LowPrecisionPositionsWarning
 from pe_core.presets import PRESET_SOURCES, PRESETS
 from pe_core.relative import relative_matrix, shift
+from pe_core.rope import apply_rope
+from pe_core.rope_layout import rope_permutation
+from pe_core.rope_scaling import ntk_aware_base, rope_frequencies, xpos_scale
 from pe_core.spec import Spec
 
 __version__ = "0.1.0"
@@ -22,8 +28,18 @@ __all__ = [
     "PRESET_SOURCES",
     "LowPrecisionPositionsWarning",
     "Spec",
+    "alibi_bias",
+    "alibi_slopes",
+    "apply_rope",
+    "binary_encode",
     "encode",
     "frequencies",
+    "learned_table_init",
+    "normalized_positions",
+    "ntk_aware_base",
     "relative_matrix",
+    "rope_frequencies",
+    "rope_permutation",
     "shift",
+    "xpos_scale",
 ]

@@ -1,12 +1,18 @@
-"""ALiBi head slopes (Press et al., 2022), pure NumPy float64.
+"""ALiBi (Press et al., 2022): per-head slopes and the attention bias they define.
 
-The rule follows the paper's reference ``get_slopes`` (ofirpress/attention_with_linear_biases)
+:func:`alibi_slopes` is pure NumPy float64; :func:`alibi_bias` builds the
+``(n_heads, q_len, k_len)`` bias on any backend.
+
+The slope rule follows the paper's reference ``get_slopes`` (ofirpress/attention_with_linear_biases)
 and BLOOM's ``build_alibi_tensor`` in transformers. For ``n`` heads with ``p``
 the largest power of two ``<= n``:
 
 * the first ``p`` slopes are ``2 ** (-8 * k / p)`` for ``k = 1 .. p``;
 * the remaining ``n - p`` slopes are the odd-indexed members of the ``2p``-head
   sequence, ``2 ** (-8 * k / (2 p))`` for ``k = 1, 3, 5, ..``.
+
+The bias of head ``h`` for query ``i`` and key ``j`` is ``-slopes[h] * (i + k_len - q_len - j)``:
+queries are the last ``q_len`` of the ``k_len`` positions (KV-cache decoding).
 
 >>> from pe_core.alibi import alibi_slopes
 >>> alibi_slopes(4).tolist()
@@ -15,9 +21,14 @@ the largest power of two ``<= n``:
 
 from __future__ import annotations
 
+import numbers
+from typing import Any
+
 import numpy as np
 
-__all__ = ["alibi_slopes"]
+from pe_core.positions import choose_backend, resolve_dtype
+
+__all__ = ["alibi_bias", "alibi_slopes"]
 
 
 def alibi_slopes(n_heads: int) -> np.ndarray:
@@ -65,3 +76,103 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
         k_extra = np.arange(1, 2 * (n - p), 2, dtype=np.float64)
         slopes = np.concatenate([slopes, np.power(2.0, -8.0 * k_extra / (2 * p))])
     return slopes
+
+
+def alibi_bias(
+    q_len: int,
+    k_len: int,
+    n_heads: int,
+    *,
+    causal: bool = True,
+    backend: str | None = None,
+    dtype: Any = None,
+) -> Any:
+    """The ALiBi attention bias ``(n_heads, q_len, k_len)``, added to ``q @ k.T / sqrt(d)``.
+
+    Parameters
+    ----------
+    q_len : int
+        Number of queries, >= 1. Queries are aligned to the *end* of the keys: query
+        ``i`` sits at position ``i + k_len - q_len`` (the ``q_len`` newest tokens of a
+        KV cache holding ``k_len``), so ``q_len <= k_len``.
+    k_len : int
+        Number of keys, >= 1; key ``j`` sits at position ``j``.
+    n_heads : int
+        Number of heads, >= 1; head ``h`` uses ``alibi_slopes(n_heads)[h]``.
+    causal : bool
+        ``True``: ``bias[h, i, j] = -slope_h * (i + k_len - q_len - j)`` for keys at or
+        before the query, ``-inf`` for keys after it (the causal mask). ``False``:
+        ``-slope_h * |i + k_len - q_len - j|`` everywhere (``|i - j|`` when the lengths
+        are equal), the symmetric form used by bidirectional models.
+    backend : {"numpy", "jax", "torch", "tensorflow"}, optional
+        Where to build the bias; NumPy by default.
+    dtype : str or dtype, optional
+        float32 by default; float64, float16 or bfloat16 where the backend has them.
+        The product ``slope * distance`` is formed in float32 (float64 for float64)
+        and rounded once to ``dtype``.
+
+    Returns
+    -------
+    array
+        Shape ``(n_heads, q_len, k_len)``. On the diagonal (the query's own position)
+        the bias is ``0``; it falls linearly, by ``slope_h`` per position, with the
+        distance to older keys.
+
+    Raises
+    ------
+    TypeError
+        Non-integer lengths or head count.
+    ValueError
+        ``q_len`` or ``k_len`` < 1, ``q_len > k_len``, ``n_heads`` < 1, an unknown
+        backend or dtype.
+
+    Notes
+    -----
+    BLOOM (transformers' ``build_alibi_tensor``) and the paper's code add
+    ``+slope_h * j`` instead, which differs from this bias by ``slope_h * (i + k_len -
+    q_len)``, the same for every key of a query, so the softmax is unchanged.
+
+    Examples
+    --------
+    >>> b = alibi_bias(3, 3, 2)
+    >>> b.shape, b.dtype
+    ((2, 3, 3), dtype('float32'))
+    >>> b[0].tolist()  # slope 1/16 for head 0 of 2
+    [[0.0, -inf, -inf], [-0.0625, 0.0, -inf], [-0.125, -0.0625, 0.0]]
+    >>> alibi_bias(1, 4, 1)[0].tolist()  # one new query after 3 cached keys
+    [[-0.01171875, -0.0078125, -0.00390625, 0.0]]
+    >>> alibi_bias(2, 2, 1, causal=False)[0].tolist()
+    [[0.0, -0.00390625], [-0.00390625, 0.0]]
+    """
+    q_len = _length(q_len, "q_len")
+    k_len = _length(k_len, "k_len")
+    if q_len > k_len:
+        raise ValueError(
+            "q_len must not exceed k_len: queries are the last q_len of the k_len positions. "
+            f"Received: q_len={q_len}, k_len={k_len}"
+        )
+    slopes = alibi_slopes(n_heads)
+    xp, _ = choose_backend(None, backend)
+    out_name, out_dtype = resolve_dtype(xp, dtype)
+    working = "float64" if out_name == "float64" else "float32"
+    # Signed offset key - query (<= 0 for keys at or before the query), exact integers.
+    offset = np.arange(k_len)[None, :] - (np.arange(q_len)[:, None] + (k_len - q_len))
+    if causal:
+        offset = np.where(offset > 0, -np.inf, offset)  # slope * -inf = -inf: the mask
+    else:
+        offset = -np.abs(offset)
+    wdtype = xp.dtype(working)
+    offset = xp.asarray(offset.astype(working), dtype=wdtype)
+    scale = xp.asarray(slopes.astype(working).reshape(-1, 1, 1), dtype=wdtype)
+    bias = scale * offset
+    if out_name != working:
+        bias = xp.astype(bias, out_dtype)
+    return bias
+
+
+def _length(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= 1. Received: {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be an integer >= 1. Received: {value}")
+    return int(value)
