@@ -76,6 +76,7 @@ def _offset_table(block: int, omegas: tuple[float, ...], working: str) -> np.nda
     return table
 
 
+@functools.lru_cache(maxsize=64)
 def _start_table(
     start: int, blocks: int, block: int, omegas: tuple[float, ...], offset: float, working: str
 ) -> np.ndarray:
