@@ -104,8 +104,13 @@ def encode(
     shape = xp.shape(positions)  # sizes may be None while tracing
     if out is not None:
         _check_out(xp, out, (*shape, d), out_name)
-    working = "float64" if out_name == "float64" else "float32"
     values = xp.concrete(positions)
+    working = "float64" if out_name == "float64" else "float32"
+    if out_name in ("float16", "bfloat16") and values is not None and xp.supports("float64"):
+        # Eager calls round the float64 result once, so even values near zero are the
+        # exact value rounded to the output dtype (float32's ~1e-7 absolute error would
+        # be many ulps there). Traced calls and JAX without x64 compute in float32.
+        working = "float64"
     max_abs = check_finite(xp, positions, values=values)
     freqs = omegas(d, spec, xp)
     n_rows = math.prod(shape) if values is not None else None

@@ -258,3 +258,24 @@ def test_relative_matrix_exact_for_large_k(backend: str, k: int) -> None:
     np.testing.assert_allclose(
         shifted, exact_table(np.array([3 + k, 4 + k]), omegas, "interleaved", d), atol=4 * ATOL32
     )
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_low_precision_output_near_zero_is_within_one_ulp(backend: str, dtype: str) -> None:
+    """Eager calls on backends with float64 round the exact value once, even near zero.
+
+    The positions are numerators of continued-fraction approximations of pi, so
+    sin(p) with w = 1 is tiny (down to 1e-7), where float32's absolute error of ~1e-7
+    would be many ulps of the output dtype.
+    """
+    from pe_core_backends import get_namespace
+
+    xp = get_namespace(backend)
+    if dtype not in xp.float_dtypes or not xp.supports("float64"):
+        pytest.skip(f"{backend} computes {dtype} output through float32 (no float64 here)")
+    positions = np.array([355, 103_993, 104_348, 208_341, 312_689, 833_719, 1_146_408])
+    exact = exact_table(positions, pe_core.frequencies(2), "interleaved", 2)
+    out = to_numpy(pe_core.encode(positions, 2, backend=backend, dtype=dtype))
+    mantissa, tiny = {"float16": (10, 2.0**-24), "bfloat16": (7, 2.0**-133)}[dtype]
+    ulp = np.maximum(np.exp2(np.floor(np.log2(np.abs(exact))) - mantissa), tiny)
+    assert np.all(np.abs(out - exact) <= ulp), np.max(np.abs(out - exact) / ulp)
