@@ -266,18 +266,7 @@ def run(
         "rows": results_rows,
         "notes": notes,
     }
-    markdown = to_markdown(results)
-    log("")
-    log(markdown)
-    if paths is not None:
-        json_path, md_path = paths
-        common.write_json(json_path, results)
-        common.write_text(md_path, markdown)
-        log(f"\nwrote {json_path} and {md_path}")
-        if md_path == common.DOCS_DIR / "accuracy.md" and common.splice(
-            common.PAGES["accuracy"], "accuracy", markdown
-        ):
-            log(f"updated {common.PAGES['accuracy']}")
+    common.publish("accuracy", results, to_markdown(results), paths, log)
     return results
 
 

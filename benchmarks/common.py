@@ -274,3 +274,23 @@ def splice(page: Path, name: str, markdown: str) -> bool:
 
 #: Hand-written pages that include a generated benchmark report between markers.
 PAGES = {"speed": ROOT / "docs" / "performance.md", "accuracy": ROOT / "docs" / "precision.md"}
+
+
+def publish(
+    name: str,
+    results: dict[str, Any],
+    markdown: str,
+    paths: tuple[Path, Path] | None,
+    log: Any,
+) -> None:
+    """Print the markdown; write JSON + markdown; refresh the docs page's measured block."""
+    log("")
+    log(markdown)
+    if paths is None:
+        return
+    json_path, md_path = paths
+    write_json(json_path, results)
+    write_text(md_path, markdown)
+    log(f"\nwrote {json_path} and {md_path}")
+    if md_path == DOCS_DIR / f"{name}.md" and splice(PAGES[name], name, markdown):
+        log(f"updated {PAGES[name]}")

@@ -332,18 +332,7 @@ def run(
         "numpy_peak_memory": memory,
         "notes": notes,
     }
-    markdown = to_markdown(results)
-    log("")
-    log(markdown)
-    if paths is not None:
-        json_path, md_path = paths
-        common.write_json(json_path, results)
-        common.write_text(md_path, markdown)
-        log(f"\nwrote {json_path} and {md_path}")
-        if md_path == common.DOCS_DIR / "speed.md" and common.splice(
-            common.PAGES["speed"], "speed", markdown
-        ):
-            log(f"updated {common.PAGES['speed']}")
+    common.publish("speed", results, to_markdown(results), paths, log)
     return results
 
 
