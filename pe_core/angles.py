@@ -93,11 +93,6 @@ def _cached_turn_constant_fields(omegas: tuple[float, ...], offset: float) -> tu
     )
 
 
-def turn_constants(omegas: tuple[float, ...], offset: float = 0.0) -> TurnConstants:
-    """The exact reduction constants for frequencies ``omegas`` (radians per position)."""
-    return TurnConstants(*_turn_constant_fields(omegas, float(offset)))
-
-
 def reduced_turns(
     xp: Namespace,
     positions: Any,

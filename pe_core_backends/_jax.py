@@ -62,7 +62,6 @@ class JaxNamespace(Namespace):
     round = staticmethod(jnp.round)
     sin = staticmethod(jnp.sin)
     cos = staticmethod(jnp.cos)
-    floor_divide = staticmethod(jnp.floor_divide)
     bitwise_right_shift = staticmethod(jnp.right_shift)
     bitwise_and = staticmethod(jnp.bitwise_and)
     where = staticmethod(jnp.where)

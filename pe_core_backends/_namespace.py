@@ -108,9 +108,6 @@ class Namespace:
     def cos(self, x: Any) -> Any:
         raise NotImplementedError
 
-    def floor_divide(self, x: Any, y: Any) -> Any:
-        raise NotImplementedError
-
     def where(self, condition: Any, x: Any, y: Any) -> Any:
         raise NotImplementedError
 

@@ -34,7 +34,6 @@ class NumpyNamespace(Namespace):
     round = staticmethod(np.round)
     sin = staticmethod(np.sin)
     cos = staticmethod(np.cos)
-    floor_divide = staticmethod(np.floor_divide)
     bitwise_right_shift = staticmethod(np.right_shift)
     bitwise_and = staticmethod(np.bitwise_and)
     where = staticmethod(np.where)

@@ -44,7 +44,6 @@ class TensorflowNamespace(Namespace):
     round = staticmethod(tf.math.round)  # half to even, like the Array API
     sin = staticmethod(tf.math.sin)
     cos = staticmethod(tf.math.cos)
-    floor_divide = staticmethod(tf.math.floordiv)
     where = staticmethod(tf.where)
 
     def bitwise_right_shift(self, x: Any, bits: int) -> Any:

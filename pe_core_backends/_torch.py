@@ -57,9 +57,6 @@ class TorchNamespace(Namespace):
     cos = staticmethod(torch.cos)
     reshape = staticmethod(torch.reshape)
 
-    def floor_divide(self, x: Any, y: Any) -> Any:
-        return torch.div(x, y, rounding_mode="floor")
-
     def bitwise_right_shift(self, x: Any, bits: int) -> Any:
         return torch.bitwise_right_shift(x, bits)
 
