@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from pe_core_backends._device import device_path_forced, force_device_path
 from pe_core_backends._namespace import Namespace
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "Namespace",
     "backend_of",
     "canonical_backend",
+    "device_path_forced",
+    "force_device_path",
     "get_namespace",
     "installed_backends",
     "is_installed",

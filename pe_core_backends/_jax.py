@@ -58,6 +58,14 @@ class JaxNamespace(Namespace):
             return None
         return np.asarray(x)
 
+    def _on_accelerator(self, x: Any) -> bool:
+        if isinstance(x, jax.core.Tracer):
+            return False  # traced: nothing is read anyway
+        devices = getattr(x, "devices", None)
+        if devices is None:
+            return False
+        return any(device.platform != "cpu" for device in devices())
+
     floor = staticmethod(jnp.floor)
     round = staticmethod(jnp.round)
     sin = staticmethod(jnp.sin)

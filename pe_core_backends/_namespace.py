@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from pe_core_backends._device import device_path_forced
+
 
 class Namespace:
     """Base class of the backend adapters.
@@ -94,6 +96,23 @@ class Namespace:
 
     def shape(self, x: Any) -> tuple[int, ...]:
         return tuple(int(n) for n in x.shape)
+
+    # -- placement ------------------------------------------------------------
+    #: whether this backend's arrays can live on an accelerator (NumPy: never)
+    has_devices: bool = True
+
+    def on_accelerator(self, x: Any) -> bool:
+        """Whether ``x`` lives on a non-CPU device (or the device path is forced).
+
+        Arrays on an accelerator are never read back to the host by pe_core; see
+        :func:`~pe_core_backends.force_device_path`.
+        """
+        if not self.has_devices:
+            return False
+        return device_path_forced() or self._on_accelerator(x)
+
+    def _on_accelerator(self, x: Any) -> bool:
+        return False
 
     # -- elementwise and shape functions (Array API names) --------------------
     def floor(self, x: Any) -> Any:

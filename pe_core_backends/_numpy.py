@@ -11,6 +11,7 @@ from pe_core_backends._namespace import Namespace
 
 class NumpyNamespace(Namespace):
     name = "numpy"
+    has_devices = False
     float_dtypes = ("float64", "float32", "float16")
 
     def _dtype_object(self, name: str) -> Any:

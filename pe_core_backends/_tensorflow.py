@@ -40,6 +40,10 @@ class TensorflowNamespace(Namespace):
             return None
         return self.to_numpy(x)
 
+    def _on_accelerator(self, x: Any) -> bool:
+        device = getattr(x, "device", "") or ""
+        return ":GPU:" in device or ":TPU:" in device
+
     floor = staticmethod(tf.math.floor)
     round = staticmethod(tf.math.round)  # half to even, like the Array API
     sin = staticmethod(tf.math.sin)

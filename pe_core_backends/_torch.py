@@ -51,6 +51,10 @@ class TorchNamespace(Namespace):
             return None
         return self.to_numpy(x)
 
+    def _on_accelerator(self, x: Any) -> bool:
+        device = getattr(x, "device", None)
+        return device is not None and device.type not in ("cpu", "meta")
+
     floor = staticmethod(torch.floor)
     round = staticmethod(torch.round)
     sin = staticmethod(torch.sin)
