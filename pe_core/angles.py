@@ -101,6 +101,7 @@ def reduced_turns(
     offset: float = 0,
     working: str = "float32",
     max_abs_position: float | None = None,
+    poison: bool = False,
 ) -> Any:
     """Turns ``(positions + offset) * omegas / 2pi`` reduced to ``[-1/2, 1/2]``.
 
@@ -119,6 +120,11 @@ def reduced_turns(
     max_abs_position : float, optional
         A known bound on ``|positions|``; below ``2**31`` int64 positions take the
         single-word path. ``None`` (values unknown, e.g. traced) assumes the worst.
+    poison : bool
+        Give NaN turns for positions outside the exact range (NaN, inf, ``|p| >=
+        2**55``, or ``>= 2**31`` where the backend has no int64) instead of a wrong
+        number: the policy for values that are not read on the host (device arrays,
+        traced values). It costs a few operations on the positions (not per frequency).
 
     Returns
     -------
@@ -138,24 +144,35 @@ def reduced_turns(
     dtype_name = xp.dtype_of(positions)
     fits_int32 = max_abs_position is not None and max_abs_position < 2**31
 
+    bad = None  # where poison applies: a boolean array of the positions' shape
     if xp.kind(dtype_name) == "int":
         integer, fraction = positions, None
         wide = dtype_name in ("int64", "uint32", "uint64") and not fits_int32
+        if poison and wide:
+            top = xp.bitwise_right_shift(integer, 55)  # 0 or -1 inside the exact range
+            bad = (top != 0) & (top != -1)
     else:
         integer = xp.floor(positions)
         fraction = xp.astype(positions - integer, wdtype)
-        # float32 integers above 2**31 cannot be held by int32; float64 ones can be split.
-        wide = dtype_name == "float64" and not fits_int32 and xp.supports("int64")
+        # Integers beyond int32 are split into two words where the backend has int64.
+        wide = not fits_int32 and xp.supports("int64") and dtype_name != "float16"
+        limit = _SPLIT * 2.0**31 if wide else 2.0**31
+        if poison and not fits_int32 and dtype_name != "float16":
+            bad = ~(xp.abs(positions) < limit)  # NaN compares False: bad
+        elif poison:
+            bad = ~(xp.abs(positions) < 2.0**31)  # NaN and inf
+        if bad is not None:
+            integer = xp.where(bad, xp.zeros_like(integer), integer)
         integer = xp.astype(integer, xp.dtype("int64" if wide else "int32"))
 
     if wide:
         high = xp.bitwise_right_shift(integer, 24)  # _SPLIT = 2**24
         low = xp.bitwise_and(integer, _SPLIT - 1)
         turns = _word_turns(xp, low, consts, 0, wdtype) + _frac(
-            xp, _word_turns(xp, high, consts, 1, wdtype)
+            xp, _word_turns(xp, high, consts, 1, wdtype, bad=bad)
         )
     else:
-        turns = _word_turns(xp, integer, consts, 0, wdtype)
+        turns = _word_turns(xp, integer, consts, 0, wdtype, bad=bad)
     if fraction is not None:
         turns = turns + xp.expand_dims(fraction, -1) * _const(xp, consts.f, wdtype, positions)
     if consts.offset_turns is not None:
@@ -217,17 +234,23 @@ def sin_cos_turns(xp: Namespace, turns: Any) -> tuple[Any, Any]:
     return xp.where(swap, c, s) * sin_sign, xp.where(swap, s, c) * cos_sign
 
 
-def _word_turns(xp: Namespace, p: Any, consts: TurnConstants, k: int, wdtype: Any) -> Any:
-    """``p * frac(scale_k * f)`` modulo 1 for integer ``|p| < 2**31``, in (-3/4, 3/4)."""
+def _word_turns(
+    xp: Namespace, p: Any, consts: TurnConstants, k: int, wdtype: Any, bad: Any = None
+) -> Any:
+    """``p * frac(scale_k * f)`` modulo 1 for integer ``|p| < 2**31``, in (-3/4, 3/4).
+
+    Where ``bad`` (positions' shape) is true the result is NaN.
+    """
     p32 = xp.expand_dims(xp.astype(p, xp.dtype("int32")), -1)
     wrapped = p32 * xp.asarray(consts.words[k], dtype=xp.dtype("int32"), like=p)
     # int32 -> float keeps 24 bits: split the wrapped word so both halves convert exactly.
     top = xp.bitwise_right_shift(wrapped, 16)  # floor(wrapped / 2**16)
     bottom = xp.bitwise_and(wrapped, 0xFFFF)
     coarse = xp.astype(top, wdtype) * 2.0**-16
-    fine = xp.astype(bottom, wdtype) * 2.0**-32 + xp.astype(p32, wdtype) * _const(
-        xp, consts.rests[k], wdtype, p
-    )
+    scale = xp.astype(p32, wdtype)
+    if bad is not None:  # NaN enters through the (positions-sized) multiplier
+        scale = xp.where(xp.expand_dims(bad, -1), scale * float("nan"), scale)
+    fine = xp.astype(bottom, wdtype) * 2.0**-32 + scale * _const(xp, consts.rests[k], wdtype, p)
     return coarse + fine
 
 

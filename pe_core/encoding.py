@@ -1,4 +1,9 @@
-"""``encode``: the sinusoidal encoding of any positions on any backend."""
+"""``encode``: the sinusoidal encoding of any positions on any backend.
+
+One call: prepare (validate the arguments, classify the positions with
+:func:`~pe_core.placement.prepare_positions`) -> plan (host route, device kernel or
+traced kernel, from the placement and the namespace's capabilities) -> run.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +11,18 @@ import functools
 import math
 from typing import Any
 
+import numpy as np
+
+from pe_core import device_tables
 from pe_core.angles import reduced_turns, sin_cos_turns
 from pe_core.frequency import check_d, omegas
+from pe_core.host_tables import host_sin_cos
 from pe_core.layout import assemble
-from pe_core.positions import (
-    as_positions,
-    check_finite,
-    choose_backend,
-    fits_backend,
-    resolve_dtype,
-)
+from pe_core.placement import Positions, prepare_positions
+from pe_core.positions import choose_backend, resolve_dtype
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
-from pe_core.tables import MIN_PAIRS, contiguous_start, table_sin_cos
+from pe_core.tables import MIN_PAIRS, contiguous_start
 from pe_core_backends import Namespace, backend_of, get_namespace
 
 
@@ -30,6 +34,8 @@ def encode(
     backend: str | None = None,
     dtype: Any = None,
     out: Any = None,
+    like: Any = None,
+    check_values: bool = False,
 ) -> Any:
     """Sinusoidal positional encoding of ``pos`` with ``d`` features.
 
@@ -45,7 +51,8 @@ def encode(
         ``"vaswani"`` by default.
     backend : {"numpy", "jax", "torch", "tensorflow"}, optional
         Where to compute. ``None`` follows the type of ``pos`` (a torch tensor gives a
-        torch tensor on the same device); Python values give NumPy.
+        torch tensor on the same device), else of ``like`` or ``out``; Python values
+        give NumPy.
     dtype : str or dtype, optional
         Output dtype, float32 by default (or ``out``'s dtype); float64, float16 and
         bfloat16 where the backend has them. The angle is always computed exactly
@@ -53,19 +60,35 @@ def encode(
     out : array, optional
         A NumPy array or torch tensor of shape ``shape(pos) + (d,)`` to write into
         (for callers who refill a buffer); it is returned.
+    like : array, optional
+        An array whose backend and device the result should follow when ``pos`` is
+        host data (a Python range, a NumPy array): the table is built on the host and
+        moved to that device once, then reused from a cache (see :doc:`devices`).
+    check_values : bool
+        Positions on an accelerator are never read back by default, so NaN, infinite
+        or out-of-range positions there give NaN rows instead of an error. ``True``
+        reads them and raises as for host positions (this synchronises).
 
     Returns
     -------
     array
         Shape ``shape(pos) + (d,)``, values in ``[-1, 1]``.
 
+    Raises
+    ------
+    ValueError
+        Host positions that are NaN, infinite or have ``|pos| >= 2**55``; a bad ``d``,
+        ``dtype`` or ``out``.
+
     Notes
     -----
-    Positions whose values are known (not traced) and form a run of consecutive
-    integers, such as ``range(n)`` or ``offset + arange(n)``, take the table path of
-    :mod:`pe_core.tables` (a few multiply-adds per element instead of sin and cos);
-    any other positions take the exact per-element kernel of :mod:`pe_core.angles`.
-    Both are within 1e-6 of the true value in float32.
+    The call classifies its positions once (:mod:`pe_core.placement`) and picks a
+    route. Positions known on the host take the cheapest exact route of
+    :mod:`pe_core.host_tables` (a float64 pass for small calls, angle-addition tables
+    for runs of consecutive positions, lookups for other integer positions). Positions
+    on an accelerator or being traced take the exact integer kernel of
+    :mod:`pe_core.angles` on the device, with no host read and no synchronisation.
+    All routes are within 1e-6 of the true value in float32.
 
     Examples
     --------
@@ -83,91 +106,171 @@ def encode(
     """
     spec = resolve_spec(spec)
     d = check_d(d, spec)
-    if out is not None and backend is None and backend_of(pos) is None:
-        backend = backend_of(out)
-    xp, source = choose_backend(pos, backend)
-    if source in (None, "numpy") and xp.name != "numpy" and out is None:
-        host = as_positions(pos, get_namespace("numpy"), source)
-        if not fits_backend(host, xp):
-            # e.g. float64 positions for JAX without x64: encode exactly on the host
-            # rather than let the conversion round them.
-            name, _ = resolve_dtype(xp, dtype)
-            table = encode(host, d, spec=spec, dtype="float64" if name == "float64" else "float32")
-            return xp.astype(xp.asarray(table), xp.dtype(name))
-        pos, source = host, "numpy"
-    positions = as_positions(pos, xp, source)
+    source = backend_of(pos)
+    if backend is None and source is None:
+        for anchor in (like, out):
+            if anchor is not None and backend_of(anchor) is not None:
+                backend = backend_of(anchor)
+                break
+    xp, source = choose_backend(pos, backend, source=source)
     if out is not None:
         _check_out_backend(xp, out)
         if dtype is None:
             dtype = out.dtype
+        like = out if like is None else like
     out_name, out_dtype = resolve_dtype(xp, dtype)
-    shape = xp.shape(positions)  # sizes may be None while tracing
+    positions = prepare_positions(pos, xp, source, check_values=check_values)
+    shape = positions.shape  # sizes may be None while tracing
     if out is not None:
         _check_out(xp, out, (*shape, d), out_name)
-    values = xp.concrete(positions)
-    working = "float64" if out_name == "float64" else "float32"
-    if out_name in ("float16", "bfloat16") and values is not None and xp.supports("float64"):
-        # Eager calls round the float64 result once, so even values near zero are the
-        # exact value rounded to the output dtype (float32's ~1e-7 absolute error would
-        # be many ulps there). Traced calls and JAX without x64 compute in float32.
-        working = "float64"
-    max_abs = check_finite(xp, positions, values=values)
     freqs = omegas(d, spec, xp)
-    n_rows = math.prod(shape) if values is not None else None
-    start = None
-    if n_rows is not None and n_rows >= 64 and n_rows * len(freqs) >= MIN_PAIRS:
-        start = contiguous_start(values)
-
-    if start is not None:
-        direct = out is not None and out_name == working and d % 2 == 0
-        table = table_sin_cos(
-            xp,
-            start,
-            n_rows,
-            freqs,
-            offset=spec.offset,
-            layout=spec.layout,
-            working=working,
-            like=positions,
-            out=xp.reshape(out, (n_rows, d)) if direct else None,
-        )
-        if direct:
+    if positions.placement == "host":
+        if like is None and positions.array is not None:
+            like = positions.array
+        table = _host_encode(xp, positions, freqs, spec, d, out_name, like=like, out=out)
+        if out is not None:
             return out
-        table = xp.reshape(table, (*shape, 2 * len(freqs)))
-        if d % 2:
-            table = xp.concat([table, xp.zeros((*shape, 1), table.dtype, like=table)], -1)
-    else:
-        max_abs_position = None if max_abs is None else max_abs + 1.0
-        if values is None and xp.name == "tensorflow":
-            # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call.
-            kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d, False)
-            table = kernel(positions)
-        elif values is not None and xp.compiles and (xp.name == "jax" or n_rows >= 4096):
-            # Eager JAX/TensorFlow: one compiled kernel instead of an op-by-op dispatch,
-            # on positions padded to a power-of-two length (few shapes, few compiles).
-            fits = max_abs_position is not None and max_abs_position < 2**31
-            kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d, fits)
-            flat = xp.reshape(positions, (n_rows,))
-            bucket = max(8, 1 << (n_rows - 1).bit_length())
-            if bucket > n_rows:
-                flat = xp.concat([flat, xp.zeros((bucket - n_rows,), flat.dtype, like=flat)], 0)
-            table = xp.reshape(kernel(flat)[:n_rows], (*shape, d))
-        else:
-            table = _kernel(
-                xp,
-                positions,
-                freqs,
-                spec.offset,
-                spec.layout,
-                working,
-                d,
-                max_abs_position,
-                traced=values is None,
-            )
-    if out_name != working:
-        table = xp.astype(table, out_dtype)
+        return table
+    table = _device_encode(xp, positions, freqs, spec, d, out_name)
     if out is not None:
         return xp.copy_into(out, table)
+    return table
+
+
+def _working(out_name: str) -> str:
+    return "float64" if out_name == "float64" else "float32"
+
+
+def _host_encode(
+    xp: Namespace,
+    positions: Positions,
+    freqs: tuple[float, ...],
+    spec: Spec,
+    d: int,
+    out_name: str,
+    *,
+    like: Any,
+    out: Any,
+) -> Any:
+    """Positions known on the host: the cheapest exact route, then onto ``xp``."""
+    values = positions.host
+    assert values is not None and positions.max_abs is not None
+    shape, n_pairs = positions.shape, len(freqs)
+    n_rows = values.size
+    if like is not None and xp.on_accelerator(like):
+        key = ("encode", _values_key(values), freqs, float(spec.offset), spec.layout, d)
+        host_name = "float32" if out_name == "float32" else "float64"
+        if not xp.supports("float64"):
+            host_name = "float32"
+        numpy = get_namespace("numpy")
+        table = device_tables.cached(
+            xp,
+            key,
+            like,
+            out_name,
+            lambda: _host_encode(numpy, positions, freqs, spec, d, host_name, like=None, out=None),
+        )
+        return xp.copy_into(out, table) if out is not None else table
+    working = _working(out_name)
+    # torch on the CPU builds large tables with its own (threaded) kernels
+    builder = xp if xp.mutable and n_rows * n_pairs >= MIN_PAIRS else None
+    table = host_sin_cos(
+        values,
+        freqs,
+        offset=spec.offset,
+        layout=spec.layout,
+        working=working,
+        max_abs=positions.max_abs,
+        xp=builder,
+        like=like,
+    )
+    if d % 2:
+        table = _pad_column(table)
+    host_result = backend_of(table) == "numpy"
+    if host_result:
+        table = table.reshape(*shape, d)
+        numpy_name = out_name if out_name != "bfloat16" else "float32"
+        if xp.name == "numpy" or out_name != "bfloat16":
+            if out is not None and xp.name == "numpy":
+                out[...] = table
+                return out
+            table = table.astype(numpy_name, copy=False)
+        return _to_backend(xp, table, out_name, like=like, out=out)
+    table = xp.reshape(table, (*shape, d))
+    if xp.dtype_of(table) != out_name:
+        table = xp.astype(table, xp.dtype(out_name))
+    if out is not None:
+        return xp.copy_into(out, table)
+    return table
+
+
+def _pad_column(table: Any) -> Any:
+    xp = get_namespace(backend_of(table) or "numpy")
+    return xp.concat([table, xp.zeros((xp.shape(table)[0], 1), table.dtype, like=table)], -1)
+
+
+def _to_backend(xp: Namespace, table: np.ndarray, out_name: str, *, like: Any, out: Any) -> Any:
+    """A host NumPy table as ``xp``'s array of dtype ``out_name`` (into ``out`` if given)."""
+    if xp.name == "numpy":
+        return table
+    result = xp.from_host(table, like=like)
+    if xp.dtype_of(result) != out_name:
+        result = xp.astype(result, xp.dtype(out_name))
+    if out is not None:
+        return xp.copy_into(out, result)
+    return result
+
+
+def _values_key(values: np.ndarray) -> tuple[Any, ...]:
+    """A hashable key for host positions: a run by its ends, small arrays by content."""
+    start = contiguous_start(values)
+    if start is not None:
+        return ("run", start, values.shape)
+    if values.size <= 4096:
+        return ("values", values.dtype.str, values.shape, values.tobytes())
+    return ("id", id(values), values.shape)  # not reused: a fresh table every call
+
+
+def _device_encode(
+    xp: Namespace,
+    positions: Positions,
+    freqs: tuple[float, ...],
+    spec: Spec,
+    d: int,
+    out_name: str,
+) -> Any:
+    """Positions on a device or traced: the exact kernel where they live."""
+    array = positions.array
+    working = _working(out_name)
+    if positions.placement == "traced" and xp.name == "tensorflow":
+        # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call.
+        kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d)
+        table = kernel(array)
+    elif positions.placement == "device" and xp.compiles:
+        # Eager JAX/TensorFlow on a device: one compiled kernel instead of an op-by-op
+        # dispatch, on positions padded to a power-of-two length (few shapes, few
+        # compiles, a bounded cache).
+        shape = positions.shape
+        n_rows = math.prod(shape)
+        kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d)
+        flat = xp.reshape(array, (n_rows,))
+        bucket = max(8, 1 << max(0, n_rows - 1).bit_length())
+        if bucket > n_rows:
+            flat = xp.concat([flat, xp.zeros((bucket - n_rows,), flat.dtype, like=flat)], 0)
+        table = xp.reshape(kernel(flat)[:n_rows], (*shape, d))
+    else:
+        table = _kernel(
+            xp,
+            array,
+            freqs,
+            spec.offset,
+            spec.layout,
+            working,
+            d,
+            traced=positions.placement == "traced",
+        )
+    if out_name != working:
+        table = xp.astype(table, xp.dtype(out_name))
     return table
 
 
@@ -179,14 +282,14 @@ def _kernel(
     layout: str,
     working: str,
     d: int,
-    max_abs_position: float | None,
     *,
     traced: bool,
 ) -> Any:
-    """The exact per-element kernel: reduced turns, then sin/cos, then the layout."""
-    turns = reduced_turns(
-        xp, positions, freqs, offset=offset, working=working, max_abs_position=max_abs_position
-    )
+    """The exact per-element kernel: reduced turns, then sin/cos, then the layout.
+
+    Positions outside the exact range (NaN, inf, ``|p| >= 2**55``) give NaN rows.
+    """
+    turns = reduced_turns(xp, positions, freqs, offset=offset, working=working, poison=True)
     if traced and working == "float32":
         # A compiler fuses everything: polynomial sin/cos beat the library's here.
         sin, cos = sin_cos_turns(xp, turns)
@@ -196,7 +299,7 @@ def _kernel(
     return assemble(xp, sin, cos, layout, pad=0.0 if d % 2 else None)
 
 
-@functools.lru_cache(maxsize=128)
+@functools.lru_cache(maxsize=32)
 def _compiled_kernel(
     backend: str,
     freqs: tuple[float, ...],
@@ -204,13 +307,9 @@ def _compiled_kernel(
     layout: str,
     working: str,
     d: int,
-    fits_int32: bool,
 ) -> Any:
     xp = get_namespace(backend)
-    bound = 2.0**31 - 1 if fits_int32 else None
-    return xp.compile(
-        lambda p: _kernel(xp, p, freqs, offset, layout, working, d, bound, traced=True)
-    )
+    return xp.compile(lambda p: _kernel(xp, p, freqs, offset, layout, working, d, traced=True))
 
 
 def _check_out_backend(xp: Namespace, out: Any) -> None:

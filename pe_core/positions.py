@@ -21,9 +21,16 @@ class LowPrecisionPositionsWarning(UserWarning):
     """Positions arrived as float16/bfloat16: they were rounded before pe_core saw them."""
 
 
-def choose_backend(obj: Any, backend: str | None) -> tuple[Namespace, str | None]:
-    """The namespace to compute in, and the backend ``obj`` already lives on."""
-    source = backend_of(obj)
+_UNSET: Any = object()
+
+
+def choose_backend(
+    obj: Any, backend: str | None, *, source: str | None = _UNSET
+) -> tuple[Namespace, str | None]:
+    """The namespace to compute in, and the backend ``obj`` already lives on
+    (``source``, if the caller has looked it up already)."""
+    if source is _UNSET:
+        source = backend_of(obj)
     name = canonical_backend(backend) if backend is not None else (source or "numpy")
     return get_namespace(name), source
 

@@ -58,6 +58,16 @@ class JaxNamespace(Namespace):
             return None
         return np.asarray(x)
 
+    def is_tracing(self) -> bool:
+        try:
+            from jax._src.core import trace_state_clean
+        except ImportError:  # pragma: no cover - another JAX layout
+            return isinstance(jnp.zeros(()), jax.core.Tracer)
+        return not trace_state_clean()
+
+    def is_traced(self, x: Any) -> bool:
+        return isinstance(x, jax.core.Tracer)
+
     def _on_accelerator(self, x: Any) -> bool:
         if isinstance(x, jax.core.Tracer):
             return False  # traced: nothing is read anyway
@@ -66,6 +76,23 @@ class JaxNamespace(Namespace):
             return False
         return any(device.platform != "cpu" for device in devices())
 
+    def device_key(self, x: Any) -> Any:
+        devices = getattr(x, "devices", None)
+        if devices is None or isinstance(x, jax.core.Tracer):
+            return None
+        return tuple(sorted(str(device) for device in devices()))
+
+    def from_host(self, table: np.ndarray, like: Any = None) -> Any:
+        if table.dtype == np.float64 and not jax.config.jax_enable_x64:
+            table = table.astype(np.float32)
+        sharding = getattr(like, "sharding", None)
+        if sharding is not None and not isinstance(like, jax.core.Tracer):
+            devices = like.devices()
+            if len(devices) == 1:
+                return jax.device_put(table, next(iter(devices)))
+        return jnp.asarray(table)
+
+    abs = staticmethod(jnp.abs)
     floor = staticmethod(jnp.floor)
     round = staticmethod(jnp.round)
     sin = staticmethod(jnp.sin)

@@ -97,6 +97,15 @@ class Namespace:
     def shape(self, x: Any) -> tuple[int, ...]:
         return tuple(int(n) for n in x.shape)
 
+    # -- tracing ----------------------------------------------------------------
+    def is_tracing(self) -> bool:
+        """Whether a compiler of this backend is tracing now (new arrays are symbolic)."""
+        return False
+
+    def is_traced(self, x: Any) -> bool:
+        """Whether ``x`` is a symbolic (traced) value whose numbers are unknown."""
+        return False
+
     # -- placement ------------------------------------------------------------
     #: whether this backend's arrays can live on an accelerator (NumPy: never)
     has_devices: bool = True
@@ -114,8 +123,23 @@ class Namespace:
     def _on_accelerator(self, x: Any) -> bool:
         return False
 
+    def device_key(self, x: Any) -> Any:
+        """A hashable name of the device ``x`` lives on (for caches)."""
+        return None
+
+    def from_host(self, table: np.ndarray, like: Any = None) -> Any:
+        """A NumPy array as this backend's array on ``like``'s device (one transfer)."""
+        return self.asarray(table, like=like)
+
+    def copy(self, x: Any) -> Any:
+        """A new array with the values of ``x`` (on its device)."""
+        return x
+
     # -- elementwise and shape functions (Array API names) --------------------
     def floor(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def abs(self, x: Any) -> Any:
         raise NotImplementedError
 
     def round(self, x: Any) -> Any:
@@ -198,3 +222,16 @@ class Namespace:
 
     def __repr__(self) -> str:
         return f"<pe_core_backends namespace {self.name!r}>"
+
+    # -- row gathers (pe_core.gather) -------------------------------------------
+    def empty(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
+        """A new array whose values are unspecified (zeros where nothing cheaper exists)."""
+        return self.zeros(shape, dtype, like=like)
+
+    def take_rows(self, table: Any, indices: Any, out: Any = None) -> Any:
+        """``table[indices]`` along the first axis (``indices`` a 1-D integer array).
+
+        With ``out`` (mutable backends; shape ``(len(indices),) + table.shape[1:]``) the
+        rows are written into it and it is returned.
+        """
+        raise NotImplementedError(f"backend {self.name!r} has no take_rows")

@@ -31,6 +31,7 @@ class NumpyNamespace(Namespace):
     def astype(self, x: Any, dtype: Any) -> Any:
         return np.asarray(x).astype(dtype, copy=False)
 
+    abs = staticmethod(np.abs)
     floor = staticmethod(np.floor)
     round = staticmethod(np.round)
     sin = staticmethod(np.sin)
@@ -69,6 +70,13 @@ class NumpyNamespace(Namespace):
 
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         return np.zeros(shape, dtype=dtype)
+
+    def empty(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
+        return np.empty(shape, dtype=dtype)
+
+    def take_rows(self, table: Any, indices: Any, out: Any = None) -> Any:
+        # mode="clip" lets np.take write into out directly (mode="raise" buffers it)
+        return np.take(table, indices, axis=0, out=out, mode="clip")
 
 
 NAMESPACE = NumpyNamespace()

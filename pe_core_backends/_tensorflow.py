@@ -36,14 +36,31 @@ class TensorflowNamespace(Namespace):
         return x.numpy()
 
     def concrete(self, x: Any) -> np.ndarray | None:
-        if not tf.executing_eagerly() or not hasattr(x, "numpy"):
+        if self.is_traced(x):
             return None
         return self.to_numpy(x)
+
+    def is_tracing(self) -> bool:
+        return not tf.executing_eagerly()
+
+    def is_traced(self, x: Any) -> bool:
+        return not tf.executing_eagerly() or not hasattr(x, "numpy")
 
     def _on_accelerator(self, x: Any) -> bool:
         device = getattr(x, "device", "") or ""
         return ":GPU:" in device or ":TPU:" in device
 
+    def device_key(self, x: Any) -> Any:
+        return getattr(x, "device", None) or None
+
+    def from_host(self, table: np.ndarray, like: Any = None) -> Any:
+        device = getattr(like, "device", None) if like is not None else None
+        if device and tf.executing_eagerly():
+            with tf.device(device):
+                return tf.identity(tf.convert_to_tensor(table))
+        return tf.convert_to_tensor(table)
+
+    abs = staticmethod(tf.math.abs)
     floor = staticmethod(tf.math.floor)
     round = staticmethod(tf.math.round)  # half to even, like the Array API
     sin = staticmethod(tf.math.sin)

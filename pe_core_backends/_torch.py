@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,21 @@ import torch
 from pe_core_backends._namespace import Namespace
 
 
-@torch.compiler.assume_constant_result
+def _mark_constant(fn: Any) -> Any:
+    """``torch.compiler.assume_constant_result(fn)`` without importing the compiler.
+
+    The public decorator imports ``torch._dynamo`` (seconds) only to set one marker on
+    ``fn``; eager code never needs it. When dynamo is loaded already the public API is
+    used; otherwise the same marker is set directly (a test checks that it is the one
+    the public API sets, so a change in PyTorch shows up there).
+    """
+    if "torch._dynamo" in sys.modules:
+        return torch.compiler.assume_constant_result(fn)
+    fn._dynamo_marked_constant = True
+    return fn
+
+
+@_mark_constant
 def _host_constant(fn: Any, *args: Any) -> Any:
     return fn(*args)
 
@@ -45,16 +60,42 @@ class TorchNamespace(Namespace):
         return x.numpy()
 
     def concrete(self, x: Any) -> np.ndarray | None:
-        if torch.compiler.is_compiling() or getattr(torch, "_C", None) is None:
-            return None
-        if x.device.type == "meta":
+        if self.is_traced(x):
             return None
         return self.to_numpy(x)
+
+    def is_tracing(self) -> bool:
+        return torch.compiler.is_compiling()
+
+    def is_traced(self, x: Any) -> bool:
+        if torch.compiler.is_compiling() or getattr(torch, "_C", None) is None:
+            return True
+        if type(x) is torch.Tensor:
+            return x.device.type == "meta"
+        # tensor subclasses of function transforms (vmap, grad) and fake tensors
+        return x.device.type == "meta" or torch._C._functorch.is_functorch_wrapped_tensor(x)
 
     def _on_accelerator(self, x: Any) -> bool:
         device = getattr(x, "device", None)
         return device is not None and device.type not in ("cpu", "meta")
 
+    def device_key(self, x: Any) -> Any:
+        return str(x.device) if isinstance(x, torch.Tensor) else "cpu"
+
+    def from_host(self, table: np.ndarray, like: Any = None) -> Any:
+        host = torch.from_numpy(np.ascontiguousarray(table))
+        device = like.device if isinstance(like, torch.Tensor) else None
+        if device is None or device.type == "cpu":
+            return host
+        if device.type == "cuda":
+            # From pinned memory the copy is asynchronous: no stream synchronisation.
+            return host.pin_memory().to(device, non_blocking=True)
+        return host.to(device)
+
+    def copy(self, x: Any) -> Any:
+        return x.clone()
+
+    abs = staticmethod(torch.abs)
     floor = staticmethod(torch.floor)
     round = staticmethod(torch.round)
     sin = staticmethod(torch.sin)
@@ -99,6 +140,15 @@ class TorchNamespace(Namespace):
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         device = like.device if isinstance(like, torch.Tensor) else None
         return torch.zeros(shape, dtype=dtype, device=device)
+
+    def empty(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
+        device = like.device if isinstance(like, torch.Tensor) else None
+        return torch.empty(shape, dtype=dtype, device=device)
+
+    def take_rows(self, table: Any, indices: Any, out: Any = None) -> Any:
+        if out is None:
+            return torch.index_select(table, 0, indices)
+        return torch.index_select(table, 0, indices, out=out)
 
 
 NAMESPACE = TorchNamespace()

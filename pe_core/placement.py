@@ -1,0 +1,138 @@
+"""Where positions live, decided once per call: on the host, on a device, or traced.
+
+Every front door (:func:`~pe_core.encode`, :func:`~pe_core.rope.apply_rope`,
+:func:`~pe_core.relative_matrix`) starts by classifying its positions with
+:func:`prepare_positions`:
+
+* ``"host"``: the values are known on the host without a device read: Python values,
+  ranges, NumPy arrays, and framework arrays on the CPU (a zero-copy view for NumPy and
+  CPU tensors). Host values are validated (NaN, inf and out-of-range positions raise)
+  and may take the host fast paths (tables, lookups, float64 small calls).
+* ``"device"``: a framework array on an accelerator (or any framework array inside
+  :func:`~pe_core_backends.force_device_path`). Its values are never read: no copy to
+  the host, no synchronisation. Everything is computed where the array lives, by the
+  exact integer kernel; invalid positions (NaN, inf, beyond the exact range) give NaN
+  rows instead of an error. ``check_values=True`` reads them and raises instead (this
+  synchronises).
+* ``"traced"``: a value being traced by ``jax.jit``, ``torch.compile`` or
+  ``tf.function``: the kernel is traced too (same NaN policy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pe_core.positions import as_positions, check_finite, fits_backend
+from pe_core_backends import Namespace, get_namespace
+
+#: Every integer position with ``|p| < 2**55`` is exact (see :mod:`pe_core.angles`).
+MAX_POSITION = 2.0**55
+
+
+@dataclass
+class Positions:
+    """Positions classified for one call.
+
+    Attributes
+    ----------
+    placement : {"host", "device", "traced"}
+        Where the values are (see the module docstring).
+    host : numpy.ndarray or None
+        The values on the host (``placement == "host"``), validated.
+    array : array or None
+        The positions on the compute backend (for ``"device"`` and ``"traced"``; for
+        host positions only when the caller asked for it).
+    shape : tuple
+        Shape of the positions (sizes may be None while tracing).
+    max_abs : float or None
+        ``max |position|`` of host values.
+    """
+
+    placement: str
+    host: np.ndarray | None
+    array: Any
+    shape: tuple[Any, ...]
+    max_abs: float | None
+
+
+def prepare_positions(
+    pos: Any,
+    xp: Namespace,
+    source: str | None,
+    *,
+    what: str = "positions",
+    check_values: bool = False,
+    tracing: bool | None = None,
+) -> Positions:
+    """Convert and classify ``pos`` for computing on ``xp``.
+
+    Parameters
+    ----------
+    pos : any
+        What the user passed.
+    xp : Namespace
+        The backend to compute on.
+    source : str or None
+        The backend ``pos`` belongs to (``None`` for Python values).
+    what : str
+        The argument's name, for error messages.
+    check_values : bool
+        Read and validate device-resident positions too (synchronises).
+    tracing : bool, optional
+        Whether ``xp`` is tracing now, if the caller knows; host positions are then
+        turned into (constant) ``xp`` arrays and take the traced kernel, so that no
+        host computation is baked into a compiled graph by accident.
+
+    Examples
+    --------
+    >>> from pe_core_backends import get_namespace
+    >>> p = prepare_positions(range(3), get_namespace("numpy"), None)
+    >>> p.placement, p.host.tolist(), p.max_abs
+    ('host', [0, 1, 2], 2.0)
+    """
+    if source is None or source == "numpy":
+        host = as_positions(pos, get_namespace("numpy"), source, what=what)
+        if xp.name != "numpy" and fits_backend(host, xp):
+            if tracing is None:
+                tracing = xp.is_tracing()
+            if tracing:
+                array = as_positions(host, xp, "numpy", what=what)
+                return Positions("traced", None, array, xp.shape(array), None)
+        max_abs = check_host_positions(host, what=what)
+        return Positions("host", host, None, tuple(host.shape), max_abs)
+    array = as_positions(pos, xp, source, what=what)
+    if xp.is_traced(array):
+        return Positions("traced", None, array, xp.shape(array), None)
+    if xp.on_accelerator(array):
+        if check_values:
+            check_host_positions(xp.to_numpy(array), what=what)
+        return Positions("device", None, array, xp.shape(array), None)
+    host = xp.concrete(array)
+    max_abs = check_host_positions(host, what=what)
+    return Positions("host", host, array, tuple(host.shape), max_abs)
+
+
+def check_host_positions(values: np.ndarray, *, what: str = "positions") -> float:
+    """Raise for NaN, inf or positions beyond the exact range; return ``max |value|``.
+
+    >>> check_host_positions(np.array([3, -7]))
+    7.0
+    >>> check_host_positions(np.array([2.0**60]))
+    Traceback (most recent call last):
+    ...
+    ValueError: positions must satisfy |position| < 2**55 (the exact range); found 1.152921504606847e+18 at index (0,).
+    """
+    max_abs = check_finite(get_namespace("numpy"), values, what=what, values=values)
+    assert max_abs is not None
+    if max_abs >= MAX_POSITION:
+        flat = np.abs(values.reshape(-1).astype(np.float64))
+        index = np.unravel_index(int(np.argmax(flat >= MAX_POSITION)), values.shape)
+        index = tuple(int(i) for i in index)
+        raise ValueError(
+            f"{what} must satisfy |position| < 2**55 (the exact range); found "
+            f"{float(values[index])!r} at index {index}."
+        )
+    return max_abs
