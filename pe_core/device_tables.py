@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from pe_core.tables import contiguous_start
 from pe_core_backends import Namespace
 
 #: The default byte budget of the cache (all devices together).
@@ -103,6 +104,20 @@ def cached(
             _state["bytes"] += size
             _evict()
     return table if private or not xp.mutable else xp.copy(table)
+
+
+def values_key(values: np.ndarray) -> tuple[Any, ...]:
+    """A hashable key for host positions: a run by its ends, small arrays by content.
+
+    >>> values_key(np.arange(3, 7))
+    ('run', 3, (4,))
+    """
+    start = contiguous_start(values)
+    if start is not None:
+        return ("run", start, values.shape)
+    if values.size <= 4096:
+        return ("values", values.dtype.str, values.shape, values.tobytes())
+    return ("unique", object())  # large and irregular: never reused
 
 
 def _itemsize(dtype_name: str) -> int:

@@ -22,7 +22,7 @@ from pe_core.placement import Positions, prepare_positions
 from pe_core.positions import choose_backend, resolve_dtype
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
-from pe_core.tables import MIN_PAIRS, contiguous_start
+from pe_core.tables import MIN_PAIRS
 from pe_core_backends import Namespace, backend_of, get_namespace
 
 
@@ -118,7 +118,7 @@ def encode(
         if dtype is None:
             dtype = out.dtype
         like = out if like is None else like
-    out_name, out_dtype = resolve_dtype(xp, dtype)
+    out_name, _ = resolve_dtype(xp, dtype)
     positions = prepare_positions(pos, xp, source, check_values=check_values)
     shape = positions.shape  # sizes may be None while tracing
     if out is not None:
@@ -158,7 +158,7 @@ def _host_encode(
     shape, n_pairs = positions.shape, len(freqs)
     n_rows = values.size
     if like is not None and xp.on_accelerator(like):
-        key = ("encode", _values_key(values), freqs, float(spec.offset), spec.layout, d)
+        key = ("encode", device_tables.values_key(values), freqs, float(spec.offset), spec.layout, d)
         host_name = "float32" if out_name == "float32" else "float64"
         if not xp.supports("float64"):
             host_name = "float32"
@@ -183,18 +183,21 @@ def _host_encode(
         max_abs=positions.max_abs,
         xp=builder,
         like=like,
+        rounded_once=out_name in ("float16", "bfloat16"),
     )
     if d % 2:
         table = _pad_column(table)
     host_result = backend_of(table) == "numpy"
     if host_result:
         table = table.reshape(*shape, d)
-        numpy_name = out_name if out_name != "bfloat16" else "float32"
-        if xp.name == "numpy" or out_name != "bfloat16":
-            if out is not None and xp.name == "numpy":
+        if xp.name == "numpy":
+            if out is not None:
                 out[...] = table
                 return out
-            table = table.astype(numpy_name, copy=False)
+            return table.astype(out_name, copy=False)
+        if out_name in ("float32", "float64"):
+            table = table.astype(out_name, copy=False)
+        # float16/bfloat16: the framework rounds the float64 table once, as it always did
         return _to_backend(xp, table, out_name, like=like, out=out)
     table = xp.reshape(table, (*shape, d))
     if xp.dtype_of(table) != out_name:
@@ -211,24 +214,12 @@ def _pad_column(table: Any) -> Any:
 
 def _to_backend(xp: Namespace, table: np.ndarray, out_name: str, *, like: Any, out: Any) -> Any:
     """A host NumPy table as ``xp``'s array of dtype ``out_name`` (into ``out`` if given)."""
-    if xp.name == "numpy":
-        return table
     result = xp.from_host(table, like=like)
     if xp.dtype_of(result) != out_name:
         result = xp.astype(result, xp.dtype(out_name))
     if out is not None:
         return xp.copy_into(out, result)
     return result
-
-
-def _values_key(values: np.ndarray) -> tuple[Any, ...]:
-    """A hashable key for host positions: a run by its ends, small arrays by content."""
-    start = contiguous_start(values)
-    if start is not None:
-        return ("run", start, values.shape)
-    if values.size <= 4096:
-        return ("values", values.dtype.str, values.shape, values.tobytes())
-    return ("id", id(values), values.shape)  # not reused: a fresh table every call
 
 
 def _device_encode(

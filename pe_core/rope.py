@@ -15,10 +15,12 @@ The angles come from the exact kernel of :mod:`pe_core.angles` (on the host in f
 when the positions are known, on the device in float32 when they are traced), and the
 rotation runs in float32 (float64 for float64 inputs) whatever the dtype of ``x``.
 
-One generic kernel, :func:`_rotate`, written against the backend namespace, serves every
-backend (under ``jax.jit`` for JAX, so that it is one fused pass). Eager PyTorch calls
-without autograd take :func:`_torch_rotate` instead: a preallocated output, in-place
-multiply-adds and, for float16/bfloat16, cache-sized float32 blocks.
+The call classifies its positions once (:mod:`pe_core.placement`): positions the
+host knows get exact cos/sin built on the host (moved to an accelerator once and
+cached there); positions on an accelerator or traced get them from the exact integer
+kernel on the device, with no host read. The rotation itself is the namespace's
+:meth:`~pe_core_backends.Namespace.rotate_pairs` (jitted for JAX, in place for eager
+PyTorch, generic elsewhere).
 """
 
 from __future__ import annotations
@@ -26,16 +28,16 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-import sys
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from pe_core import device_tables
 from pe_core.angles import reduced_angles
-from pe_core.positions import as_positions, check_finite, fits_backend
+from pe_core.host_tables import host_sin_cos
+from pe_core.placement import Positions, prepare_positions
 from pe_core.rope_scaling import rope_frequencies
-from pe_core.tables import MIN_PAIRS, contiguous_start, table_sin_cos
 from pe_core_backends import Namespace, backend_of, canonical_backend, get_namespace
 
 __all__ = ["LAYOUTS", "apply_rope"]
@@ -62,6 +64,7 @@ def apply_rope(
     rotary_dim: int | None = None,
     scaling: Mapping[str, Any] | None = None,
     backend: str | None = None,
+    check_values: bool = False,
 ) -> Any:
     """Rotate queries or keys ``x`` by their positions ``pos`` (rotary embedding).
 
@@ -113,6 +116,11 @@ def apply_rope(
     backend : {"numpy", "jax", "torch", "tensorflow"}, optional
         Where to compute; ``None`` follows ``x`` (a torch tensor gives a torch tensor
         on the same device).
+    check_values : bool
+        Positions on an accelerator are never read back by default: NaN, infinite or
+        out-of-range positions there give NaN outputs instead of an error, and
+        ``dynamic``/``longrope`` scaling (which needs ``max(pos)``) is refused. ``True``
+        reads them (this synchronises) and raises as for host positions.
 
     Returns
     -------
@@ -179,47 +187,90 @@ def apply_rope(
     working = "float64" if x_dtype == "float64" else "float32"
     base = _check_base(base)
 
-    host, positions = _positions(pos, xp, x)
-    pos_shape = tuple(host.shape) if host is not None else xp.shape(positions)
-    _check_broadcast(pos_shape, shape)
-    values = host if host is not None else xp.concrete(positions)
-    if host is None:
-        max_abs = check_finite(xp, positions, what="pos", values=values)
-    else:
-        max_abs = _host_finite(host)
+    positions = prepare_positions(
+        pos,
+        xp,
+        backend_of(pos),
+        what="pos",
+        check_values=check_values,
+        tracing=xp.is_traced(x),
+    )
+    _check_broadcast(positions.shape, shape)
 
     frozen = _freeze(scaling) if scaling is not None else None
     seq_len = None
     if frozen is not None and _rope_type(scaling) in _SEQ_LEN_TYPES:
-        if values is None:
-            raise ValueError(
-                f"scaling with rope_type {_rope_type(scaling)!r} chooses its frequencies "
-                "from seq_len = max(pos) + 1, which is unknown for traced positions. Pass "
-                "positions whose values are known, or a rope_type that does not depend on "
-                "the sequence length (e.g. 'linear', 'yarn', 'llama3')."
-            )
-        seq_len = max(1, math.floor(float(values.max())) + 1) if values.size else 1
+        seq_len = _seq_len(xp, positions, _rope_type(scaling), check_values)
     inv_freq, attention_factor = xp.host_constant(
         _rope_constants, frozen, base, head_dim, rotary_dim, seq_len
     )
     rotary_dim = 2 * len(inv_freq)
 
-    if values is not None:
-        cos, sin = _host_cos_sin(values, inv_freq, attention_factor, max_abs)
-        if xp.name == "torch" and _torch_fast_ok(x):
-            return _torch_rotate(x, cos, sin, pos_shape, layout, rotary_dim, working)
-        wdtype = xp.dtype(working)
-        cos = xp.asarray(cos.astype(working), dtype=wdtype, like=x)
-        sin = xp.asarray(sin.astype(working), dtype=wdtype, like=x)
+    if positions.placement == "host":
+        cos, sin = _host_factors(xp, positions, inv_freq, attention_factor, working, x)
     else:
-        angles = reduced_angles(xp, positions, inv_freq, working=working)
+        angles = reduced_angles(xp, positions.array, inv_freq, working=working, poison=True)
         cos, sin = xp.cos(angles), xp.sin(angles)
         if attention_factor != 1.0:
             cos, sin = cos * attention_factor, sin * attention_factor
+    return xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working)
 
-    if xp.name == "jax":  # jitted: one fused pass (inlined under an outer jit)
-        return _jax_rotator(layout, rotary_dim, working)(x, cos, sin)
-    return _rotate(xp, x, cos, sin, layout, rotary_dim, working)
+
+def _seq_len(xp: Namespace, positions: Positions, rope_type: str, check_values: bool) -> int:
+    """``max(pos) + 1``, transformers' context length for ``dynamic``/``longrope``."""
+    values = positions.host
+    if values is None and positions.placement == "device" and check_values:
+        values = xp.to_numpy(positions.array)  # the caller accepted a synchronisation
+    if values is None:
+        raise ValueError(
+            f"scaling with rope_type {rope_type!r} chooses its frequencies from "
+            "seq_len = max(pos) + 1, which is unknown for traced positions and is not "
+            "read back from positions on an accelerator. Pass positions the host knows "
+            "(a range, a NumPy array), check_values=True (reads them: synchronises), "
+            "or a rope_type that does not depend on the sequence length (e.g. "
+            "'linear', 'yarn', 'llama3')."
+        )
+    return max(1, math.floor(float(values.max())) + 1) if values.size else 1
+
+
+def _host_factors(
+    xp: Namespace,
+    positions: Positions,
+    inv_freq: tuple[float, ...],
+    attention_factor: float,
+    working: str,
+    x: Any,
+) -> tuple[Any, Any]:
+    """``cos`` and ``sin`` of host positions, on ``x``'s backend and device.
+
+    Built exactly on the host (:func:`~pe_core.host_tables.host_sin_cos`, split
+    layout: ``[sin | cos]``); moved to an accelerator once and cached there.
+    """
+    values = positions.host
+    assert values is not None and positions.max_abs is not None
+    n = len(inv_freq)
+
+    def build() -> np.ndarray:
+        table = host_sin_cos(
+            values,
+            inv_freq,
+            offset=0.0,
+            layout="split",
+            working=working,
+            max_abs=positions.max_abs,
+            rounded_once=True,  # small calls: float64 cos/sin, rounded once
+        )
+        table = np.asarray(table).reshape(*values.shape, 2, n)
+        if attention_factor != 1.0:
+            table = table * attention_factor
+        return np.ascontiguousarray(table.astype(working, copy=False))
+
+    if xp.on_accelerator(x):
+        key = ("rope", device_tables.values_key(values), inv_freq, attention_factor)
+        table = device_tables.cached(xp, key, x, working, build, private=True)
+    else:
+        table = xp.from_host(build(), like=x)
+    return table[..., 1, :], table[..., 0, :]
 
 
 # --------------------------------------------------------------------------- validation
@@ -306,70 +357,6 @@ def _check_broadcast(pos_shape: tuple[int, ...], x_shape: tuple[int, ...]) -> No
         )
 
 
-def _host_finite(values: np.ndarray) -> float:
-    return check_finite(get_namespace("numpy"), values, what="pos", values=values)  # type: ignore[return-value]
-
-
-# --------------------------------------------------------------------------- positions
-
-
-def _positions(pos: Any, xp: Namespace, x: Any) -> tuple[np.ndarray | None, Any]:
-    """``(host values, None)`` when the angles can be computed on the host now,
-    else ``(None, positions on xp)`` for the traced path."""
-    source = backend_of(pos)
-    if source in (None, "numpy"):
-        host = as_positions(pos, get_namespace("numpy"), source, what="pos")
-        if xp.name == "numpy" or not fits_backend(host, xp) or not _tracing(xp, x):
-            return host, None
-        return None, as_positions(host, xp, "numpy", what="pos")
-    return None, as_positions(pos, xp, source, what="pos")
-
-
-def _tracing(xp: Namespace, x: Any) -> bool:
-    """Whether ``xp`` is tracing now (jax.jit, tf.function, torch.compile): a new
-    array's values are then unknown."""
-    return xp.concrete(xp.zeros((), dtype=xp.dtype("float32"), like=x)) is None
-
-
-def _host_cos_sin(
-    values: np.ndarray, inv_freq: tuple[float, ...], attention_factor: float, max_abs: float | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """float64 ``cos`` and ``sin`` of ``values * inv_freq``, exactly reduced."""
-    numpy = get_namespace("numpy")
-    n = len(inv_freq)
-    start = None
-    if values.size >= 64 and values.size * n >= MIN_PAIRS:
-        start = contiguous_start(values)
-    if start is not None:
-        table = table_sin_cos(
-            numpy,
-            start,
-            values.size,
-            inv_freq,
-            offset=0,
-            layout="split",
-            working="float64",
-            like=values,
-        )
-        table = np.reshape(table, (*values.shape, 2 * n))
-        sin, cos = table[..., :n], table[..., n:]
-    else:
-        angles = reduced_angles(
-            numpy,
-            values,
-            inv_freq,
-            working="float64",
-            max_abs_position=None if max_abs is None else max_abs + 1.0,
-        )
-        cos, sin = np.cos(angles), np.sin(angles)
-    if attention_factor != 1.0:
-        cos, sin = cos * attention_factor, sin * attention_factor
-    return cos, sin
-
-
-# --------------------------------------------------------------------------- frequencies
-
-
 def _freeze(obj: Any) -> Any:
     """A hashable copy of a config mapping (for caches and compiler constants)."""
     if isinstance(obj, Mapping):
@@ -454,216 +441,3 @@ def _cached_rope_constants(
             "(the last axis of x)."
         )
     return tuple(float(v) for v in inv_freq), float(attention_factor)
-
-
-# --------------------------------------------------------------------------- the generic kernel
-
-
-def _rotate(
-    xp: Namespace, x: Any, cos: Any, sin: Any, layout: str, rotary_dim: int, working: str
-) -> Any:
-    """The rotation on any backend: ``cos``/``sin`` of shape ``P + (r/2,)``, ``P``
-    broadcasting against ``x.shape[:-1]``."""
-    shape = xp.shape(x)
-    head_dim, half = shape[-1], rotary_dim // 2
-    part = x[..., :rotary_dim] if rotary_dim < head_dim else x
-    cast = xp.dtype_of(x) != working
-    if cast:
-        part = xp.astype(part, xp.dtype(working))
-    # Pairs as an axis of size 2 (before the frequencies for "half", after them for
-    # "interleaved"); stacking the two results back along it compiles (XLA) to one pass,
-    # where concatenating two halves costs an extra copy.
-    axis = -2 if layout == "half" else -1
-    split = (2, half) if layout == "half" else (half, 2)
-    pairs = xp.reshape(part, (*shape[:-1], *split))
-    a, b = (
-        (pairs[..., 0, :], pairs[..., 1, :]) if layout == "half" else (pairs[..., 0], pairs[..., 1])
-    )
-    out = xp.stack([a * cos - b * sin, b * cos + a * sin], axis=axis)
-    out = xp.reshape(out, (*shape[:-1], rotary_dim))
-    if cast:
-        out = xp.astype(out, x.dtype)
-    if rotary_dim < head_dim:
-        out = xp.concat([out, x[..., rotary_dim:]], axis=-1)
-    return out
-
-
-@functools.lru_cache(maxsize=64)
-def _jax_rotator(layout: str, rotary_dim: int, working: str) -> Any:
-    """:func:`_rotate` under ``jax.jit`` for one configuration.
-
-    (TensorFlow is left eager: ``tf.function(jit_compile=True)`` would compile every
-    new shape; PyTorch has :func:`_torch_rotate`.)
-    """
-    xp = get_namespace("jax")
-    jnp = sys.modules["jax"].numpy
-
-    def rotate(x: Any, cos: Any, sin: Any) -> Any:
-        # XLA on CPU fuses cos/sin (and the angle kernel before them) into the loop over x
-        # and evaluates them again for every head, which made the call 3-4x slower.
-        # lax.optimization_barrier does not stop it there; writing the table with a
-        # scatter (an exact copy) does, and costs least of the alternatives tried (a
-        # reduction with zeros, a matmul by the identity).
-        table = jnp.stack([cos, sin])
-        table = jnp.zeros_like(table).at[jnp.arange(2)].set(table)
-        cos, sin = table[0], table[1]
-        return _rotate(xp, x, cos, sin, layout, rotary_dim, working)
-
-    return xp.compile(rotate)
-
-
-# --------------------------------------------------------------------------- PyTorch fast path
-
-
-def _torch_fast_ok(x: Any) -> bool:
-    """The in-place PyTorch path: eager, no autograd, a plain contiguous tensor."""
-    torch = sys.modules["torch"]
-    if torch.compiler.is_compiling() or type(x) is not torch.Tensor:
-        return False
-    if torch.is_grad_enabled() and x.requires_grad:
-        return False
-    return x.dim() >= 1 and x.is_contiguous() and x.device.type != "meta"
-
-
-def _torch_rotate(
-    x: Any,
-    cos: np.ndarray,
-    sin: np.ndarray,
-    pos_shape: tuple[int, ...],
-    layout: str,
-    rotary_dim: int,
-    working: str,
-) -> Any:
-    """:func:`_rotate` in PyTorch with a preallocated output and in-place multiply-adds.
-
-    ``cos`` and ``sin`` (float64 NumPy, ``pos_shape + (r/2,)``) become the factors on
-    the host. Half layout: ``out = x * [cos, cos]``, then ``out[:r/2] -= x[r/2:] * sin``
-    and ``out[r/2:] += x[:r/2] * sin`` (``torch.addcmul``): three passes, no
-    full-size temporaries. Interleaved layout: one complex multiply of ``x`` viewed as
-    complex by ``cos + i sin``. float16/bfloat16 inputs are widened to float32 block by
-    block into scratch buffers that stay in cache (mixed-dtype kernels are slow on
-    CPU), so only the input and the output cross memory.
-    """
-    torch = sys.modules["torch"]
-    shape = tuple(x.shape)
-    half = rotary_dim // 2
-    pshape = (1,) * (len(shape) - 1 - len(pos_shape)) + tuple(pos_shape)
-    cos, sin = cos.reshape(*pshape, half), sin.reshape(*pshape, half)
-    if layout == "half":
-        factors = [np.concatenate([cos, cos], axis=-1).astype(working), sin.astype(working)]
-    else:
-        factors = [(cos + 1j * sin).astype("complex128" if working == "float64" else "complex64")]
-    wdtype = getattr(torch, working)
-    out = torch.empty_like(x)
-    plan = _block_plan(x, pshape) if x.dtype != wdtype else None
-    scratch: dict[str, Any] = {}
-    if plan is None:  # whole tensors: a few passes, broadcasting the factors
-        on_device = tuple(torch.as_tensor(f, device=x.device) for f in factors)
-        _torch_rotate_block(x, out, on_device, layout, rotary_dim, wdtype, scratch)
-        return out
-    outer, shared, groups, group_step, seq_step = plan
-    seq, dim = shape[-2], shape[-1]
-    n_outer = math.prod(outer)
-    per_outer = tuple(
-        torch.as_tensor(
-            np.require(
-                np.broadcast_to(f, (*outer, *(1,) * shared, seq, f.shape[-1])).reshape(
-                    n_outer, seq, f.shape[-1]
-                ),
-                requirements=("C", "W"),
-            ),
-            device=x.device,
-        )
-        for f in factors
-    )
-    xv = x.view(n_outer, groups, seq, dim)
-    ov = out.view(n_outer, groups, seq, dim)
-    for o in range(n_outer):
-        for s in range(0, seq, seq_step):
-            for g in range(0, groups, group_step):
-                _torch_rotate_block(
-                    xv[o, g : g + group_step, s : s + seq_step],
-                    ov[o, g : g + group_step, s : s + seq_step],
-                    tuple(f[o, s : s + seq_step] for f in per_outer),
-                    layout,
-                    rotary_dim,
-                    wdtype,
-                    scratch,
-                )
-    return out
-
-
-def _block_plan(x: Any, pshape: tuple[int, ...]) -> tuple[Any, ...] | None:
-    """How to cut a large CPU tensor into blocks of about ``_TORCH_BLOCK`` elements.
-
-    ``x`` is viewed as ``(O, G, S, D)``: ``G`` merges the trailing leading axes along
-    which the positions are broadcast (its blocks share one ``(S, ...)`` slab of
-    factors), ``O`` the leading axes before them. ``None``: one pass over the whole
-    tensor (small tensors, GPUs, or many tiny blocks as in decoding).
-    """
-    shape = tuple(x.shape)
-    numel = x.numel()
-    if x.device.type != "cpu" or len(shape) < 2 or numel <= 2 * _TORCH_BLOCK:
-        return None
-    n_lead = len(shape) - 2
-    seq, dim = shape[-2], shape[-1]
-    shared = 0
-    while shared < n_lead and pshape[n_lead - 1 - shared] == 1:
-        shared += 1
-    outer = shape[: n_lead - shared]
-    groups = math.prod(shape[n_lead - shared : n_lead])
-    # Blocks span up to _BLOCK_GROUPS heads (sharing their cos/sin rows) and as many
-    # positions as fit; heads vary fastest, so each slab of cos/sin stays in cache.
-    group_step = min(groups, _BLOCK_GROUPS)
-    seq_step = min(seq, max(1, _TORCH_BLOCK // (group_step * dim)))
-    if seq_step == seq:
-        group_step = min(groups, max(1, _TORCH_BLOCK // (seq * dim)))
-    n_blocks = math.prod(outer) * -(-groups // group_step) * -(-seq // seq_step)
-    if n_blocks * _TORCH_BLOCK > 4 * numel:
-        return None
-    return outer, shared, groups, group_step, seq_step
-
-
-def _scratch(scratch: dict[str, Any], key: str, like: Any, dtype: Any) -> Any:
-    """A reusable contiguous buffer of ``like``'s shape (one allocation per call)."""
-    torch = sys.modules["torch"]
-    n = like.numel()
-    buffer = scratch.get(key)
-    if buffer is None or buffer.numel() < n:
-        buffer = scratch[key] = torch.empty(n, dtype=dtype, device=like.device)
-    return buffer[:n].view(like.shape)
-
-
-def _torch_rotate_block(
-    x: Any,
-    out: Any,
-    factors: tuple[Any, ...],
-    layout: str,
-    rotary_dim: int,
-    working: Any,
-    scratch: dict[str, Any],
-) -> None:
-    torch = sys.modules["torch"]
-    head_dim, half = x.shape[-1], rotary_dim // 2
-    if rotary_dim < head_dim:
-        out[..., rotary_dim:].copy_(x[..., rotary_dim:])
-        x, out = x[..., :rotary_dim], out[..., :rotary_dim]
-    widen = x.dtype != working
-    if widen:
-        x = _scratch(scratch, "x", x, working).copy_(x)
-    if layout == "interleaved":
-        (rotation,) = factors
-        z = torch.view_as_complex(x.unflatten(-1, (half, 2)))
-        if widen:
-            z.mul_(rotation)
-            out.copy_(x)
-        else:
-            torch.mul(z, rotation, out=torch.view_as_complex(out.unflatten(-1, (half, 2))))
-        return
-    cos2, sin = factors
-    target = _scratch(scratch, "out", x, working) if widen else out
-    torch.mul(x, cos2, out=target)
-    target[..., :half].addcmul_(x[..., half:], sin, value=-1)
-    target[..., half:].addcmul_(x[..., :half], sin)
-    if widen:
-        out.copy_(target)

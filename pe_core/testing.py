@@ -34,6 +34,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without hypothes
     raise ImportError("pe_core.testing needs hypothesis: pip install 'pe-core[test]'") from exc
 
 from pe_core.frequency import check_d
+from pe_core.host_reads import HostReadError, forbid_host_reads
 from pe_core.presets import PRESETS, resolve_spec
 from pe_core.relative import relative_matrix
 from pe_core.spec import Spec
@@ -42,6 +43,7 @@ from pe_core_backends import backend_of, get_namespace
 __all__ = [
     "PROPERTIES",
     "EncodingFunction",
+    "HostReadError",
     "check_agreement",
     "check_bounded",
     "check_encoding",
@@ -50,6 +52,7 @@ __all__ = [
     "check_uniqueness",
     "dims",
     "float_positions",
+    "forbid_host_reads",
     "int_positions",
     "position_arrays",
     "reference_encoding",

@@ -6,6 +6,7 @@ that says how to turn it on.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -13,6 +14,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from pe_core_backends._namespace import Namespace
+
+
+@functools.lru_cache(maxsize=64)
+def _rotator(layout: str, rotary_dim: int, working: str) -> Any:
+    """:meth:`Namespace.rotate_pairs` under ``jax.jit`` for one configuration."""
+
+    def rotate(x: Any, cos: Any, sin: Any) -> Any:
+        # XLA on CPU fuses cos/sin (and the angle kernel before them) into the loop over x
+        # and evaluates them again for every head, which made the call 3-4x slower.
+        # lax.optimization_barrier does not stop it there; writing the table with a
+        # scatter (an exact copy) does, and costs least of the alternatives tried (a
+        # reduction with zeros, a matmul by the identity).
+        table = jnp.stack([cos, sin])
+        table = jnp.zeros_like(table).at[jnp.arange(2)].set(table)
+        return Namespace.rotate_pairs(NAMESPACE, x, table[0], table[1], layout, rotary_dim, working)
+
+    return jax.jit(rotate)
 
 
 class JaxNamespace(Namespace):
@@ -115,6 +133,12 @@ class JaxNamespace(Namespace):
         return jnp.stack([jnp.real(z), jnp.imag(z)], axis=-1)
 
     compiles = True
+
+    def rotate_pairs(
+        self, x: Any, cos: Any, sin: Any, layout: str, rotary_dim: int, working: str
+    ) -> Any:
+        # jitted: one fused pass (inlined under an outer jit)
+        return _rotator(layout, rotary_dim, working)(x, cos, sin)
 
     def compile(self, fn: Any) -> Any:
         return jax.jit(fn)

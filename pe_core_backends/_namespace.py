@@ -220,6 +220,43 @@ class Namespace:
         """``out[...] = value``."""
         raise TypeError(f"backend {self.name!r} arrays are immutable; out= is not supported")
 
+    # -- rotary embedding ---------------------------------------------------------
+    def rotate_pairs(
+        self, x: Any, cos: Any, sin: Any, layout: str, rotary_dim: int, working: str
+    ) -> Any:
+        """Rotate feature pairs of ``x`` (``(..., head_dim)``) by angles with ``cos``/``sin``.
+
+        ``cos`` and ``sin`` have shape ``P + (rotary_dim/2,)`` with ``P`` broadcasting
+        against ``x.shape[:-1]``, in the ``working`` dtype on ``x``'s device. Pairs are
+        ``(j, j + r/2)`` for ``layout="half"`` and ``(2j, 2j + 1)`` for
+        ``"interleaved"``; features past ``rotary_dim`` pass through. Computed in
+        ``working`` precision and rounded once to ``x``'s dtype. Adapters may override
+        this with a faster kernel of their framework.
+        """
+        shape = self.shape(x)
+        head_dim, half = shape[-1], rotary_dim // 2
+        part = x[..., :rotary_dim] if rotary_dim < head_dim else x
+        cast = self.dtype_of(x) != working
+        if cast:
+            part = self.astype(part, self.dtype(working))
+        # Pairs as an axis of size 2 (before the frequencies for "half", after them for
+        # "interleaved"); stacking the two results back along it compiles (XLA) to one
+        # pass, where concatenating two halves costs an extra copy.
+        axis = -2 if layout == "half" else -1
+        split = (2, half) if layout == "half" else (half, 2)
+        pairs = self.reshape(part, (*shape[:-1], *split))
+        if layout == "half":
+            a, b = pairs[..., 0, :], pairs[..., 1, :]
+        else:
+            a, b = pairs[..., 0], pairs[..., 1]
+        out = self.stack([a * cos - b * sin, b * cos + a * sin], axis=axis)
+        out = self.reshape(out, (*shape[:-1], rotary_dim))
+        if cast:
+            out = self.astype(out, x.dtype)
+        if rotary_dim < head_dim:
+            out = self.concat([out, x[..., rotary_dim:]], axis=-1)
+        return out
+
     def __repr__(self) -> str:
         return f"<pe_core_backends namespace {self.name!r}>"
 

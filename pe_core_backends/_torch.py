@@ -95,6 +95,17 @@ class TorchNamespace(Namespace):
     def copy(self, x: Any) -> Any:
         return x.clone()
 
+    def rotate_pairs(
+        self, x: Any, cos: Any, sin: Any, layout: str, rotary_dim: int, working: str
+    ) -> Any:
+        from pe_core_backends import _torch_rope
+
+        if _torch_rope.fast_path_ok(x) and not (
+            cos.requires_grad or sin.requires_grad
+        ):
+            return _torch_rope.rotate(x, cos, sin, layout, rotary_dim, working)
+        return super().rotate_pairs(x, cos, sin, layout, rotary_dim, working)
+
     abs = staticmethod(torch.abs)
     floor = staticmethod(torch.floor)
     round = staticmethod(torch.round)
