@@ -26,7 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from pe_core import device_tables
 from pe_core.positions import choose_backend, resolve_dtype
+from pe_core_backends import backend_of
 
 __all__ = ["alibi_bias", "alibi_slopes"]
 
@@ -86,6 +88,7 @@ def alibi_bias(
     causal: bool = True,
     backend: str | None = None,
     dtype: Any = None,
+    like: Any = None,
 ) -> Any:
     """The ALiBi attention bias ``(n_heads, q_len, k_len)``, added to ``q @ k.T / sqrt(d)``.
 
@@ -105,11 +108,16 @@ def alibi_bias(
         ``-slope_h * |i + k_len - q_len - j|`` everywhere (``|i - j|`` when the lengths
         are equal), the symmetric form used by bidirectional models.
     backend : {"numpy", "jax", "torch", "tensorflow"}, optional
-        Where to build the bias; NumPy by default.
+        Where to build the bias; the backend of ``like``, else NumPy, by default.
     dtype : str or dtype, optional
         float32 by default; float64, float16 or bfloat16 where the backend has them.
         The product ``slope * distance`` is formed in float32 (float64 for float64)
         and rounded once to ``dtype``.
+    like : array, optional
+        An array (e.g. the attention scores) whose backend and device the bias
+        follows. The bias is exact integers times slopes, built on the host: on an
+        accelerator it is moved there once and reused from a bounded cache
+        (:mod:`pe_core.device_tables`), so repeated calls do no transfer.
 
     Returns
     -------
@@ -152,22 +160,36 @@ def alibi_bias(
             f"Received: q_len={q_len}, k_len={k_len}"
         )
     slopes = alibi_slopes(n_heads)
+    if backend is None and like is not None:
+        backend = backend_of(like)
     xp, _ = choose_backend(None, backend)
     out_name, out_dtype = resolve_dtype(xp, dtype)
     working = "float64" if out_name == "float64" else "float32"
+    if like is not None and backend_of(like) == xp.name and xp.on_accelerator(like):
+        key = ("alibi", q_len, k_len, n_heads, bool(causal))
+        return device_tables.cached(
+            xp, key, like, out_name, lambda: _host_bias(q_len, k_len, slopes, causal, working)
+        )
+    bias_host = _host_bias(q_len, k_len, slopes, causal, working)
+    if xp.name == "numpy" and like is None:
+        return bias_host.astype(out_name, copy=False)
+    bias = xp.from_host(bias_host, like=like if backend_of(like) == xp.name else None)
+    if out_name != working:
+        bias = xp.astype(bias, out_dtype)
+    return bias
+
+
+def _host_bias(
+    q_len: int, k_len: int, slopes: np.ndarray, causal: bool, working: str
+) -> np.ndarray:
+    """The bias on the host in the working dtype (the product formed there)."""
     # Signed offset key - query (<= 0 for keys at or before the query), exact integers.
     offset = np.arange(k_len)[None, :] - (np.arange(q_len)[:, None] + (k_len - q_len))
     if causal:
         offset = np.where(offset > 0, -np.inf, offset)  # slope * -inf = -inf: the mask
     else:
         offset = -np.abs(offset)
-    wdtype = xp.dtype(working)
-    offset = xp.asarray(offset.astype(working), dtype=wdtype)
-    scale = xp.asarray(slopes.astype(working).reshape(-1, 1, 1), dtype=wdtype)
-    bias = scale * offset
-    if out_name != working:
-        bias = xp.astype(bias, out_dtype)
-    return bias
+    return slopes.astype(working).reshape(-1, 1, 1) * offset.astype(working)
 
 
 def _length(value: object, name: str) -> int:

@@ -40,7 +40,9 @@ def set_budget(n_bytes: int) -> None:
     >>> set_budget(DEFAULT_BUDGET_BYTES)
     """
     if isinstance(n_bytes, bool) or not isinstance(n_bytes, int) or n_bytes < 0:
-        raise ValueError(f"the budget must be an integer number of bytes >= 0. Received: {n_bytes!r}")
+        raise ValueError(
+            f"the budget must be an integer number of bytes >= 0. Received: {n_bytes!r}"
+        )
     with _lock:
         _state["budget"] = n_bytes
         _evict()

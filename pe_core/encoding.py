@@ -158,7 +158,14 @@ def _host_encode(
     shape, n_pairs = positions.shape, len(freqs)
     n_rows = values.size
     if like is not None and xp.on_accelerator(like):
-        key = ("encode", device_tables.values_key(values), freqs, float(spec.offset), spec.layout, d)
+        key = (
+            "encode",
+            device_tables.values_key(values),
+            freqs,
+            float(spec.offset),
+            spec.layout,
+            d,
+        )
         host_name = "float32" if out_name == "float32" else "float64"
         if not xp.supports("float64"):
             host_name = "float32"

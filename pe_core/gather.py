@@ -222,9 +222,7 @@ def gathered_unit_complex(
     else:
         shape = xp.shape(out)
         if len(shape) != 2 or shape[0] != n_rows or shape[1] < 2 * n_pairs:
-            raise ValueError(
-                f"out must have shape ({n_rows}, >= {2 * n_pairs}). Received: {shape}"
-            )
+            raise ValueError(f"out must have shape ({n_rows}, >= {2 * n_pairs}). Received: {shape}")
         if xp.dtype_of(out) != working:
             raise ValueError(f"out must have dtype {working}. Received: {xp.dtype_of(out)}")
         if shape[1] > 2 * n_pairs:

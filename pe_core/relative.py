@@ -19,21 +19,30 @@ import numpy as np
 from pe_core.angles import reduced_angles
 from pe_core.frequency import check_d, omegas
 from pe_core.layout import assemble, disassemble
-from pe_core.positions import as_positions, check_finite, choose_backend, resolve_dtype
+from pe_core.placement import prepare_positions
+from pe_core.positions import choose_backend, resolve_dtype
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core_backends import backend_of, get_namespace
 
 
-def _shift_angles(xp: Any, k: Any, d: int, spec: Spec, working: str) -> tuple[Any, Any]:
-    max_abs = check_finite(xp, k, what="k")
-    angles = reduced_angles(
-        xp,
-        k,
-        omegas(d, spec, xp),
-        working=working,
-        max_abs_position=None if max_abs is None else max_abs + 1.0,
-    )
+def _shift_angles(
+    xp: Any, k: Any, source: str | None, d: int, spec: Spec, working: str, what: str = "k"
+) -> tuple[Any, Any]:
+    """cos and sin of ``k * w`` for every pair, exact, where ``k`` lives.
+
+    Host shifts are validated (NaN, inf, ``|k| >= 2**55`` raise); shifts on an
+    accelerator are not read: invalid ones give NaN.
+    """
+    shifts = prepare_positions(k, xp, source, what=what)
+    if shifts.placement == "host":
+        array = shifts.array if shifts.array is not None else xp.asarray(shifts.host)
+        bound = shifts.max_abs + 1.0 if shifts.max_abs is not None else None
+        angles = reduced_angles(
+            xp, array, omegas(d, spec, xp), working=working, max_abs_position=bound
+        )
+    else:
+        angles = reduced_angles(xp, shifts.array, omegas(d, spec, xp), working=working, poison=True)
     return xp.cos(angles), xp.sin(angles)
 
 
@@ -78,10 +87,9 @@ def relative_matrix(
     spec = resolve_spec(spec)
     d = check_d(d, spec)
     xp, source = choose_backend(k, backend)
-    shifts = as_positions(k, xp, source, what="k")
     out_name, out_dtype = resolve_dtype(xp, dtype)
     working = "float64" if out_name == "float64" else "float32"
-    cos_k, sin_k = _shift_angles(xp, shifts, d, spec, working)
+    cos_k, sin_k = _shift_angles(xp, k, source, d, spec, working)
     odd = bool(d % 2)
     diagonal = assemble(xp, cos_k, cos_k, spec.layout, pad=1.0 if odd else None)
     off_diagonal = assemble(xp, sin_k, -sin_k, spec.layout, pad=0.0 if odd else None)
@@ -143,8 +151,8 @@ def shift(encoding: Any, k: Any, spec: Spec | str | None = None) -> Any:
     if not shape:
         raise ValueError("encoding must have at least one axis (the features).")
     d = check_d(shape[-1], spec)
-    shifts = as_positions(k, xp, backend_of(k), what="k")
-    k_shape = xp.shape(shifts)
+    k_source = backend_of(k)
+    k_shape = prepare_positions(k, xp, k_source, what="k").shape
     try:
         np.broadcast_shapes(k_shape, shape[:-1])
     except ValueError:
@@ -153,7 +161,7 @@ def shift(encoding: Any, k: Any, spec: Spec | str | None = None) -> Any:
             f"{shape[:-1]} of encoding {shape}."
         ) from None
     working = "float64" if dtype_name == "float64" else "float32"
-    cos_k, sin_k = _shift_angles(xp, shifts, d, spec, working)
+    cos_k, sin_k = _shift_angles(xp, k, k_source, d, spec, working)
     wdtype = xp.dtype(working)
     values = xp.astype(encoding, wdtype) if dtype_name != working else encoding
     s, c = disassemble(xp, values, spec.layout, d // 2)

@@ -263,14 +263,28 @@ def _host_factors(
         table = np.asarray(table).reshape(*values.shape, 2, n)
         if attention_factor != 1.0:
             table = table * attention_factor
-        return np.ascontiguousarray(table.astype(working, copy=False))
+        return table.astype(working, copy=False)
 
+    # cos and sin travel as two arrays: slicing one on the device would be an
+    # operation per shape (a compile per shape in eager JAX).
     if xp.on_accelerator(x):
         key = ("rope", device_tables.values_key(values), inv_freq, attention_factor)
-        table = device_tables.cached(xp, key, x, working, build, private=True)
-    else:
-        table = xp.from_host(build(), like=x)
-    return table[..., 1, :], table[..., 0, :]
+        built: list[np.ndarray] = []
+
+        def part(index: int) -> Any:
+            def make() -> np.ndarray:
+                if not built:
+                    built.append(build())
+                return np.ascontiguousarray(built[0][..., index, :])
+
+            return device_tables.cached(xp, (*key, index), x, working, make, private=True)
+
+        return part(1), part(0)
+    table = build()
+    return (
+        xp.from_host(np.ascontiguousarray(table[..., 1, :]), like=x),
+        xp.from_host(np.ascontiguousarray(table[..., 0, :]), like=x),
+    )
 
 
 # --------------------------------------------------------------------------- validation

@@ -7,6 +7,7 @@ that says how to turn it on.
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
 from typing import Any
 
 import jax
@@ -14,6 +15,45 @@ import jax.numpy as jnp
 import numpy as np
 
 from pe_core_backends._namespace import Namespace
+
+#: Compiled executables kept per jitted function for eager calls (one per input shape).
+MAX_EXECUTABLES = 8
+
+
+class BoundedJit:
+    """``jax.jit(fn)`` whose eager executables are kept in a bounded LRU cache.
+
+    Eager JAX compiles a jitted function once per input shape and keeps every
+    executable for the life of the process (hundreds of distinct sequence lengths grew
+    a process by gigabytes). Here eager calls go through explicitly compiled
+    executables, at most :data:`MAX_EXECUTABLES` per function; evicted ones are freed.
+    Under an outer ``jax.jit`` the function is inlined as usual.
+    """
+
+    def __init__(self, fn: Any, max_entries: int = MAX_EXECUTABLES) -> None:
+        self._fn = fn
+        self._jit = jax.jit(fn)
+        self._max_entries = max_entries
+        self._executables: OrderedDict[Any, Any] = OrderedDict()
+
+    def __call__(self, *args: Any) -> Any:
+        if any(isinstance(a, jax.core.Tracer) for a in args):
+            return self._jit(*args)
+        key = tuple((a.shape, str(a.dtype), getattr(a, "sharding", None)) for a in args)
+        executable = self._executables.get(key)
+        if executable is None:
+            # A fresh function object per shape: JAX's tracing and lowering caches are
+            # keyed weakly on it, so evicting the executable frees them too.
+            def fresh(*inner: Any) -> Any:
+                return self._fn(*inner)
+
+            executable = jax.jit(fresh).lower(*args).compile()
+            self._executables[key] = executable
+            while len(self._executables) > self._max_entries:
+                self._executables.popitem(last=False)
+        else:
+            self._executables.move_to_end(key)
+        return executable(*args)
 
 
 @functools.lru_cache(maxsize=64)
@@ -30,7 +70,7 @@ def _rotator(layout: str, rotary_dim: int, working: str) -> Any:
         table = jnp.zeros_like(table).at[jnp.arange(2)].set(table)
         return Namespace.rotate_pairs(NAMESPACE, x, table[0], table[1], layout, rotary_dim, working)
 
-    return jax.jit(rotate)
+    return BoundedJit(rotate)
 
 
 class JaxNamespace(Namespace):
@@ -66,6 +106,13 @@ class JaxNamespace(Namespace):
             and not jax.config.jax_enable_x64
         ):
             dtype = jnp.float32
+        if isinstance(x, (np.ndarray, np.generic)) and not self.is_tracing():
+            # jax.device_put moves host data without compiling anything; jnp.asarray
+            # compiles a copy per shape (about 1.5 MB of executable each, never freed).
+            host = np.asarray(x, dtype=None if dtype is None else jnp.dtype(dtype))
+            if host.dtype.itemsize == 8 and not jax.config.jax_enable_x64:
+                host = host.astype(np.float32 if host.dtype.kind == "f" else np.int32)
+            return jax.device_put(host)
         return jnp.asarray(x, dtype=dtype)
 
     def astype(self, x: Any, dtype: Any) -> Any:
@@ -103,12 +150,13 @@ class JaxNamespace(Namespace):
     def from_host(self, table: np.ndarray, like: Any = None) -> Any:
         if table.dtype == np.float64 and not jax.config.jax_enable_x64:
             table = table.astype(np.float32)
-        sharding = getattr(like, "sharding", None)
-        if sharding is not None and not isinstance(like, jax.core.Tracer):
+        if like is not None and hasattr(like, "devices") and not isinstance(like, jax.core.Tracer):
             devices = like.devices()
             if len(devices) == 1:
                 return jax.device_put(table, next(iter(devices)))
-        return jnp.asarray(table)
+        if self.is_tracing():
+            return jnp.asarray(table)
+        return jax.device_put(table)
 
     abs = staticmethod(jnp.abs)
     floor = staticmethod(jnp.floor)
@@ -141,7 +189,7 @@ class JaxNamespace(Namespace):
         return _rotator(layout, rotary_dim, working)(x, cos, sin)
 
     def compile(self, fn: Any) -> Any:
-        return jax.jit(fn)
+        return BoundedJit(fn)
 
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         return jnp.zeros(shape, dtype=dtype)

@@ -100,9 +100,7 @@ class TorchNamespace(Namespace):
     ) -> Any:
         from pe_core_backends import _torch_rope
 
-        if _torch_rope.fast_path_ok(x) and not (
-            cos.requires_grad or sin.requires_grad
-        ):
+        if _torch_rope.fast_path_ok(x) and not (cos.requires_grad or sin.requires_grad):
             return _torch_rope.rotate(x, cos, sin, layout, rotary_dim, working)
         return super().rotate_pairs(x, cos, sin, layout, rotary_dim, working)
 

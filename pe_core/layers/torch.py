@@ -186,14 +186,19 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
         cached = self._cached_rows(offset, length, device, dtype)
         if cached is not None:
             return cached
-        pe = encode(
+        # Host-known positions: built on the host; on an accelerator, moved there once
+        # and reused from pe_core's device cache.
+        anchor = like if like is not None and like.device == device else None
+        if anchor is None:
+            anchor = torch.empty(0, device=device)
+        return encode(
             range(offset, offset + length),
             self.d_model,
             spec=self.spec,
             backend="torch",
             dtype=dtype,
+            like=anchor,
         )
-        return pe.to(device)
 
     def _cached_rows(
         self, offset: int, length: int, device: torch.device, dtype: torch.dtype

@@ -1,0 +1,101 @@
+"""The benchmark scripts run end to end at CI size: ``python -m benchmarks.calls --quick``
+and ``python -m benchmarks.gpu --tiny`` exit 0 and print a table with every row.
+
+Speed ratios are not asserted: they depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_module(*args: str, timeout: float) -> str:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    result = subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def table_rows(output: str) -> list[list[str]]:
+    """The cells of every markdown table row in ``output`` (header rows included)."""
+    return [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in output.splitlines()
+        if line.startswith("|") and not line.startswith("|---")
+    ]
+
+
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.mark.slow
+def test_calls_quick_prints_every_row():
+    pytest.importorskip("torch")
+    output = run_module("benchmarks.calls", "--quick", timeout=240)
+    rows = {(cells[0], cells[1]) for cells in table_rows(output)}
+    expected = {
+        ("decode step: apply_rope on q and k", "torch"),
+        ("apply_rope, per-example positions", "torch"),
+        ("first eager call", "torch"),
+        ("peak memory, permuted positions", "numpy"),
+        ("peak memory, per-example offsets", "numpy"),
+    }
+    for backend in ("numpy", "torch"):
+        for measurement in (
+            "encode, few positions",
+            "encode, permuted positions",
+            "encode, per-example offsets",
+            "encode, consecutive run",
+        ):
+            expected.add((measurement, backend))
+    for backend in ("jax", "tensorflow"):
+        if installed(backend):
+            expected.add(("encode, consecutive run", backend))
+            expected.add(("eager growth, kernel path", backend))
+            expected.add(("eager growth, table path", backend))
+    assert expected <= rows, sorted(expected - rows)
+    assert "failed:" not in output
+    assert "wrote" not in output  # --quick writes nothing
+
+
+def test_gpu_tiny_prints_every_row():
+    torch = pytest.importorskip("torch")
+    output = run_module("benchmarks.gpu", "--tiny", timeout=240)
+    rows = table_rows(output)
+    assert rows[0] == ["method", "size", "pe_core ms", "baseline ms", "ratio"]
+    methods = [cells[0] for cells in rows[1:]]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    for method in (
+        "encode vs textbook",
+        "encode, consecutive vs textbook",
+        "encode, permuted vs textbook",
+        "apply_rope decode step vs HF",
+        "apply_rope per-example vs HF",
+    ):
+        assert f"torch {device}: {method}" in methods, method
+        if installed("jax"):
+            assert any(m.endswith(f"eager: {method} (jit)") for m in methods), method
+            assert any(m.endswith(f"jit: {method} (jit)") for m in methods), method
+    assert methods.count(f"torch {device}: encode vs textbook") == 3  # 1, 16, 128 positions
+    assert methods.count(f"torch {device}: apply_rope per-example vs HF") == 2  # f32, bf16
+    assert "failed:" not in output
+    if device == "cpu":
+        assert "sync check skipped" in output
