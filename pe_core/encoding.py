@@ -240,7 +240,7 @@ def _device_encode(
     """Positions on a device or traced: the exact kernel where they live."""
     array = positions.array
     working = _working(out_name)
-    if positions.placement == "traced" and xp.name == "tensorflow":
+    if positions.placement == "traced" and xp.compile_when_traced:
         # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call.
         kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d)
         table = kernel(array)

@@ -205,6 +205,10 @@ class Namespace:
     #: whether :meth:`compile` compiles (fusing elementwise work) rather than returning fn
     compiles: bool = False
 
+    #: whether traced kernels should still go through :meth:`compile` (a tracer that
+    #: may not fuse by itself, e.g. ``tf.function`` without XLA)
+    compile_when_traced: bool = False
+
     #: whether arrays can be written in place (``out=`` arguments)
     mutable: bool = False
 

@@ -12,6 +12,7 @@ from pe_core_backends._namespace import Namespace
 
 class TensorflowNamespace(Namespace):
     name = "tensorflow"
+    compile_when_traced = True
 
     def _dtype_object(self, name: str) -> Any:
         return tf.dtypes.as_dtype(name)
@@ -40,9 +41,11 @@ class TensorflowNamespace(Namespace):
             return None
         return self.to_numpy(x)
 
+    @tf.autograph.experimental.do_not_convert
     def is_tracing(self) -> bool:
         return not tf.executing_eagerly()
 
+    @tf.autograph.experimental.do_not_convert
     def is_traced(self, x: Any) -> bool:
         return not tf.executing_eagerly() or not hasattr(x, "numpy")
 
