@@ -620,12 +620,14 @@ def growth(backend: str, path: str, start: int, stop: int, d: int) -> dict[str, 
 
         if backend == "jax":
             import jax
-            import jax.numpy as jnp
 
             jax.config.update("jax_log_compiles", True)  # one WARNING record per compile
 
             def kernel(n: int) -> Any:
-                return pe_core.encode(jnp.arange(n) * 3, d).block_until_ready()
+                # positions placed with device_put: jnp.arange(n) * 3 would itself
+                # compile two executables per length and grow the process
+                positions = jax.device_put(np.arange(n) * 3)
+                return pe_core.encode(positions, d).block_until_ready()
 
             def table(n: int) -> Any:
                 return pe_core.encode(range(n), d, backend="jax").block_until_ready()

@@ -179,8 +179,8 @@ def _host_encode(
         )
         return xp.copy_into(out, table) if out is not None else table
     working = _working(out_name)
-    # torch on the CPU builds large tables with its own (threaded) kernels
-    builder = xp if xp.mutable and n_rows * n_pairs >= MIN_PAIRS else None
+    # torch and TensorFlow build large tables with their own (threaded) kernels
+    builder = xp if xp.builds_tables and n_rows * n_pairs >= MIN_PAIRS else None
     table = host_sin_cos(
         values,
         freqs,

@@ -188,7 +188,7 @@ def _gathered(
     like: Any,
 ) -> Any:
     """The lookup route of :mod:`pe_core.gather`, or None where it does not apply."""
-    if gather_plan(values, len(omegas)) is None:
+    if not xp.mutable or gather_plan(values, len(omegas)) is None:
         return None
     target = xp.empty((values.size, 2 * len(omegas)), xp.dtype(working), like=like)
     return gathered_unit_complex(

@@ -125,7 +125,14 @@ def check_host_positions(values: np.ndarray, *, what: str = "positions") -> floa
     ...
     ValueError: positions must satisfy |position| < 2**55 (the exact range); found 1.152921504606847e+18 at index (0,).
     """
-    max_abs = check_finite(get_namespace("numpy"), values, what=what, values=values)
+    if values.dtype.kind in "iu" and 0 < values.size <= 64:
+        # a few integers (decode steps): Python is quicker than NumPy reductions here
+        max_abs = float(max(abs(v) for v in values.reshape(-1).tolist()))
+    elif values.dtype.kind in "iu" and values.size:
+        # integers are finite: the extremes give the bound (two reductions)
+        max_abs = float(max(abs(int(values.min())), abs(int(values.max()))))
+    else:
+        max_abs = check_finite(get_namespace("numpy"), values, what=what, values=values)
     assert max_abs is not None
     if max_abs >= MAX_POSITION:
         flat = np.abs(values.reshape(-1).astype(np.float64))

@@ -280,11 +280,39 @@ def _host_factors(
             return device_tables.cached(xp, (*key, index), x, working, make, private=True)
 
         return part(1), part(0)
+    key = None
+    if values.size <= _RECENT_MAX_VALUES:
+        # q and k of one step share their positions: the second call reuses the first's
+        # factors (keyed by the positions' bytes, so a change of values is a new key).
+        key = (
+            xp.name,
+            xp.device_key(x),
+            values.dtype.str,
+            values.shape,
+            values.tobytes(),
+            inv_freq,
+            attention_factor,
+            working,
+        )
+        hit = _RECENT.get(key)
+        if hit is not None:
+            return hit
     table = build()
-    return (
+    factors = (
         xp.from_host(np.ascontiguousarray(table[..., 1, :]), like=x),
         xp.from_host(np.ascontiguousarray(table[..., 0, :]), like=x),
     )
+    if key is not None:
+        _RECENT[key] = factors
+        while len(_RECENT) > _RECENT_ENTRIES:
+            _RECENT.pop(next(iter(_RECENT)))
+    return factors
+
+
+#: A few recent host factors of small position arrays (decode steps: q then k).
+_RECENT: dict[Any, tuple[Any, Any]] = {}
+_RECENT_ENTRIES = 8
+_RECENT_MAX_VALUES = 4096
 
 
 # --------------------------------------------------------------------------- validation
@@ -358,6 +386,10 @@ def _check_base(base: object) -> float:
 
 def _check_broadcast(pos_shape: tuple[int, ...], x_shape: tuple[int, ...]) -> None:
     lead = tuple(x_shape[:-1])
+    if len(pos_shape) <= len(lead) and all(
+        p == 1 or p == n for p, n in zip(reversed(pos_shape), reversed(lead), strict=False)
+    ):
+        return
     try:
         ok = np.broadcast_shapes(pos_shape, lead) == lead
     except ValueError:

@@ -209,6 +209,10 @@ class Namespace:
     #: may not fuse by itself, e.g. ``tf.function`` without XLA)
     compile_when_traced: bool = False
 
+    #: whether large host-known tables are better multiplied out by the backend itself
+    #: (threaded kernels, no host-to-device copy) than built by NumPy and converted
+    builds_tables: bool = False
+
     #: whether arrays can be written in place (``out=`` arguments)
     mutable: bool = False
 

@@ -12,6 +12,7 @@ from pe_core_backends._namespace import Namespace
 
 class TensorflowNamespace(Namespace):
     name = "tensorflow"
+    builds_tables = True
     compile_when_traced = True
 
     def _dtype_object(self, name: str) -> Any:

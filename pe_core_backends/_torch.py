@@ -32,6 +32,7 @@ def _host_constant(fn: Any, *args: Any) -> Any:
 
 class TorchNamespace(Namespace):
     name = "torch"
+    builds_tables = True
 
     def host_constant(self, fn: Any, *args: Any) -> Any:
         return _host_constant(fn, *args)
