@@ -5,8 +5,11 @@ offset) give tables that can be built exactly on the host. For arrays on an
 accelerator that table must cross to the device, which costs a transfer per call;
 this cache keeps the placed copy, keyed by ``(backend, device, dtype, key)``, and
 evicts the least recently used entries beyond a byte budget
-(:data:`DEFAULT_BUDGET_BYTES`, see :func:`set_budget`). Host (CPU) arrays never go
-through it: building their tables afresh is as fast as copying them.
+(:data:`DEFAULT_BUDGET_BYTES`, see :func:`set_budget`) or beyond
+:data:`MAX_ENTRIES` entries (one-off keys such as decode-step positions must not
+fill the budget with stale tables). Large tables of CPU arrays do not go through it
+(building them afresh is as fast as copying them); small ones do, so that the query
+and the key of one decode step share their factors.
 
 >>> import numpy as np
 >>> from pe_core import device_tables
@@ -28,6 +31,12 @@ from pe_core_backends import Namespace
 
 #: The default byte budget of the cache (all devices together).
 DEFAULT_BUDGET_BYTES = 256 * 2**20
+
+#: Most entries held at once, whatever their size.
+MAX_ENTRIES = 64
+
+#: Largest position arrays keyed by their content (see :func:`values_key`).
+MAX_KEYED_VALUES = 4096
 
 _lock = threading.Lock()
 _entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
@@ -73,53 +82,76 @@ def stats() -> dict[str, int]:
 
 def cached(
     xp: Namespace,
-    key: Hashable,
+    key: Hashable | None,
     like: Any,
     dtype_name: str,
-    build: Callable[[], np.ndarray],
+    build: Callable[[], np.ndarray | tuple[np.ndarray, ...]],
     *,
     private: bool = False,
 ) -> Any:
-    """The table ``build()`` (a NumPy array) on ``like``'s device as ``dtype_name``.
+    """The table ``build()`` on ``like``'s device as ``dtype_name``.
 
-    ``key`` must identify the table's values completely (positions, frequencies,
-    layout...). Built and moved once per ``(backend, device, dtype, key)``. Tables
-    handed to users are copies on mutable backends (a device-side copy, no transfer),
-    so writing into one cannot change the cache; ``private=True`` skips the copy for
-    internal use.
+    ``build`` returns a NumPy array, or a tuple of them (placed one by one: slicing a
+    placed table would be a device operation per call). ``key`` must identify the
+    values completely (positions, frequencies, layout...); built and moved once per
+    ``(backend, device, dtype, key)``. ``key=None`` (values never asked for again)
+    places the table without storing it. Tables handed to users are copies on
+    mutable backends (a device-side copy, no transfer), so writing into one cannot
+    change the cache; ``private=True`` skips the copy for internal use.
     """
-    full_key = (xp.name, xp.device_key(like), dtype_name, key)
+    full_key = None if key is None else (xp.name, xp.device_key(like), dtype_name, key)
     with _lock:
-        hit = _entries.get(full_key)
+        hit = None if full_key is None else _entries.get(full_key)
         if hit is not None:
             _entries.move_to_end(full_key)
             _state["hits"] += 1
-            return hit[0] if private or not xp.mutable else xp.copy(hit[0])
+            return hit[0] if private else _handed_out(xp, hit[0])
         _state["misses"] += 1
-    table = xp.from_host(build(), like=like)
-    if xp.dtype_of(table) != dtype_name:
-        table = xp.astype(table, xp.dtype(dtype_name))
-    size = int(np.prod(xp.shape(table))) * _itemsize(dtype_name)
-    with _lock:
-        if size <= _state["budget"]:
-            _entries[full_key] = (table, size)
-            _state["bytes"] += size
-            _evict()
-    return table if private or not xp.mutable else xp.copy(table)
+    built = build()
+    parts = built if isinstance(built, tuple) else (built,)
+    placed = tuple(place(xp, part, like, dtype_name) for part in parts)
+    table = placed if isinstance(built, tuple) else placed[0]
+    size = sum(int(np.prod(xp.shape(part))) for part in placed) * _itemsize(dtype_name)
+    if full_key is not None:
+        with _lock:
+            if size <= _state["budget"]:
+                _entries[full_key] = (table, size)
+                _state["bytes"] += size
+                _evict()
+    return table if private else _handed_out(xp, table)
 
 
-def values_key(values: np.ndarray) -> tuple[Any, ...]:
-    """A hashable key for host positions: a run by its ends, small arrays by content.
+def place(xp: Namespace, table: np.ndarray, like: Any, dtype_name: str) -> Any:
+    """A host table as ``xp``'s array of dtype ``dtype_name`` on ``like``'s device."""
+    placed = xp.from_host(table, like=like)
+    if xp.dtype_of(placed) != dtype_name:
+        placed = xp.astype(placed, xp.dtype(dtype_name))
+    return placed
+
+
+def _handed_out(xp: Namespace, table: Any) -> Any:
+    if not xp.mutable:
+        return table
+    if isinstance(table, tuple):
+        return tuple(xp.copy(part) for part in table)
+    return xp.copy(table)
+
+
+def values_key(values: np.ndarray) -> tuple[Any, ...] | None:
+    """A hashable key for host positions: a run by its ends, small arrays by content,
+    ``None`` for large irregular ones (not worth keeping: rarely asked for again).
 
     >>> values_key(np.arange(3, 7))
     ('run', 3, (4,))
+    >>> values_key(np.random.default_rng(0).permutation(10_000)) is None
+    True
     """
     start = contiguous_start(values)
     if start is not None:
         return ("run", start, values.shape)
-    if values.size <= 4096:
+    if values.size <= MAX_KEYED_VALUES:
         return ("values", values.dtype.str, values.shape, values.tobytes())
-    return ("unique", object())  # large and irregular: never reused
+    return None
 
 
 def _itemsize(dtype_name: str) -> int:
@@ -127,6 +159,6 @@ def _itemsize(dtype_name: str) -> int:
 
 
 def _evict() -> None:
-    while _state["bytes"] > _state["budget"] and _entries:
+    while _entries and (_state["bytes"] > _state["budget"] or len(_entries) > MAX_ENTRIES):
         _, (_, size) = _entries.popitem(last=False)
         _state["bytes"] -= size

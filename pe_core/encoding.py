@@ -11,8 +11,6 @@ import functools
 import math
 from typing import Any
 
-import numpy as np
-
 from pe_core import device_tables
 from pe_core.angles import reduced_turns, sin_cos_turns
 from pe_core.frequency import check_d, omegas
@@ -158,14 +156,9 @@ def _host_encode(
     shape, n_pairs = positions.shape, len(freqs)
     n_rows = values.size
     if like is not None and xp.on_accelerator(like):
-        key = (
-            "encode",
-            device_tables.values_key(values),
-            freqs,
-            float(spec.offset),
-            spec.layout,
-            d,
-        )
+        values_key = device_tables.values_key(values)
+        table_key = ("encode", values_key, freqs, float(spec.offset), spec.layout, d)
+        key = None if values_key is None else table_key
         host_name = "float32" if out_name == "float32" else "float64"
         if not xp.supports("float64"):
             host_name = "float32"
@@ -194,8 +187,7 @@ def _host_encode(
     )
     if d % 2:
         table = _pad_column(table)
-    host_result = backend_of(table) == "numpy"
-    if host_result:
+    if backend_of(table) == "numpy":
         table = table.reshape(*shape, d)
         if xp.name == "numpy":
             if out is not None:
@@ -205,28 +197,17 @@ def _host_encode(
         if out_name in ("float32", "float64"):
             table = table.astype(out_name, copy=False)
         # float16/bfloat16: the framework rounds the float64 table once, as it always did
-        return _to_backend(xp, table, out_name, like=like, out=out)
-    table = xp.reshape(table, (*shape, d))
-    if xp.dtype_of(table) != out_name:
-        table = xp.astype(table, xp.dtype(out_name))
-    if out is not None:
-        return xp.copy_into(out, table)
-    return table
+        table = device_tables.place(xp, table, like, out_name)
+    else:
+        table = xp.reshape(table, (*shape, d))
+        if xp.dtype_of(table) != out_name:
+            table = xp.astype(table, xp.dtype(out_name))
+    return xp.copy_into(out, table) if out is not None else table
 
 
 def _pad_column(table: Any) -> Any:
     xp = get_namespace(backend_of(table) or "numpy")
     return xp.concat([table, xp.zeros((xp.shape(table)[0], 1), table.dtype, like=table)], -1)
-
-
-def _to_backend(xp: Namespace, table: np.ndarray, out_name: str, *, like: Any, out: Any) -> Any:
-    """A host NumPy table as ``xp``'s array of dtype ``out_name`` (into ``out`` if given)."""
-    result = xp.from_host(table, like=like)
-    if xp.dtype_of(result) != out_name:
-        result = xp.astype(result, xp.dtype(out_name))
-    if out is not None:
-        return xp.copy_into(out, result)
-    return result
 
 
 def _device_encode(
@@ -246,16 +227,21 @@ def _device_encode(
         table = kernel(array)
     elif positions.placement == "device" and xp.compiles:
         # Eager JAX/TensorFlow on a device: one compiled kernel instead of an op-by-op
-        # dispatch, on positions padded to a power-of-two length (few shapes, few
-        # compiles, a bounded cache).
-        shape = positions.shape
-        n_rows = math.prod(shape)
+        # dispatch.
         kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d)
-        flat = xp.reshape(array, (n_rows,))
-        bucket = max(8, 1 << max(0, n_rows - 1).bit_length())
-        if bucket > n_rows:
-            flat = xp.concat([flat, xp.zeros((bucket - n_rows,), flat.dtype, like=flat)], 0)
-        table = xp.reshape(kernel(flat)[:n_rows], (*shape, d))
+        if xp.bounded_compiles:
+            # exact shapes: any padding or slicing here would be an eager operation,
+            # itself compiled once per shape and never freed
+            table = kernel(array)
+        else:
+            # positions padded to a power-of-two length: few shapes, few traces
+            shape = positions.shape
+            n_rows = math.prod(shape)
+            flat = xp.reshape(array, (n_rows,))
+            bucket = max(8, 1 << max(0, n_rows - 1).bit_length())
+            if bucket > n_rows:
+                flat = xp.concat([flat, xp.zeros((bucket - n_rows,), flat.dtype, like=flat)], 0)
+            table = xp.reshape(kernel(flat)[:n_rows], (*shape, d))
     else:
         table = _kernel(
             xp,

@@ -4,11 +4,12 @@
 host (NumPy, Python values, CPU tensors), all within about 2.5e-7 of the true value in
 float32 and exact to float64 rounding in float64:
 
-* **small calls** (a few thousand sin/cos pairs, float32 output, ``|p| <= 2**24``):
-  ``sin(p * w + phase)`` in float64, one ufunc pass. In float64 the product ``p * w``
-  is off by at most ``2**24 * 2**-53`` (2e-9 rad), far below float32 rounding, and
-  ``cos(t) = sin(t + pi/2)`` costs one rounding of ``pi/2`` more. The cost is a few
-  NumPy calls: what decode steps and small encodes need.
+* **small calls** (a few thousand sin/cos pairs, ``|p| <= 2**24``, float32 work):
+  the angle ``p * w + phase`` in float64 (``cos(t) = sin(t + pi/2)``), off by at most
+  ``2**24 * 2**-53`` (2e-9 rad) plus one rounding of ``pi/2``; reduced to
+  ``[-pi, pi]`` in float64, then one vectorised float32 ``sin`` (or float64 ``sin``
+  where the result is rounded once to float16/bfloat16). A few NumPy calls: what
+  decode steps and small encodes need.
 * **runs of consecutive positions**: :mod:`pe_core.tables` (angle addition, one
   complex product per element).
 * **any other integer positions**: :mod:`pe_core.gather` (angle addition by lookup).
@@ -35,6 +36,9 @@ SMALL_MAX_POSITION = 2.0**24
 
 #: Most sin/cos pairs in one call of the small-call route.
 SMALL_MAX_PAIRS = 16_384
+
+_INV_2PI = 1.0 / (2.0 * math.pi)
+_TWO_PI = 2.0 * math.pi
 
 
 @functools.lru_cache(maxsize=256)
@@ -90,10 +94,6 @@ def small_sin_cos(
     return np.sin(reduced, out=reduced)
 
 
-_INV_2PI = 1.0 / (2.0 * math.pi)
-_TWO_PI = 2.0 * math.pi
-
-
 def host_sin_cos(
     values: np.ndarray,
     omegas: tuple[float, ...],
@@ -123,8 +123,9 @@ def host_sin_cos(
     max_abs : float
         ``max |values|`` (already known to the caller).
     xp, like : optional
-        A mutable backend (NumPy, or torch on the CPU) to build large tables with,
-        on the device of ``like``; NumPy by default. Small calls are always NumPy.
+        A backend that builds large tables itself (``Namespace.builds_tables``:
+        torch, TensorFlow), on the device of ``like``; NumPy by default. Small calls
+        and the per-element kernel are always NumPy.
 
     Returns
     -------

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core.angles import reduced_angles
+from pe_core.angles import exact_cos_sin
 from pe_core.frequency import check_d, omegas
 from pe_core.layout import assemble, disassemble
 from pe_core.placement import prepare_positions
@@ -35,15 +35,11 @@ def _shift_angles(
     accelerator are not read: invalid ones give NaN.
     """
     shifts = prepare_positions(k, xp, source, what=what)
+    array, bound = shifts.array, None
     if shifts.placement == "host":
-        array = shifts.array if shifts.array is not None else xp.asarray(shifts.host)
-        bound = shifts.max_abs + 1.0 if shifts.max_abs is not None else None
-        angles = reduced_angles(
-            xp, array, omegas(d, spec, xp), working=working, max_abs_position=bound
-        )
-    else:
-        angles = reduced_angles(xp, shifts.array, omegas(d, spec, xp), working=working, poison=True)
-    return xp.cos(angles), xp.sin(angles)
+        array = array if array is not None else xp.asarray(shifts.host)
+        bound = shifts.max_abs + 1.0
+    return exact_cos_sin(xp, array, omegas(d, spec, xp), working=working, max_abs_position=bound)
 
 
 def relative_matrix(

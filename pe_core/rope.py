@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from pe_core import device_tables
-from pe_core.angles import reduced_angles
+from pe_core.angles import exact_cos_sin
 from pe_core.host_tables import host_sin_cos
 from pe_core.placement import Positions, prepare_positions
 from pe_core.rope_scaling import rope_frequencies
@@ -209,10 +209,9 @@ def apply_rope(
     if positions.placement == "host":
         cos, sin = _host_factors(xp, positions, inv_freq, attention_factor, working, x)
     else:
-        angles = reduced_angles(xp, positions.array, inv_freq, working=working, poison=True)
-        cos, sin = xp.cos(angles), xp.sin(angles)
-        if attention_factor != 1.0:
-            cos, sin = cos * attention_factor, sin * attention_factor
+        cos, sin = exact_cos_sin(
+            xp, positions.array, inv_freq, working=working, scale=attention_factor
+        )
     return xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working)
 
 
@@ -244,13 +243,15 @@ def _host_factors(
     """``cos`` and ``sin`` of host positions, on ``x``'s backend and device.
 
     Built exactly on the host (:func:`~pe_core.host_tables.host_sin_cos`, split
-    layout: ``[sin | cos]``); moved to an accelerator once and cached there.
+    layout: ``[sin | cos]``) and placed through :mod:`pe_core.device_tables`: kept on
+    an accelerator, and for small position arrays everywhere (the query and the key
+    of a decode step share them).
     """
     values = positions.host
     assert values is not None and positions.max_abs is not None
     n = len(inv_freq)
 
-    def build() -> np.ndarray:
+    def build() -> tuple[np.ndarray, np.ndarray]:
         table = host_sin_cos(
             values,
             inv_freq,
@@ -263,56 +264,13 @@ def _host_factors(
         table = np.asarray(table).reshape(*values.shape, 2, n)
         if attention_factor != 1.0:
             table = table * attention_factor
-        return table.astype(working, copy=False)
+        table = table.astype(working, copy=False)
+        return np.ascontiguousarray(table[..., 1, :]), np.ascontiguousarray(table[..., 0, :])
 
-    # cos and sin travel as two arrays: slicing one on the device would be an
-    # operation per shape (a compile per shape in eager JAX).
-    if xp.on_accelerator(x):
-        key = ("rope", device_tables.values_key(values), inv_freq, attention_factor)
-        built: list[np.ndarray] = []
-
-        def part(index: int) -> Any:
-            def make() -> np.ndarray:
-                if not built:
-                    built.append(build())
-                return np.ascontiguousarray(built[0][..., index, :])
-
-            return device_tables.cached(xp, (*key, index), x, working, make, private=True)
-
-        return part(1), part(0)
-    key = None
-    if values.size <= _RECENT_MAX_VALUES:
-        # q and k of one step share their positions: the second call reuses the first's
-        # factors (keyed by the positions' bytes, so a change of values is a new key).
-        key = (
-            xp.name,
-            xp.device_key(x),
-            values.dtype.str,
-            values.shape,
-            values.tobytes(),
-            inv_freq,
-            attention_factor,
-            working,
-        )
-        hit = _RECENT.get(key)
-        if hit is not None:
-            return hit
-    table = build()
-    factors = (
-        xp.from_host(np.ascontiguousarray(table[..., 1, :]), like=x),
-        xp.from_host(np.ascontiguousarray(table[..., 0, :]), like=x),
-    )
-    if key is not None:
-        _RECENT[key] = factors
-        while len(_RECENT) > _RECENT_ENTRIES:
-            _RECENT.pop(next(iter(_RECENT)))
-    return factors
-
-
-#: A few recent host factors of small position arrays (decode steps: q then k).
-_RECENT: dict[Any, tuple[Any, Any]] = {}
-_RECENT_ENTRIES = 8
-_RECENT_MAX_VALUES = 4096
+    values_key = device_tables.values_key(values)
+    keep = xp.on_accelerator(x) or values.size <= device_tables.MAX_KEYED_VALUES
+    key = ("rope", values_key, inv_freq, attention_factor) if keep and values_key else None
+    return device_tables.cached(xp, key, x, working, build, private=True)
 
 
 # --------------------------------------------------------------------------- validation

@@ -181,6 +181,7 @@ class JaxNamespace(Namespace):
         return jnp.stack([jnp.real(z), jnp.imag(z)], axis=-1)
 
     compiles = True
+    bounded_compiles = True
 
     def rotate_pairs(
         self, x: Any, cos: Any, sin: Any, layout: str, rotary_dim: int, working: str

@@ -213,6 +213,10 @@ class Namespace:
     #: (threaded kernels, no host-to-device copy) than built by NumPy and converted
     builds_tables: bool = False
 
+    #: whether :meth:`compile` keeps a bounded number of executables per input shape,
+    #: so that eager callers may pass exact shapes (else they pad to a few buckets)
+    bounded_compiles: bool = False
+
     #: whether arrays can be written in place (``out=`` arguments)
     mutable: bool = False
 

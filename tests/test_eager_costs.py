@@ -74,3 +74,62 @@ def test_eager_jax_keeps_a_bounded_number_of_executables() -> None:
         x = jax.device_put(np.ones((n, 8), np.float32))
         apply_rope(x, jax.device_put(np.arange(n)))
     assert len(rotator._executables) == _jax.MAX_EXECUTABLES
+
+
+def test_eager_jax_device_path_compiles_only_the_bounded_kernels(caplog) -> None:
+    """On the device path every eager JAX operation pe_core runs at a new length is one
+    of its bounded kernels: no eager slice, pad or op-by-op angle kernel compiled per
+    shape (those executables would never be freed)."""
+    jax = pytest.importorskip("jax")
+    import logging
+
+    import numpy as np
+
+    import pe_core
+    from pe_core.rope import apply_rope
+    from pe_core_backends import force_device_path
+
+    def calls(n: int) -> None:
+        positions = jax.device_put(np.arange(n) * 3)
+        x = jax.device_put(np.ones((2, n, 16), np.float32))
+        pe_core.encode(positions, 16)
+        apply_rope(x, positions)
+
+    with force_device_path():
+        calls(37)
+        previous = jax.config.jax_log_compiles
+        jax.config.update("jax_log_compiles", True)
+        try:
+            with caplog.at_level(logging.WARNING, logger="jax"):
+                calls(38)
+        finally:
+            jax.config.update("jax_log_compiles", previous)
+    compiled = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Compiling")]
+    names = sorted(message.split(" ", 2)[1] for message in compiled)
+    # the encode kernel, RoPE's cos/sin kernel and the rotation
+    assert names == ["jit(fresh)"] * 3, names
+
+
+def test_device_tables_keep_reusable_keys_within_their_bounds() -> None:
+    import numpy as np
+
+    from pe_core import device_tables
+    from pe_core_backends import get_namespace
+
+    xp = get_namespace("numpy")
+    device_tables.clear()
+    built = []
+
+    def build() -> tuple[np.ndarray, np.ndarray]:
+        built.append(1)
+        return np.zeros(4), np.ones(4)
+
+    first = device_tables.cached(xp, ("k",), None, "float32", build, private=True)
+    again = device_tables.cached(xp, ("k",), None, "float32", build, private=True)
+    assert len(built) == 1 and again[0] is first[0] and again[1].tolist() == [1.0] * 4
+    device_tables.cached(xp, None, None, "float32", build)  # one-off: placed, not kept
+    assert len(built) == 2 and device_tables.stats()["entries"] == 1
+    for i in range(device_tables.MAX_ENTRIES + 5):
+        device_tables.cached(xp, ("n", i), None, "float32", build)
+    assert device_tables.stats()["entries"] == device_tables.MAX_ENTRIES
+    device_tables.clear()
