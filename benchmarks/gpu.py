@@ -51,6 +51,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.hf_rope import hf_apply_rotary_pos_emb, hf_rotary_forward
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # JAX runs after torch in this process: let it allocate GPU memory as needed rather than
 # reserve most of it up front (torch's caching allocator still holds some).
@@ -129,41 +131,6 @@ def torch_textbook_at(position: Any, d: int) -> Any:
     pe[:, 0::2] = torch.sin(position * div_term)
     pe[:, 1::2] = torch.cos(position * div_term)
     return pe
-
-
-def hf_rotate_half(x: Any) -> Any:
-    import torch
-
-    x1 = x[..., : x.shape[-1] // 2]
-    x2 = x[..., x.shape[-1] // 2 :]
-    return torch.cat((-x2, x1), dim=-1)
-
-
-def hf_rotary_forward(inv_freq: Any, x: Any, position_ids: Any) -> tuple[Any, Any]:
-    """transformers' ``LlamaRotaryEmbedding.forward`` (default rope_type, scaling 1)."""
-    import torch
-
-    with torch.no_grad():
-        inv_freq_expanded = (
-            inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1).to(x.device)
-        )
-        position_ids_expanded = position_ids[:, None, :].float()
-        device_type = x.device.type if x.device.type != "mps" else "cpu"
-        with torch.autocast(device_type=device_type, enabled=False):  # force float32
-            freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
-            emb = torch.cat((freqs, freqs), dim=-1)
-            cos = emb.cos() * 1.0  # attention_scaling
-            sin = emb.sin() * 1.0
-        return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
-
-
-def hf_apply(q: Any, k: Any | None, cos: Any, sin: Any) -> Any:
-    """transformers' ``apply_rotary_pos_emb`` with ``unsqueeze_dim=1``."""
-    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-    q_embed = (q * cos) + (hf_rotate_half(q) * sin)
-    if k is None:
-        return q_embed
-    return q_embed, (k * cos) + (hf_rotate_half(k) * sin)
 
 
 class TorchRunner:
@@ -286,7 +253,7 @@ def torch_cases(torch: Any, device: Any, cfg: dict[str, Any]) -> list[tuple[str,
         return apply_rope(q, pos), apply_rope(k, pos)
 
     def decode_hf(q: Any = q, k: Any = k, ids: Any = position_ids, inv: Any = inv_freq) -> Any:
-        return hf_apply(q, k, *hf_rotary_forward(inv, q, ids))
+        return hf_apply_rotary_pos_emb(q, k, *hf_rotary_forward(inv, q, ids))
 
     size = f"q {tuple(q.shape)}, k {tuple(k.shape)} float32"
     cases.append(("apply_rope decode step vs HF", size, decode_pe, decode_hf))
@@ -304,7 +271,7 @@ def torch_cases(torch: Any, device: Any, cfg: dict[str, Any]) -> list[tuple[str,
             return apply_rope(x, pos)
 
         def rope_hf(x: Any = x, ids: Any = position_ids, inv: Any = inv_freq) -> Any:
-            return hf_apply(x, None, *hf_rotary_forward(inv, x, ids))
+            return hf_apply_rotary_pos_emb(x, None, *hf_rotary_forward(inv, x, ids))[0]
 
         size = f"q {tuple(x.shape)} {str(dtype).split('.')[-1]}"
         cases.append(("apply_rope per-example vs HF", size, rope_pe, rope_hf))

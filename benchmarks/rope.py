@@ -22,7 +22,7 @@
 Each backend runs in a fresh process. Calls are interleaved round-robin (one call of
 each method per round, in an order that rotates) so that load from other processes
 affects all methods alike; the table gives the median per call
-in milliseconds and the ratios the issue asks for. A full run (both backends)
+in milliseconds and the ratios against the targets. A full run (both backends)
 writes ``docs/benchmarks/rope.md`` and updates the table in ``docs/rope.md``;
 ``--quick`` uses smaller tensors and writes nothing. For reference the PyTorch rows
 also time one ``torch.compile``-fused float32 pass of the rotation (``--no-compile``
@@ -56,7 +56,7 @@ SHAPE = (1, 32, 4096, 128)
 QUICK_SHAPE = (1, 8, 1024, 128)
 TORCH_THREADS = 2
 
-#: The issue's targets: pe_core/hf at most 0.5 and pe_core/copy at most 2.5 (PyTorch);
+#: The targets: pe_core/hf at most 0.5 and pe_core/copy at most 2.5 (PyTorch);
 #: pe_core/copy at most 1.5 (JAX under jit).
 TARGETS = {"torch_vs_hf": 0.5, "torch_vs_copy": 2.5, "jax_vs_copy": 1.5}
 
@@ -261,7 +261,7 @@ def report(rows: Sequence[dict[str, Any]], shape: tuple[int, ...], head: dict[st
                 f"{_ratio(row['pe_core_interleaved'], row['copy'])} | {_ms(fused)} | "
                 f"{_ratio(fused, row['copy'])} |"
             )
-    lines += ["", "### Targets (issue 3)", ""]
+    lines += ["", "### Targets", ""]
     for row in rows:
         if row["backend"] == "torch":
             vs_hf, vs_copy = row["pe_core"] / row["hf"], row["pe_core"] / row["copy"]

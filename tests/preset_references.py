@@ -34,7 +34,7 @@ codebase agree.
 Sources read (public repositories):
 
 * textbook PyTorch ``PositionalEncoding`` / ``SinusoidalPositionalEncoding``
-  (local seeds /work/shared/seeds/000_c1d67e8b74097198.txt and
+  (the tutorial seeds this project grew from, shared/seeds/000_c1d67e8b74097198.txt and
   003_62a9f8b665972f23.txt)
 * tensorflow/tensor2tensor tensor2tensor/layers/common_attention.py,
   ``get_timing_signal_1d``

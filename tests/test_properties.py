@@ -85,7 +85,7 @@ def test_fractional_positions_agree(backend: str, data: st.DataObject) -> None:
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_exact_at_large_positions(backend: str, preset: str) -> None:
-    """Against mpmath for integer positions up to 2**24 (the float32 bound of the issue)."""
+    """Against mpmath for integer positions up to 2**24 (the documented float32 bound)."""
     spec = PRESETS[preset]
     rng = np.random.default_rng(7)
     positions = np.concatenate([[0, 2**24, 2**24 - 1, 10**6 + 3], rng.integers(0, 2**24, 4)])
