@@ -4,7 +4,7 @@
 their ratio (below 1 pe_core is faster), with a target for each row:
 
 * decode step (PyTorch): ``apply_rope(q, pos); apply_rope(k, pos)`` for one new token
-  per example, q ``(8, 32, 1, 128)`` and k ``(8, 8, 1, 128)`` float32, a different
+  per example (the positions advance by one every step, as in generation), q ``(8, 32, 1, 128)`` and k ``(8, 8, 1, 128)`` float32, a different
   position per example (``pos`` of shape ``(8, 1, 1)``). Baseline: the Hugging Face
   formula as transformers' Llama runs it every step: ``LlamaRotaryEmbedding.forward``
   from ``position_ids`` of shape ``(8, 1)``, then ``apply_rotary_pos_emb`` (restated
@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import itertools
 import json
 import logging
 import os
@@ -442,21 +443,26 @@ def decode_row(torch: Any, apply_rope: Callable[..., Any], cfg: dict[str, Any]) 
     q = torch.randn(batch, heads, 1, head_dim, generator=gen)
     k = torch.randn(batch, kv_heads, 1, head_dim, generator=gen)
     positions = torch.tensor([DECODE_POSITIONS[i % len(DECODE_POSITIONS)] for i in range(batch)])
-    pos = positions[:, None, None]  # (batch, 1, 1): broadcast over heads
-    position_ids = positions[:, None]  # (batch, 1), as transformers passes them
     inv_freq = hf_inv_freq(head_dim)
+    # Every step is the next token: the positions advance by one, as in generation (a
+    # cache keyed by the positions' values never sees the same step twice).
+    pe_core_steps, hf_steps = itertools.count(), itertools.count()
 
-    def pe_core_step() -> Any:
+    def pe_core_step(step: int | None = None) -> Any:
+        step = next(pe_core_steps) if step is None else step
+        pos = (positions + step)[:, None, None]  # (batch, 1, 1): broadcast over heads
         return apply_rope(q, pos), apply_rope(k, pos)
 
-    def hf_step() -> Any:
+    def hf_step(step: int | None = None) -> Any:
+        step = next(hf_steps) if step is None else step
+        position_ids = (positions + step)[:, None]  # (batch, 1), as transformers passes them
         cos, sin = hf_rotary_forward(inv_freq, q, position_ids)
         return hf_apply_rotary_pos_emb(q, k, cos, sin)
 
     size = f"q {tuple(q.shape)}, k {tuple(k.shape)}"
     row = time_row("decode_step", "torch", size, "decode_step", pe_core_step, hf_step, cfg, "HF")
     if row["error"] is None:
-        (pq, pk), (hq, hk) = pe_core_step(), hf_step()
+        (pq, pk), (hq, hk) = pe_core_step(0), hf_step(0)
         row["max_abs_diff"] = max(_max_diff(pq, hq), _max_diff(pk, hk))
     return row
 
@@ -876,7 +882,8 @@ def report(results: dict[str, Any]) -> str:
         "",
         "- decode step: `apply_rope(q, pos); apply_rope(k, pos)` with `pos` of shape "
         "(batch, 1, 1), a different position per example "
-        f"({', '.join(str(p) for p in DECODE_POSITIONS)}). Baseline (HF): transformers' "
+        f"({', '.join(str(p) for p in DECODE_POSITIONS)}), advancing by one every step "
+        "for both methods. Baseline (HF): transformers' "
         "`LlamaRotaryEmbedding.forward(x, position_ids)` (position_ids (batch, 1): "
         "`inv_freq[None, :, None].expand(...) @ position_ids[:, None, :].float()`, "
         "transpose, `cat((freqs, freqs), -1)`, `cos()`, `sin()`, cast to x's dtype) then "

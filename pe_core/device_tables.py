@@ -138,19 +138,19 @@ def _handed_out(xp: Namespace, table: Any) -> Any:
 
 
 def values_key(values: np.ndarray) -> tuple[Any, ...] | None:
-    """A hashable key for host positions: a run by its ends, small arrays by content,
-    ``None`` for large irregular ones (not worth keeping: rarely asked for again).
+    """A hashable key for host positions: small arrays by content, long runs by their
+    ends, ``None`` for large irregular ones (not worth keeping: rarely asked for again).
 
-    >>> values_key(np.arange(3, 7))
-    ('run', 3, (4,))
+    >>> values_key(np.arange(3, 10_003))
+    ('run', 3, (10000,))
     >>> values_key(np.random.default_rng(0).permutation(10_000)) is None
     True
     """
+    if values.size <= MAX_KEYED_VALUES:  # cheaper than looking for a run
+        return ("values", values.dtype.str, values.shape, values.tobytes())
     start = contiguous_start(values)
     if start is not None:
         return ("run", start, values.shape)
-    if values.size <= MAX_KEYED_VALUES:
-        return ("values", values.dtype.str, values.shape, values.tobytes())
     return None
 
 

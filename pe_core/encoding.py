@@ -11,6 +11,8 @@ import functools
 import math
 from typing import Any
 
+import numpy as np
+
 from pe_core import device_tables
 from pe_core.angles import reduced_turns, sin_cos_turns
 from pe_core.frequency import check_d, omegas
@@ -187,7 +189,7 @@ def _host_encode(
     )
     if d % 2:
         table = _pad_column(table)
-    if backend_of(table) == "numpy":
+    if isinstance(table, np.ndarray):
         table = table.reshape(*shape, d)
         if xp.name == "numpy":
             if out is not None:

@@ -5,11 +5,11 @@ host (NumPy, Python values, CPU tensors), all within about 2.5e-7 of the true va
 float32 and exact to float64 rounding in float64:
 
 * **small calls** (a few thousand sin/cos pairs, ``|p| <= 2**24``, float32 work):
-  the angle ``p * w + phase`` in float64 (``cos(t) = sin(t + pi/2)``), off by at most
-  ``2**24 * 2**-53`` (2e-9 rad) plus one rounding of ``pi/2``; reduced to
-  ``[-pi, pi]`` in float64, then one vectorised float32 ``sin`` (or float64 ``sin``
-  where the result is rounded once to float16/bfloat16). A few NumPy calls: what
-  decode steps and small encodes need.
+  the angle in turns ``p * w / 2pi`` in float64, off by at most about 2e-9 rad;
+  reduced to ``[-1/2, 1/2]`` turns exactly, then vectorised float32 ``sin`` and
+  ``cos`` (float64 where the result is rounded once to float16/bfloat16), written
+  into their output slots. A few NumPy calls: what decode steps and small encodes
+  need.
 * **runs of consecutive positions**: :mod:`pe_core.tables` (angle addition, one
   complex product per element).
 * **any other integer positions**: :mod:`pe_core.gather` (angle addition by lookup).
@@ -37,19 +37,13 @@ SMALL_MAX_POSITION = 2.0**24
 #: Most sin/cos pairs in one call of the small-call route.
 SMALL_MAX_PAIRS = 16_384
 
-_INV_2PI = 1.0 / (2.0 * math.pi)
 _TWO_PI = 2.0 * math.pi
 
 
 @functools.lru_cache(maxsize=256)
-def _phase_plan(omegas: tuple[float, ...], layout: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per-column frequency and phase: column ``j`` holds ``sin(p * w[j] + phase[j])``."""
-    w = np.asarray(omegas, dtype=np.float64)
-    quarter = np.full(len(omegas), math.pi / 2)
-    zero = np.zeros(len(omegas))
-    if layout == "interleaved":
-        return np.repeat(w, 2), np.stack([zero, quarter], axis=-1).reshape(-1)
-    return np.concatenate([w, w]), np.concatenate([zero, quarter])
+def _turn_frequencies(omegas: tuple[float, ...]) -> np.ndarray:
+    """``w / 2pi``: turns per position, in float64."""
+    return np.asarray(omegas, dtype=np.float64) / (2.0 * math.pi)
 
 
 def small_call_fits(n_rows: int, n_pairs: int, max_abs: float, offset: float) -> bool:
@@ -67,10 +61,12 @@ def small_sin_cos(
 ) -> np.ndarray:
     """``(n_rows, 2 * len(omegas))`` sin/cos pairs in ``layout`` from one float64 pass.
 
-    Only for the inputs :func:`small_call_fits` accepts. The angle ``p * w + phase``
-    is formed in float64 (error <= 4e-9 rad) and reduced to ``[-pi, pi]`` in float64;
-    float32 sin of the reduced angle then gives float32 results within 3e-7
-    (NumPy's vectorised float32 sin is 15x faster than float64's). With
+    Only for the inputs :func:`small_call_fits` accepts. The angle in turns,
+    ``p * w / 2pi``, is formed in float64 (error below 1e-9 turns for
+    ``|p| <= 2**24``) and reduced to ``[-1/2, 1/2]`` exactly; float32 sin and cos of
+    the reduced angle then give float32 results within 3e-7 (NumPy's vectorised
+    float32 sin and cos are 15x faster than float64's), written straight into their
+    slots of the output. With
     ``rounded_once`` the float64 sin is returned instead (for float16/bfloat16
     output, rounded once from it).
 
@@ -78,20 +74,22 @@ def small_sin_cos(
     >>> t.dtype, bool(np.allclose(t, [[np.sin(1), np.cos(1)], [np.sin(2), np.cos(2)]]))
     (dtype('float32'), True)
     """
-    w, phase = _phase_plan(omegas, layout)
+    n_pairs = len(omegas)
     flat = values.reshape(-1, 1).astype(np.float64)
     if offset:
         flat += offset
-    angles = flat * w
-    angles += phase
-    if rounded_once:
-        return np.sin(angles, out=angles)
-    turns = angles * _INV_2PI
-    np.rint(turns, out=turns)
+    turns = flat * _turn_frequencies(omegas)
+    turns -= np.rint(turns)  # exact: the reduced turn in [-1/2, 1/2]
     turns *= _TWO_PI
-    angles -= turns
-    reduced = angles.astype(np.float32)
-    return np.sin(reduced, out=reduced)
+    angles = turns if rounded_once else turns.astype(np.float32)
+    out = np.empty((flat.shape[0], 2 * n_pairs), angles.dtype)
+    if layout == "interleaved":
+        sin_slots, cos_slots = out[:, 0::2], out[:, 1::2]
+    else:
+        sin_slots, cos_slots = out[:, :n_pairs], out[:, n_pairs:]
+    np.sin(angles, out=sin_slots)
+    np.cos(angles, out=cos_slots)
+    return out
 
 
 def host_sin_cos(
@@ -140,13 +138,13 @@ def host_sin_cos(
     >>> bool(np.allclose(t, np.stack([np.sin(np.arange(5, 9)), np.cos(np.arange(5, 9))], -1)))
     True
     """
-    numpy = get_namespace("numpy")
-    xp = numpy if xp is None else xp
     n_rows, n_pairs = values.size, len(omegas)
     if working == "float32" and small_call_fits(n_rows, n_pairs, max_abs, offset):
         return small_sin_cos(
             values, omegas, offset=offset, layout=layout, rounded_once=rounded_once
         )
+    numpy = get_namespace("numpy")
+    xp = numpy if xp is None else xp
     start = None
     if n_rows >= 64 and n_rows * n_pairs >= MIN_PAIRS:
         start = contiguous_start(values)

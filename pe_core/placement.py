@@ -94,7 +94,8 @@ def prepare_positions(
     ('host', [0, 1, 2], 2.0)
     """
     if source is None or source == "numpy":
-        host = as_positions(pos, get_namespace("numpy"), source, what=what)
+        numpy = xp if xp.name == "numpy" else get_namespace("numpy")
+        host = as_positions(pos, numpy, source, what=what)
         if xp.name != "numpy" and fits_backend(host, xp):
             if tracing is None:
                 tracing = xp.is_tracing()

@@ -70,6 +70,8 @@ def canonical_backend(name: str) -> str:
         raise TypeError(
             f"backend must be a string, one of: {', '.join(BACKENDS)}. Received: {name!r}"
         )
+    if name in _REGISTRY:  # already canonical: the common case
+        return name
     key = _ALIASES.get(name.lower(), name.lower())
     if key not in _REGISTRY:
         raise ValueError(f"Unknown backend {name!r}. Expected one of: {', '.join(BACKENDS)}.")

@@ -8,6 +8,8 @@ import numpy as np
 
 from pe_core_backends._namespace import Namespace
 
+_DTYPE_NAMES: dict[np.dtype, str] = {}
+
 
 class NumpyNamespace(Namespace):
     name = "numpy"
@@ -20,10 +22,16 @@ class NumpyNamespace(Namespace):
     def dtype_name(self, dtype: Any) -> str:
         if isinstance(dtype, str):
             return dtype
+        name = _DTYPE_NAMES.get(dtype) if isinstance(dtype, np.dtype) else None
+        if name is not None:
+            return name
         try:
-            return np.dtype(dtype).name
+            name = np.dtype(dtype).name
         except TypeError:
             return super().dtype_name(dtype)
+        if isinstance(dtype, np.dtype):
+            _DTYPE_NAMES[dtype] = name  # ``dtype.name`` is slow (a Python property)
+        return name
 
     def asarray(self, x: Any, dtype: Any = None, like: Any = None) -> Any:
         return np.asarray(x, dtype=dtype)

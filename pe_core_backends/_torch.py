@@ -65,6 +65,9 @@ class TorchNamespace(Namespace):
             return None
         return self.to_numpy(x)
 
+    def shape(self, x: Any) -> tuple[int, ...]:
+        return tuple(x.shape)
+
     def is_tracing(self) -> bool:
         return torch.compiler.is_compiling()
 
