@@ -111,7 +111,7 @@ def cached(
     parts = built if isinstance(built, tuple) else (built,)
     placed = tuple(place(xp, part, like, dtype_name) for part in parts)
     table = placed if isinstance(built, tuple) else placed[0]
-    size = sum(int(np.prod(xp.shape(part))) for part in placed) * _itemsize(dtype_name)
+    size = sum(part.size for part in parts) * _itemsize(dtype_name)
     if full_key is not None:
         with _lock:
             if size <= _state["budget"]:

@@ -250,6 +250,7 @@ def _host_factors(
     values = positions.host
     assert values is not None and positions.max_abs is not None
     n = len(inv_freq)
+    rounded_once = xp.dtype_of(x) in ("float16", "bfloat16")
 
     def build() -> tuple[np.ndarray, np.ndarray]:
         table = host_sin_cos(
@@ -259,7 +260,9 @@ def _host_factors(
             layout="split",
             working=working,
             max_abs=positions.max_abs,
-            rounded_once=True,  # small calls: float64 cos/sin, rounded once
+            # small calls for float16/bfloat16 x: float64 cos/sin, rounded once (the
+            # rotation nearly cancels in places, where float32's error would show)
+            rounded_once=rounded_once,
         )
         table = np.asarray(table).reshape(*values.shape, 2, n)
         if attention_factor != 1.0:
@@ -269,7 +272,8 @@ def _host_factors(
 
     values_key = device_tables.values_key(values)
     keep = xp.on_accelerator(x) or values.size <= device_tables.MAX_KEYED_VALUES
-    key = ("rope", values_key, inv_freq, attention_factor) if keep and values_key else None
+    key = ("rope", values_key, inv_freq, attention_factor, rounded_once)
+    key = key if keep and values_key else None
     return device_tables.cached(xp, key, x, working, build, private=True)
 
 
