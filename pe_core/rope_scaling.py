@@ -1,11 +1,13 @@
 """RoPE inverse frequencies and the context-extension rules built on them.
 
 Pure NumPy, float64 throughout. The main entry point, :func:`rope_frequencies`,
-reads a Hugging Face style ``config.json`` mapping and returns
+reads a Hugging Face style ``config.json`` mapping (or a transformers
+``PretrainedConfig``, or anything else with ``to_dict()``) and returns
 ``(inv_freq, attention_factor)`` exactly as the ``_compute_*`` functions of
 transformers' ``src/transformers/modeling_rope_utils.py`` define them (the v5
 ``rope_parameters`` line; see ``docs/rope_scaling.md`` for the formulas, the keys
-each ``rope_type`` needs and the differences between transformers versions).
+each ``rope_type`` needs, the legacy keys of GPT-NeoX, GPT-J and Gemma 3 configs,
+and the differences between transformers versions).
 
 Two small helpers complete the family: :func:`ntk_aware_base` (static
 "NTK-aware" base rescaling) and :func:`xpos_scale` (the xPos per-pair
@@ -20,21 +22,122 @@ length-extrapolation scale).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ROPE_TYPES", "ntk_aware_base", "rope_frequencies", "xpos_scale"]
+__all__ = [
+    "ROPE_KEYS",
+    "ROPE_TYPES",
+    "MissingRopeKeyError",
+    "config_mapping",
+    "ntk_aware_base",
+    "rope_config_for_layer",
+    "rope_frequencies",
+    "xpos_scale",
+]
 
 #: The ``rope_type`` values :func:`rope_frequencies` understands, sorted.
-ROPE_TYPES: tuple[str, ...] = ("default", "dynamic", "linear", "llama3", "longrope", "yarn")
+ROPE_TYPES: tuple[str, ...] = (
+    "default",
+    "dynamic",
+    "linear",
+    "llama3",
+    "longrope",
+    "proportional",
+    "yarn",
+)
+
+#: Keys every rope dict may hold. ``max_position_embeddings`` may sit in the rope dict
+#: (as :func:`pe_core.rope.apply_rope` takes it) or in the config. The M-RoPE keys (Qwen2-VL ``mrope_section``, Qwen3-VL
+#: ``mrope_interleaved``, Qwen3-Omni ``interleaved``) do not change the frequencies; they
+#: are read by :func:`pe_core.rope_nd.rope_sections`.
+_COMMON_KEYS = (
+    "rope_type",
+    "type",
+    "rope_theta",
+    "partial_rotary_factor",
+    "max_position_embeddings",
+    "mrope_section",
+    "mrope_interleaved",
+    "interleaved",
+)
+
+#: Other names of a ``rope_type``: transformers' Qwen2-VL config reads ``"mrope"`` as
+#: ``"default"`` (the frequencies are plain RoPE's).
+_TYPE_ALIASES = {"mrope": "default"}
+
+#: The keys a rope dict of each ``rope_type`` may hold (transformers' required and
+#: optional keys). Any other key with a value is an error, never ignored.
+ROPE_KEYS: dict[str, frozenset[str]] = {
+    rope_type: frozenset({*_COMMON_KEYS, *extra})
+    for rope_type, extra in {
+        "default": (),
+        "dynamic": ("factor",),
+        "linear": ("factor",),
+        "llama3": (
+            "factor",
+            "low_freq_factor",
+            "high_freq_factor",
+            "original_max_position_embeddings",
+        ),
+        "longrope": (
+            "short_factor",
+            "long_factor",
+            "factor",
+            "attention_factor",
+            "original_max_position_embeddings",
+        ),
+        "proportional": ("factor",),
+        "yarn": (
+            "factor",
+            "original_max_position_embeddings",
+            "attention_factor",
+            "beta_fast",
+            "beta_slow",
+            "mscale",
+            "mscale_all_dim",
+            "truncate",
+        ),
+    }.items()
+}
 
 #: ``rope_theta`` used when neither the rope dict nor the config sets one
 #: (transformers' ``RotaryEmbeddingConfigMixin.default_theta``).
 DEFAULT_THETA = 10000.0
 
 _KNOWN = ", ".join(ROPE_TYPES)
+
+#: Top-level synonyms of older configs: (current key, legacy key), read as one value
+#: (a disagreement is an error). GPT-NeoX/Pythia: ``rotary_pct``, ``rotary_emb_base``;
+#: GPT-J/GPT-2/CodeGen: ``n_embd``, ``n_head``, ``n_positions``.
+_SYNONYMS = {
+    "partial_rotary_factor": "rotary_pct",
+    "rope_theta": "rotary_emb_base",
+    "hidden_size": "n_embd",
+    "num_attention_heads": "n_head",
+    "max_position_embeddings": "n_positions",
+}
+
+
+class MissingRopeKeyError(KeyError, ValueError):
+    """A key the config needs is missing.
+
+    Both a :class:`KeyError` (what transformers raises for a missing rope key) and a
+    :class:`ValueError` (what pe_core raises for a bad config), so either ``except``
+    catches it.
+
+    >>> try:
+    ...     rope_frequencies({"head_dim": 8, "rope_scaling": {"rope_type": "linear"}})
+    ... except KeyError as error:
+    ...     print(error)
+    rope_type 'linear' requires the key 'factor' in rope_parameters/rope_scaling, but it is missing. Present keys: ['rope_type'].
+    """
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return str(self.args[0]) if self.args else ""
 
 
 # --------------------------------------------------------------------------- validation
@@ -75,9 +178,9 @@ def _even_rotary_dim(value: Any, name: str = "rotary_dim") -> int:
 
 
 def _require(params: Mapping[str, Any], key: str, rope_type: str) -> Any:
-    """Fetch a key a rope_type cannot do without; missing or None raises ValueError."""
+    """Fetch a key a rope_type cannot do without; missing or None raises MissingRopeKeyError."""
     if params.get(key) is None:
-        raise ValueError(
+        raise MissingRopeKeyError(
             f"rope_type '{rope_type}' requires the key '{key}' in rope_parameters/rope_scaling, "
             f"but it is missing. Present keys: {sorted(params)}."
         )
@@ -87,49 +190,239 @@ def _require(params: Mapping[str, Any], key: str, rope_type: str) -> Any:
 # --------------------------------------------------------------------------- config reading
 
 
-def _rope_dict(config: Mapping[str, Any], layer_type: str | None) -> dict[str, Any]:
-    """The flat rope-parameter dict of ``config`` (new or legacy format, optionally per layer)."""
+def config_mapping(config: Any, what: str = "config") -> Mapping[str, Any]:
+    """``config`` as a mapping: a mapping as is, else ``config.to_dict()``.
+
+    Accepts a parsed ``config.json``, a transformers ``PretrainedConfig`` or anything
+    else with a ``to_dict()`` method returning a mapping.
+
+    >>> class Config:
+    ...     def to_dict(self):
+    ...         return {"head_dim": 4}
+    >>> config_mapping(Config())
+    {'head_dim': 4}
+    >>> config_mapping([("head_dim", 4)])
+    Traceback (most recent call last):
+    ...
+    TypeError: config must be a mapping (a parsed config.json) or an object with to_dict() (a transformers PretrainedConfig), got list.
+    """
+    if isinstance(config, Mapping):
+        return config
+    to_dict = getattr(config, "to_dict", None)
+    if callable(to_dict) and not isinstance(config, type):
+        out = to_dict()
+        if isinstance(out, Mapping):
+            return out
+        raise TypeError(
+            f"{what}.to_dict() must return a mapping, got {type(out).__name__} "
+            f"(from {type(config).__name__})."
+        )
+    raise TypeError(
+        f"{what} must be a mapping (a parsed config.json) or an object with to_dict() "
+        f"(a transformers PretrainedConfig), got {type(config).__name__}."
+    )
+
+
+def _top(config: Mapping[str, Any], key: str) -> Any:
+    """A top-level value, read under its current and its legacy name (they must agree)."""
+    value = config.get(key)
+    legacy = _SYNONYMS.get(key)
+    if legacy is None or config.get(legacy) is None:
+        return value
+    old = config[legacy]
+    if value is not None and value != old:
+        raise ValueError(
+            f"Conflicting keys: {key}={value!r} and {legacy}={old!r} (the legacy name of "
+            f"{key}) disagree. Remove one of them or make them equal."
+        )
+    return old
+
+
+def _is_nested(raw: Mapping[str, Any]) -> bool:
+    return bool(raw) and all(isinstance(v, Mapping) or v is None for v in raw.values())
+
+
+def _per_layer_type(config: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """``(per-layer-type rope dicts or None, flat rope dict)`` of ``config``.
+
+    Per layer type: ``rope_parameters`` nested as ``{layer_type: rope dict or None}``
+    (transformers v5, Gemma 3), or the legacy Gemma 3 keys ``rope_local_base_freq``
+    (sliding layers: plain RoPE with that base) + ``rope_theta``/``rope_scaling``
+    (full-attention layers).
+    """
     # transformers v5 `convert_rope_params_to_dict`: a truthy legacy `rope_scaling` wins.
     raw = config.get("rope_scaling") or config.get("rope_parameters") or {}
     if not isinstance(raw, Mapping):
         raise TypeError(
             f"rope_parameters/rope_scaling must be a mapping or None, got {type(raw).__name__}."
         )
-    nested = bool(raw) and all(isinstance(v, Mapping) or v is None for v in raw.values())
-    if layer_type is not None:
-        if not nested or layer_type not in raw:
-            known = ", ".join(sorted(raw)) if nested else "(rope parameters are not nested)"
-            raise ValueError(f"Unknown layer_type {layer_type!r}. Expected one of: {known}.")
-        if raw[layer_type] is None:
-            raise ValueError(
-                f"layer_type {layer_type!r} has rope parameters None (a layer without RoPE)."
-            )
-        raw = raw[layer_type]
-    elif nested:
+    local = config.get("rope_local_base_freq")
+    if _is_nested(raw):
+        nested = {k: None if v is None else dict(v) for k, v in raw.items()}
+        sliding = nested.get("sliding_attention")
+        if local is not None and sliding is not None:  # Gemma3TextConfig: setdefault
+            sliding.setdefault("rope_theta", local)
+        return nested, {}
+    if local is not None:  # legacy Gemma 3 config.json
+        full = dict(raw) or {"rope_type": "default"}
+        return {
+            "full_attention": full,
+            "sliding_attention": {"rope_type": "default", "rope_theta": local},
+        }, {}
+    return None, dict(raw)
+
+
+def _select(config: Mapping[str, Any], layer_type: str | None) -> tuple[dict[str, Any], bool]:
+    """The rope dict that applies (to ``layer_type``) and whether it came from a nesting."""
+    nested, flat = _per_layer_type(config)
+    if layer_type is not None and not isinstance(layer_type, str):
+        raise TypeError(f"layer_type must be a string or None, got {type(layer_type).__name__}.")
+    if nested is None:
+        if layer_type is None:
+            return flat, False
+        declared = config.get("layer_types")
+        if isinstance(declared, (list, tuple)) and layer_type in declared:
+            return flat, False  # one rope for every layer
         raise ValueError(
-            "rope parameters are nested per layer type; pass layer_type= one of: "
-            f"{', '.join(sorted(raw))}."
+            f"Unknown layer_type {layer_type!r}. The rope parameters are not nested per layer "
+            "type and the config's 'layer_types' do not list it: omit layer_type (one rope "
+            "for every layer)."
         )
-    return dict(raw)
+    known = ", ".join(sorted(nested))
+    if layer_type is None:
+        raise ValueError(
+            f"The config has rope parameters per layer type ({known}); pass layer_type= "
+            "one of them to choose a layer's rope."
+        )
+    if layer_type not in nested:
+        raise ValueError(f"Unknown layer_type {layer_type!r}. Expected one of: {known}.")
+    if nested[layer_type] is None:
+        raise ValueError(
+            f"layer_type {layer_type!r} has rope parameters None (a layer without RoPE)."
+        )
+    return nested[layer_type], True
 
 
-def _head_dim(config: Mapping[str, Any]) -> int:
+def _checked_rope_type(params: Mapping[str, Any]) -> str:
+    rope_type, legacy = params.get("rope_type"), params.get("type")
+    rope_type = _TYPE_ALIASES.get(rope_type, rope_type) if isinstance(rope_type, str) else rope_type
+    legacy = _TYPE_ALIASES.get(legacy, legacy) if isinstance(legacy, str) else legacy
+    if rope_type is not None and legacy is not None and rope_type != legacy:
+        raise ValueError(
+            f"Conflicting keys in the rope parameters: rope_type={rope_type!r} and "
+            f"type={legacy!r} (its legacy name) disagree."
+        )
+    rope_type = rope_type or legacy or "default"
+    if rope_type not in ROPE_TYPES:
+        raise ValueError(f"Unknown rope_type {rope_type!r}. Expected one of: {_KNOWN}.")
+    unknown = sorted(
+        k for k, v in params.items() if k not in ROPE_KEYS[rope_type] and v is not None
+    )
+    if unknown:
+        raise ValueError(
+            f"Unknown key {unknown[0]!r} in the rope parameters of rope_type {rope_type!r} "
+            f"(unknown keys: {unknown}). Expected keys: {', '.join(sorted(ROPE_KEYS[rope_type]))}."
+        )
+    return str(rope_type)
+
+
+def rope_config_for_layer(config: Any, layer_type: str) -> dict[str, Any]:
+    """A copy of ``config`` with one flat rope dict: the one of ``layer_type``.
+
+    For configs with rope parameters per layer type (transformers v5 nesting, legacy
+    Gemma 3 keys): ``rope_frequencies(rope_config_for_layer(config, t)) ==
+    rope_frequencies(config, layer_type=t)``. The result has ``rope_parameters`` set
+    to that layer type's dict and no ``rope_scaling`` or ``rope_local_base_freq``.
+
+    >>> gemma3 = {"head_dim": 256, "rope_theta": 1e6, "rope_local_base_freq": 1e4,
+    ...           "rope_scaling": {"rope_type": "linear", "factor": 8.0}}
+    >>> rope_config_for_layer(gemma3, "sliding_attention")["rope_parameters"]
+    {'rope_type': 'default', 'rope_theta': 10000.0}
+    >>> rope_config_for_layer(gemma3, "full_attention")["rope_parameters"]
+    {'rope_type': 'linear', 'factor': 8.0}
+    """
+    config = config_mapping(config)
+    if not isinstance(layer_type, str):
+        raise TypeError(f"layer_type must be a string, got {type(layer_type).__name__}.")
+    params, nested = _select(config, layer_type)
+    dropped = {"rope_scaling", "rope_parameters", "rope_local_base_freq"}
+    if nested:  # transformers skips a top-level original length for nested rope dicts
+        dropped.add("original_max_position_embeddings")
+    head_dim = _layer_head_dim(config, layer_type)
+    if head_dim is not None:
+        dropped |= {"per_layer_config", "global_head_dim"}
+    out = {k: v for k, v in config.items() if k not in dropped}
+    if head_dim is not None:
+        out["head_dim"] = head_dim
+    out["rope_parameters"] = dict(params)
+    return out
+
+
+def _layer_head_dim(config: Mapping[str, Any], layer_type: str | None) -> int | None:
+    """A head dim that only ``layer_type``'s layers have (Gemma 4), or ``None``.
+
+    ``per_layer_config`` (``{layer index: overrides}``, as transformers saves it) with a
+    ``head_dim`` for the layers of that type, else ``global_head_dim`` (Gemma 4's
+    ``config.json``) for ``"full_attention"`` layers.
+    """
+    if layer_type is None:
+        return None
+    per_layer = config.get("per_layer_config")
+    if isinstance(per_layer, Mapping) and per_layer:
+        types = config.get("layer_types")
+        if not isinstance(types, (list, tuple)):
+            raise ValueError(
+                "per_layer_config needs the config's 'layer_types' to know which layers "
+                f"are {layer_type!r}; got layer_types={types!r}."
+            )
+        dims = set()
+        for index, overrides in per_layer.items():
+            i = int(index)
+            if 0 <= i < len(types) and types[i] == layer_type and isinstance(overrides, Mapping):
+                if overrides.get("head_dim") is not None:
+                    dims.add(_positive_int(overrides["head_dim"], "per_layer_config head_dim"))
+        if len(dims) > 1:
+            raise ValueError(
+                f"per_layer_config gives the {layer_type!r} layers different head dims "
+                f"{sorted(dims)}; one rope per layer type needs one head dim."
+            )
+        return dims.pop() if dims else None
+    if layer_type == "full_attention" and config.get("global_head_dim") is not None:
+        return _positive_int(config["global_head_dim"], "global_head_dim")
+    return None
+
+
+def _head_dim(config: Mapping[str, Any], layer_type: str | None = None) -> int:
+    layer_dim = _layer_head_dim(config, layer_type)
+    if layer_dim is not None:
+        return layer_dim
     for key in ("head_dim", "qk_rope_head_dim"):
         if config.get(key) is not None:
             return _positive_int(config[key], key)
-    hidden, heads = config.get("hidden_size"), config.get("num_attention_heads")
+    hidden, heads = _top(config, "hidden_size"), _top(config, "num_attention_heads")
     if hidden is None or heads is None:
-        raise ValueError(
+        raise MissingRopeKeyError(
             "config must give 'head_dim' (or 'qk_rope_head_dim'), or both 'hidden_size' and "
-            f"'num_attention_heads'; got keys {sorted(config)}."
+            "'num_attention_heads' (GPT-J style: 'n_embd' and 'n_head'); got keys "
+            f"{sorted(config)}."
         )
     return _positive_int(hidden, "hidden_size") // _positive_int(heads, "num_attention_heads")
 
 
-def _max_positions(config: Mapping[str, Any], rope_type: str) -> int:
-    value = config.get("max_position_embeddings")
-    if value is None:
+def _max_positions(
+    config: Mapping[str, Any], rope_type: str, params: Mapping[str, Any] | None = None
+) -> int:
+    """``max_position_embeddings`` of the config (or of the rope dict; both must agree)."""
+    value = _top(config, "max_position_embeddings")
+    inner = None if params is None else params.get("max_position_embeddings")
+    if value is not None and inner is not None and value != inner:
         raise ValueError(
+            f"Conflicting keys: max_position_embeddings={value!r} in the config and "
+            f"{inner!r} in the rope parameters disagree."
+        )
+    value = inner if value is None else value
+    if value is None:
+        raise MissingRopeKeyError(
             f"rope_type '{rope_type}' requires the key 'max_position_embeddings' in the config, "
             "but it is missing."
         )
@@ -151,7 +444,54 @@ def _original_max_positions(
             return _positive_int(
                 source["original_max_position_embeddings"], "original_max_position_embeddings"
             )
-    return _max_positions(config, rope_type)
+    return _max_positions(config, rope_type, params)
+
+
+def _partial_factor(config: Mapping[str, Any], params: Mapping[str, Any]) -> float | None:
+    partial = params.get("partial_rotary_factor")
+    if partial is None:
+        partial = _top(config, "partial_rotary_factor")
+    if partial is None:
+        return None
+    partial = _real(partial, "partial_rotary_factor", minimum=0)
+    if partial > 1:
+        raise ValueError(f"partial_rotary_factor must be in (0, 1], got {partial!r}.")
+    return partial
+
+
+def _rotary_pairs(
+    config: Mapping[str, Any], params: Mapping[str, Any], head_dim: int, rope_type: str
+) -> int:
+    """Number of rotated pairs: ``rotary_dim // 2``.
+
+    ``rotary_dim`` is GPT-J's top-level ``rotary_dim`` if set, else
+    ``int(head_dim * partial_rotary_factor)`` (``proportional``:
+    ``2 * int(partial_rotary_factor * head_dim // 2)``); both given must agree.
+    """
+    partial = _partial_factor(config, params)
+    gptj = config.get("rotary_dim")
+    if gptj is not None:
+        dim = _even_rotary_dim(gptj)
+        if dim > head_dim:
+            raise ValueError(f"rotary_dim={dim} must be at most head_dim={head_dim}.")
+        if partial is not None and int(head_dim * partial) != dim:
+            raise ValueError(
+                f"Conflicting keys: rotary_dim={dim} and partial_rotary_factor={partial!r} "
+                f"(int(head_dim={head_dim} * {partial!r}) = {int(head_dim * partial)}) "
+                "disagree. Remove one of them or make them agree."
+            )
+        return dim // 2
+    p = 1.0 if partial is None else partial
+    if rope_type == "proportional":
+        return int(p * head_dim // 2)
+    rotary_dim = int(head_dim * p)
+    if rotary_dim % 2 or rotary_dim < 2:
+        if p == 1.0 and head_dim % 2:
+            detail = f"head_dim={head_dim} is odd"
+        else:
+            detail = f"int(head_dim={head_dim} * partial_rotary_factor={p}) = {rotary_dim}"
+        raise ValueError(f"The rotary dimension must be even and >= 2, but {detail}.")
+    return rotary_dim // 2
 
 
 def _base_inv_freq(theta: float, dim: int) -> np.ndarray:
@@ -159,12 +499,39 @@ def _base_inv_freq(theta: float, dim: int) -> np.ndarray:
     return 1.0 / (theta**exponents)
 
 
+def _factor(value: Any, rope_type: str, name: str = "factor") -> float:
+    """A scaling factor: finite, > 0 and a normal float (its inverse stays finite)."""
+    out = _real(value, name, rope_type=rope_type, minimum=0)
+    if out < sys.float_info.min:
+        raise ValueError(
+            f"{name} for rope_type '{rope_type}' must be > 0 and a normal float "
+            f"(>= {sys.float_info.min!r}), got {value!r}."
+        )
+    return out
+
+
 # --------------------------------------------------------------------------- rope types
 
 
 def _linear(params: Mapping[str, Any], theta: float, dim: int) -> tuple[np.ndarray, float]:
-    factor = _real(_require(params, "factor", "linear"), "factor", rope_type="linear", minimum=0)
+    factor = _factor(_require(params, "factor", "linear"), "linear")
     return _base_inv_freq(theta, dim) / factor, 1.0
+
+
+def _proportional(
+    params: Mapping[str, Any], theta: float, head_dim: int, pairs: int
+) -> tuple[np.ndarray, float]:
+    """transformers' ``_compute_proportional_rope_parameters`` (Gemma 4 full attention)."""
+    if head_dim % 2:
+        raise ValueError(
+            f"rope_type 'proportional' rotates the whole head in pairs; head_dim={head_dim} is odd."
+        )
+    factor = params.get("factor")
+    factor = 1.0 if factor is None else _factor(factor, "proportional")
+    exponents = np.arange(0, 2 * pairs, 2, dtype=np.int64).astype(np.float64) / head_dim
+    inv_freq = np.zeros(head_dim // 2, dtype=np.float64)
+    inv_freq[:pairs] = 1.0 / (theta**exponents)
+    return inv_freq / factor, 1.0
 
 
 def _dynamic(
@@ -174,12 +541,12 @@ def _dynamic(
     dim: int,
     seq_len: int | None,
 ) -> tuple[np.ndarray, float]:
-    factor = _real(_require(params, "factor", "dynamic"), "factor", rope_type="dynamic", minimum=0)
+    factor = _factor(_require(params, "factor", "dynamic"), "dynamic")
     if dim <= 2:
         raise ValueError(
             f"rope_type 'dynamic' needs rotary_dim > 2 (exponent dim/(dim-2)), got {dim}."
         )
-    max_pos = _max_positions(config, "dynamic")
+    max_pos = _max_positions(config, "dynamic", params)
     length = max_pos if seq_len is None else max(seq_len, max_pos)
     base = theta * ((factor * length / max_pos) - (factor - 1)) ** (dim / (dim - 2))
     return _base_inv_freq(base, dim), 1.0
@@ -195,30 +562,34 @@ def _yarn(
     config: Mapping[str, Any], params: Mapping[str, Any], theta: float, dim: int, nested: bool
 ) -> tuple[np.ndarray, float]:
     if "factor" not in params:
-        raise ValueError(
+        raise MissingRopeKeyError(
             "rope_type 'yarn' requires the key 'factor' in rope_parameters/rope_scaling, "
             f"but it is missing. Present keys: {sorted(params)}."
         )
     original = _original_max_positions(config, params, "yarn", nested)
     factor = params["factor"]
     if factor is None:  # v5: fall back to the implicit ratio post-/pre-yarn context length
-        factor = _max_positions(config, "yarn") / original
-    factor = _real(factor, "factor", rope_type="yarn", minimum=0)
+        factor = _max_positions(config, "yarn", params) / original
+    factor = _factor(factor, "yarn")
 
     attention_factor = params.get("attention_factor")
     mscale, mscale_all_dim = params.get("mscale"), params.get("mscale_all_dim")
     if attention_factor is None:
         if mscale and mscale_all_dim:
-            attention_factor = _yarn_mscale(factor, float(mscale)) / _yarn_mscale(
-                factor, float(mscale_all_dim)
-            )
+            attention_factor = _yarn_mscale(
+                factor, _real(mscale, "mscale", rope_type="yarn")
+            ) / _yarn_mscale(factor, _real(mscale_all_dim, "mscale_all_dim", rope_type="yarn"))
         else:
             attention_factor = _yarn_mscale(factor)
-    attention_factor = _real(attention_factor, "attention_factor", rope_type="yarn")
+    attention_factor = _real(attention_factor, "attention_factor", rope_type="yarn", minimum=0)
 
     beta_fast = _real(params.get("beta_fast") or 32, "beta_fast", rope_type="yarn", minimum=0)
     beta_slow = _real(params.get("beta_slow") or 1, "beta_slow", rope_type="yarn", minimum=0)
     truncate = params.get("truncate", True)
+    if truncate is not None and not isinstance(truncate, (bool, np.bool_)):
+        raise ValueError(
+            f"truncate for rope_type 'yarn' must be true, false or null, got {truncate!r}."
+        )
 
     def correction_dim(num_rotations: float) -> float:
         return (dim * math.log(original / (num_rotations * 2 * math.pi))) / (2 * math.log(theta))
@@ -242,14 +613,24 @@ def _yarn(
 
 
 def _factor_list(params: Mapping[str, Any], key: str, dim: int) -> np.ndarray:
-    values = np.asarray(_require(params, key, "longrope"), dtype=np.float64)
+    raw = _require(params, key, "longrope")
+    expected = (
+        f"{key} for rope_type 'longrope' must be a list of rotary_dim // 2 = {dim // 2} "
+        "finite numbers > 0"
+    )
+    if isinstance(raw, (str, bytes, Mapping)) or not hasattr(raw, "__len__"):
+        raise ValueError(f"{expected}, got {type(raw).__name__} {raw!r}.")
+    if any(
+        isinstance(v, (bool, np.bool_)) or not _is_real(v)
+        for v in np.ravel(np.asarray(raw, dtype=object))
+    ):
+        raise ValueError(f"{expected}, got a non-number in {raw!r}.")
+    values = np.asarray(raw, dtype=np.float64)
     if values.shape != (dim // 2,):
-        raise ValueError(
-            f"{key} for rope_type 'longrope' must be a list of rotary_dim // 2 = {dim // 2} "
-            f"numbers, got shape {values.shape}."
-        )
+        raise ValueError(f"{expected}, got shape {values.shape}.")
     if not np.all(np.isfinite(values)) or not np.all(values > 0):
-        raise ValueError(f"{key} for rope_type 'longrope' must hold finite numbers > 0.")
+        bad = int(np.argmin(np.isfinite(values) & (values > 0)))
+        raise ValueError(f"{expected}, got {key}[{bad}] = {values[bad]!r}.")
     return values
 
 
@@ -266,8 +647,8 @@ def _longrope(
     original = _original_max_positions(config, params, "longrope", nested)
     factor = params.get("factor")
     if factor is None:  # Phi-3 style: the ratio of the two context lengths
-        factor = _max_positions(config, "longrope") / original
-    factor = _real(factor, "factor", rope_type="longrope", minimum=0)
+        factor = _max_positions(config, "longrope", params) / original
+    factor = _factor(factor, "longrope")
 
     attention_factor = params.get("attention_factor")
     if attention_factor is None:
@@ -275,7 +656,7 @@ def _longrope(
             attention_factor = 1.0
         else:
             attention_factor = math.sqrt(1 + math.log(factor) / math.log(original))
-    attention_factor = _real(attention_factor, "attention_factor", rope_type="longrope")
+    attention_factor = _real(attention_factor, "attention_factor", rope_type="longrope", minimum=0)
 
     ext_factors = long_factor if seq_len and seq_len > original else short_factor
     exponents = np.arange(0, dim, 2, dtype=np.int64).astype(np.float64) / dim
@@ -285,7 +666,7 @@ def _longrope(
 def _llama3(
     config: Mapping[str, Any], params: Mapping[str, Any], theta: float, dim: int, nested: bool
 ) -> tuple[np.ndarray, float]:
-    factor = _real(_require(params, "factor", "llama3"), "factor", rope_type="llama3", minimum=0)
+    factor = _factor(_require(params, "factor", "llama3"), "llama3")
     low_freq_factor = _real(
         _require(params, "low_freq_factor", "llama3"),
         "low_freq_factor",
@@ -295,9 +676,9 @@ def _llama3(
     high_freq_factor = _real(
         _require(params, "high_freq_factor", "llama3"), "high_freq_factor", rope_type="llama3"
     )
-    if high_freq_factor <= low_freq_factor:
+    if high_freq_factor < low_freq_factor:
         raise ValueError(
-            "high_freq_factor for rope_type 'llama3' must be > low_freq_factor, got "
+            "high_freq_factor for rope_type 'llama3' must be >= low_freq_factor, got "
             f"high_freq_factor={high_freq_factor!r}, low_freq_factor={low_freq_factor!r}."
         )
     old_context_len = _original_max_positions(config, params, "llama3", nested)
@@ -307,24 +688,53 @@ def _llama3(
     high_freq_wavelen = old_context_len / high_freq_factor
     wavelen = 2 * math.pi / inv_freq
     inv_freq_llama = np.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    if high_freq_factor == low_freq_factor:  # Llama 4: a step, no smooth band
+        return np.where(wavelen >= low_freq_wavelen, inv_freq / factor, inv_freq), 1.0
     smooth = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
     smoothed = (1 - smooth) * inv_freq_llama / factor + smooth * inv_freq_llama
     is_medium = ~(wavelen < high_freq_wavelen) & ~(wavelen > low_freq_wavelen)
     return np.where(is_medium, smoothed, inv_freq_llama), 1.0
 
 
+def _by_type(
+    rope_type: str,
+    config: Mapping[str, Any],
+    params: Mapping[str, Any],
+    theta: float,
+    head_dim: int,
+    pairs: int,
+    seq_len: int | None,
+    nested: bool,
+) -> tuple[np.ndarray, float]:
+    rotary_dim = 2 * pairs
+    if rope_type == "default":
+        return _base_inv_freq(theta, rotary_dim), 1.0
+    if rope_type == "linear":
+        return _linear(params, theta, rotary_dim)
+    if rope_type == "proportional":
+        return _proportional(params, theta, head_dim, pairs)
+    if rope_type == "dynamic":
+        return _dynamic(config, params, theta, rotary_dim, seq_len)
+    if rope_type == "yarn":
+        return _yarn(config, params, theta, rotary_dim, nested)
+    if rope_type == "longrope":
+        return _longrope(config, params, theta, rotary_dim, seq_len, nested)
+    return _llama3(config, params, theta, rotary_dim, nested)
+
+
 # --------------------------------------------------------------------------- public API
 
 
 def rope_frequencies(
-    config: Mapping[str, Any], *, seq_len: int | None = None, layer_type: str | None = None
+    config: Any, *, seq_len: int | None = None, layer_type: str | None = None
 ) -> tuple[np.ndarray, float]:
     """RoPE inverse frequencies and attention factor for a Hugging Face style config.
 
     Parameters
     ----------
-    config : Mapping
-        A ``config.json``-shaped mapping. Read keys: ``head_dim`` (else
+    config : Mapping or PretrainedConfig
+        A ``config.json``-shaped mapping, or an object with ``to_dict()`` (a
+        transformers ``PretrainedConfig``). Read keys: ``head_dim`` (else
         ``qk_rope_head_dim``, else ``hidden_size // num_attention_heads``),
         ``partial_rotary_factor``, ``max_position_embeddings``,
         ``original_max_position_embeddings`` and either ``rope_parameters`` (v5:
@@ -333,7 +743,10 @@ def rope_frequencies(
         ``None`` means plain RoPE). A non-empty ``rope_scaling`` wins over
         ``rope_parameters``; inside the rope dict, ``rope_theta`` and
         ``partial_rotary_factor`` win over the top-level ones; ``rope_theta``
-        defaults to 10000. See ``docs/rope_scaling.md`` for the keys per type.
+        defaults to 10000. Legacy keys: GPT-NeoX's ``rotary_pct`` and
+        ``rotary_emb_base``, GPT-J's ``n_embd``, ``n_head``, ``n_positions`` and
+        ``rotary_dim`` (the number of rotated features), Gemma 3's
+        ``rope_local_base_freq``. See ``docs/rope_scaling.md`` for the keys per type.
     seq_len : int, optional
         Current sequence length. Used by ``dynamic`` (``None`` or anything
         shorter than ``max_position_embeddings`` gives the unscaled init-time
@@ -341,28 +754,42 @@ def rope_frequencies(
         ``original_max_position_embeddings``); ignored by the other types.
         This is a pure function: no cache, no state.
     layer_type : str, optional
-        Selects one entry when ``rope_parameters`` is nested per layer type
-        (e.g. ``{"full_attention": {...}, "sliding_attention": {...}}``).
+        The layer type whose rope to use when the config has one per layer type:
+        ``rope_parameters`` nested as ``{"full_attention": {...},
+        "sliding_attention": {...}}`` (transformers v5, Gemma 3), or a legacy Gemma 3
+        config (``rope_local_base_freq``: ``"sliding_attention"`` layers use plain
+        RoPE with that base, ``"full_attention"`` layers ``rope_theta`` and
+        ``rope_scaling``). Required for such configs; for a config with one rope it
+        may name any entry of its ``layer_types``.
 
     Returns
     -------
     inv_freq : numpy.ndarray
         float64, shape ``(rotary_dim // 2,)`` with
-        ``rotary_dim = int(head_dim * partial_rotary_factor)``; frequency of the
-        pair ``j`` in radians per position.
+        ``rotary_dim = int(head_dim * partial_rotary_factor)`` (or GPT-J's
+        ``rotary_dim``); frequency of the pair ``j`` in radians per position.
+        ``proportional`` returns ``head_dim // 2`` entries, zero for the pairs it
+        does not rotate.
     attention_factor : float
         Factor transformers multiplies cos/sin by (1.0 except for ``yarn`` and
         ``longrope``).
 
     Raises
     ------
+    MissingRopeKeyError
+        A key the config needs is missing (the message names it); both a
+        ``KeyError`` and a ``ValueError``.
     ValueError
-        Unknown ``rope_type``; a key the type requires is missing (the message
-        names key and type); odd rotary dimension; non-positive or non-finite
-        numbers; wrong length of ``short_factor``/``long_factor``; nested rope
-        parameters without a matching ``layer_type``.
+        Unknown ``rope_type``; a key the rope dict of that type does not use;
+        conflicting keys (``rotary_pct`` vs ``partial_rotary_factor``,
+        ``rotary_emb_base`` vs ``rope_theta``, ``rotary_dim`` vs the partial factor,
+        ``type`` vs ``rope_type``, ...); odd rotary dimension; non-positive,
+        subnormal or non-finite numbers; a malformed ``short_factor``/``long_factor``
+        (the message names it); per-layer-type rope parameters without a matching
+        ``layer_type``.
     TypeError
-        ``config`` (or its rope dict) is not a mapping.
+        ``config`` is neither a mapping nor has ``to_dict()``; its rope dict is not
+        a mapping.
 
     Examples
     --------
@@ -375,50 +802,44 @@ def rope_frequencies(
     ((64,), dtype('float64'), 1.0)
     >>> float(inv_freq[0]), bool(np.isclose(inv_freq[-1], 500000.0 ** (-126 / 128) / 8, rtol=1e-15))
     (1.0, True)
+
+    Pythia (GPT-NeoX) rotates a quarter of each 64-feature head:
+
+    >>> pythia = {"hidden_size": 512, "num_attention_heads": 8, "rotary_pct": 0.25,
+    ...           "rotary_emb_base": 10000}
+    >>> inv_freq, attn = rope_frequencies(pythia)
+    >>> inv_freq.shape, float(inv_freq[2])  # rotary_dim 16: 10000 ** (-4 / 16)
+    ((8,), 0.1)
     """
-    if not isinstance(config, Mapping):
-        raise TypeError(
-            f"config must be a mapping (a parsed config.json), got {type(config).__name__}."
-        )
+    config = config_mapping(config)
     if seq_len is not None:
         seq_len = _positive_int(seq_len, "seq_len")
-    params = _rope_dict(config, layer_type)
-    nested = layer_type is not None
-    rope_type = params.get("rope_type") or params.get("type") or "default"
-    if rope_type not in ROPE_TYPES:
-        raise ValueError(f"Unknown rope_type {rope_type!r}. Expected one of: {_KNOWN}.")
+    params, nested = _select(config, layer_type)
+    rope_type = _checked_rope_type(params)
 
     theta = params.get("rope_theta")
     if theta is None:
-        theta = config.get("rope_theta")
+        theta = _top(config, "rope_theta")
     theta = _real(DEFAULT_THETA if theta is None else theta, "rope_theta", minimum=1)
-    partial = params.get("partial_rotary_factor")
-    if partial is None:
-        partial = config.get("partial_rotary_factor")
-    partial = _real(1.0 if partial is None else partial, "partial_rotary_factor", minimum=0)
-    if partial > 1:
-        raise ValueError(f"partial_rotary_factor must be in (0, 1], got {partial!r}.")
+    head_dim = _head_dim(config, layer_type)
+    pairs = _rotary_pairs(config, params, head_dim, rope_type)
 
-    head_dim = _head_dim(config)
-    rotary_dim = int(head_dim * partial)
-    if rotary_dim % 2 or rotary_dim < 2:
-        if partial == 1.0 and head_dim % 2:
-            detail = f"head_dim={head_dim} is odd"
-        else:
-            detail = f"int(head_dim={head_dim} * partial_rotary_factor={partial}) = {rotary_dim}"
-        raise ValueError(f"The rotary dimension must be even and >= 2, but {detail}.")
+    overflow = (
+        f"The rope parameters of rope_type {rope_type!r} give frequencies that are not "
+        f"finite and > 0 (overflow or underflow): {params!r}, rope_theta={theta!r}."
+    )
+    try:
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            inv_freq, attention_factor = _by_type(
+                rope_type, config, params, theta, head_dim, pairs, seq_len, nested
+            )
+    except OverflowError:
+        raise ValueError(overflow) from None
 
-    if rope_type == "default":
-        return _base_inv_freq(theta, rotary_dim), 1.0
-    if rope_type == "linear":
-        return _linear(params, theta, rotary_dim)
-    if rope_type == "dynamic":
-        return _dynamic(config, params, theta, rotary_dim, seq_len)
-    if rope_type == "yarn":
-        return _yarn(config, params, theta, rotary_dim, nested)
-    if rope_type == "longrope":
-        return _longrope(config, params, theta, rotary_dim, seq_len, nested)
-    return _llama3(config, params, theta, rotary_dim, nested)
+    rotated = inv_freq[:pairs]
+    if not (np.all(np.isfinite(inv_freq)) and np.all(rotated > 0)):
+        raise ValueError(overflow)
+    return inv_freq, float(attention_factor)
 
 
 def ntk_aware_base(theta: float, factor: float, rotary_dim: int) -> float:
@@ -452,6 +873,28 @@ def ntk_aware_base(theta: float, factor: float, rotary_dim: int) -> float:
     if dim <= 2:
         raise ValueError(f"rotary_dim must be > 2 for NTK-aware scaling, got {dim}.")
     return theta * factor ** (dim / (dim - 2))
+
+
+def _xpos_positions(positions: Any) -> np.ndarray:
+    """xPos positions as float64, refusing booleans, non-numbers, NaN and inf."""
+    try:
+        raw = np.asarray(positions)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"positions must be numbers of one shape, got {positions!r}.") from exc
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(
+            f"positions must be integers or floats (not booleans or objects), got dtype "
+            f"{raw.dtype} from {positions!r}."
+        )
+    pos = raw.astype(np.float64)
+    bad = ~np.isfinite(pos)
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"positions must be finite, got {pos[index]!r} at index {index} (or a value "
+            "beyond float64)."
+        )
+    return pos
 
 
 def xpos_scale(
@@ -501,6 +944,6 @@ def xpos_scale(
     dim = _even_rotary_dim(rotary_dim)
     scale_base = _real(scale_base, "scale_base", minimum=0)
     gamma = _real(gamma, "gamma", minimum=0)
-    pos = np.asarray(positions, dtype=np.float64)
+    pos = _xpos_positions(positions)
     zeta = (np.arange(0, dim, 2, dtype=np.float64) + gamma * dim) / ((1 + gamma) * dim)
     return zeta ** (pos[..., None] / scale_base)

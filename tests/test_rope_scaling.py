@@ -227,8 +227,29 @@ def ref_llama3(config, seq_len=None):
     return inv_freq_llama, attention_factor
 
 
+def ref_proportional(config, seq_len=None):
+    rope_parameters_dict = config.rope_parameters
+    head_dim = _head_dim(config)
+    base = rope_parameters_dict["rope_theta"]
+    factor = rope_parameters_dict.get("factor", 1.0)
+    rope_proportion = rope_parameters_dict.get("partial_rotary_factor", 1.0)
+    attention_factor = 1.0
+    rope_angles = int(rope_proportion * head_dim // 2)
+    inv_freq_rotated = 1.0 / (
+        base ** (np.arange(0, 2 * rope_angles, 2, dtype=np.int64).astype(np.float64) / head_dim)
+    )
+    nope_angles = head_dim // 2 - rope_angles
+    if nope_angles > 0:
+        inv_freq = np.concatenate((inv_freq_rotated, np.zeros(nope_angles)))
+    else:
+        inv_freq = inv_freq_rotated
+    inv_freq /= factor
+    return inv_freq, attention_factor
+
+
 REFERENCE = {
     "default": ref_default,
+    "proportional": ref_proportional,
     "linear": ref_linear,
     "dynamic": ref_dynamic,
     "yarn": ref_yarn,
@@ -508,7 +529,9 @@ def configs(draw, rope_type=None):
         cfg["partial_rotary_factor"] = partial
     theta = draw(thetas)
     params: dict = {}
-    if rope_type in ("linear", "dynamic", "yarn", "llama3"):
+    if rope_type in ("linear", "dynamic", "yarn", "llama3") or (
+        rope_type == "proportional" and draw(st.booleans())
+    ):
         params["factor"] = draw(factors)
     if rope_type in ("yarn", "llama3", "longrope") and draw(st.booleans()):
         params["original_max_position_embeddings"] = draw(st.sampled_from([256, 1024, 4096, 8192]))
@@ -559,7 +582,12 @@ def test_random_configs_match_transformers_definition(config, seq_len):
 def test_inv_freq_positive_finite(rope_type, data):
     config = data.draw(configs(rope_type))
     inv, attn = rope_frequencies(config, seq_len=data.draw(seq_lens))
-    assert np.all(np.isfinite(inv)) and np.all(inv > 0)
+    assert np.all(np.isfinite(inv))
+    if rope_type == "proportional":  # the pairs it does not rotate get frequency 0
+        rotated = inv[inv > 0]
+        assert rotated.size and np.all(inv[rotated.size :] == 0)
+    else:
+        assert np.all(inv > 0)
     assert math.isfinite(attn) and attn > 0
 
 
@@ -645,12 +673,14 @@ def test_dynamic_equals_ntk_aware_base():
     np.testing.assert_allclose(inv, rope_frequencies({"head_dim": dim, "rope_theta": base})[0])
 
 
-def test_dynamic_ignores_original_max_position_embeddings():
+def test_dynamic_refuses_original_max_position_embeddings():
+    # transformers 5 ignores it for dynamic (with a warning); pe_core never ignores a key.
     cfg = copy.deepcopy(DYNAMIC)
     cfg["rope_scaling"]["original_max_position_embeddings"] = 1024
-    np.testing.assert_array_equal(
-        rope_frequencies(cfg, seq_len=5000)[0], rope_frequencies(DYNAMIC, seq_len=5000)[0]
-    )
+    with pytest.raises(
+        ValueError, match=r"Unknown key 'original_max_position_embeddings'.*'dynamic'"
+    ):
+        rope_frequencies(cfg, seq_len=5000)
 
 
 def test_yarn_truncate_changes_ramp():
@@ -752,7 +782,10 @@ def test_error_odd_rotary_dim():
 
 
 def test_error_unknown_rope_type():
-    msg = "Unknown rope_type 'foo'. Expected one of: default, dynamic, linear, llama3, longrope, yarn."
+    msg = (
+        "Unknown rope_type 'foo'. Expected one of: default, dynamic, linear, llama3, longrope, "
+        "proportional, yarn."
+    )
     with pytest.raises(ValueError, match=msg):
         rope_frequencies({"head_dim": 8, "rope_scaling": {"rope_type": "foo", "factor": 2.0}})
     with pytest.raises(ValueError, match="Unknown rope_type 'ntk'"):
@@ -819,8 +852,8 @@ def test_error_longrope_factor_length():
 
 def test_error_llama3_band_order():
     cfg = copy.deepcopy(LLAMA_3_1_8B)
-    cfg["rope_scaling"]["high_freq_factor"] = 1.0
-    with pytest.raises(ValueError, match=r"high_freq_factor.*must be > low_freq_factor"):
+    cfg["rope_scaling"]["high_freq_factor"] = 0.5  # equal is Llama 4's step; below is an error
+    with pytest.raises(ValueError, match=r"high_freq_factor.*must be >= low_freq_factor"):
         rope_frequencies(cfg)
 
 
