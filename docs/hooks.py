@@ -2,9 +2,6 @@
 
 Nothing computed is committed; every build draws and measures again with the library:
 
-* ``on_config`` leaves out of the nav the pages in :data:`PENDING_PAGES` (written
-  alongside these docs) that are not there yet; any other missing page still fails
-  the strict build.
 * ``on_files`` draws every figure of :data:`FIGURES` with :mod:`pe_core.plots` and adds
   it to the site as ``figures/NAME.png``.
 * ``on_page_markdown`` replaces each line ``<!-- computed: NAME -->`` with the Markdown
@@ -12,7 +9,8 @@ Nothing computed is committed; every build draws and measures again with the lib
   code blocks of the page above it (since the previous such line, in one namespace
   per page) and shows what they print.
 * :class:`SphinxRoles` is a griffe extension (registered in ``mkdocs.yml``) that renders
-  the Sphinx roles of the docstrings, ``:func:`~pe_core.encode```, as code: `encode`.
+  the Sphinx roles of the docstrings, ``:func:`~pe_core.encode```, as code: `encode`,
+  and takes every parameter's default from the signature.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ import math
 import re
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import griffe
@@ -35,40 +32,6 @@ import pe_core
 from pe_core import plots
 from pe_core.analysis import ResolutionReport, resolution_report
 
-# -- the nav --------------------------------------------------------------------------
-
-#: Pages other engineers write; left out of the nav until they exist.
-PENDING_PAGES = frozenset(
-    {
-        "rope.md",
-        "alibi.md",
-        "position_codes.md",
-        "layers/torch.md",
-        "layers/flax.md",
-        "layers/keras.md",
-        "benchmarks/calls.md",  # written by a full `python -m benchmarks.calls` run
-    }
-)
-
-
-def _prune(nav: Any, docs_dir: Path) -> Any:
-    if isinstance(nav, str):
-        return None if nav in PENDING_PAGES and not (docs_dir / nav).exists() else nav
-    if isinstance(nav, dict):
-        kept = {title: _prune(value, docs_dir) for title, value in nav.items()}
-        kept = {title: value for title, value in kept.items() if value not in (None, [])}
-        return kept or None
-    if isinstance(nav, list):
-        return [item for item in (_prune(entry, docs_dir) for entry in nav) if item is not None]
-    return nav
-
-
-def on_config(config: Any) -> Any:
-    if config.nav is not None:
-        config.nav = _prune(config.nav, Path(config.docs_dir))
-    return config
-
-
 # -- figures --------------------------------------------------------------------------
 
 #: Site path -> the pe_core.plots call that draws it.
@@ -78,11 +41,13 @@ FIGURES: dict[str, Callable[[], Any]] = {
     "figures/normalized.png": lambda: plots.plot_normalized((3, 4, 10, 50)),
     "figures/spectrum.png": lambda: plots.plot_spectrum(512),
     "figures/similarity.png": lambda: plots.plot_similarity(128, 100),
+    "figures/nd_similarity.png": lambda: plots.plot_grid_similarity((14, 14), 768),
     "figures/distance.png": lambda: plots.plot_similarity_by_distance(
         (16, 64, 256), (100.0, 10000.0), max_distance=200
     ),
     "figures/long_distance.png": lambda: plots.plot_long_distance(16, 100_000, min_separation=1000),
     "figures/rope_scores.png": lambda: plots.plot_rope_scores(64, 48),
+    "figures/rope_sections.png": lambda: plots.plot_rope_sections(),
     "figures/alibi.png": lambda: plots.plot_alibi(8, 16),
 }
 
@@ -152,6 +117,8 @@ def div_term_check() -> str:
     library = pe_core.frequencies(d)
     textbook32 = np.exp(two_i.astype(np.float32) * np.float32(-(math.log(10000.0) / d)))
     error32 = np.abs(textbook32.astype(np.float64) - library)
+    growing = np.exp(two_i * (math.log(10000.0) / d))  # the sign dropped
+    below = int(np.count_nonzero(growing < 2 * math.pi))  # they grow with i: a prefix
     return "\n".join(
         [
             f"* `d = {d}`, all {d // 2} frequencies, float64: "
@@ -164,6 +131,10 @@ def div_term_check() -> str:
             f"(pair {int(np.argmax(error32))}), and the angle `pos·ω` by that much times the "
             f"position: **{float(error32.max()) * 1e6:.2g} rad at position 10⁶**. That is one "
             "reason pe_core computes angles its own way ([Precision](precision.md)).",
+            f"* Without the minus sign, `exp(2i·(+ln 10000/d))`: pairs 0 to {below - 1} "
+            f"turn by less than a full circle per position (pair {below - 1} by "
+            f"{growing[below - 1]:.3f} rad), the other {d // 2 - below} of {d // 2} "
+            f"(pair {below} on, {growing[below]:.3f} rad and up) by more.",
         ]
     )
 
@@ -351,23 +322,6 @@ def alibi_slopes() -> str:
     return _table(["heads", "slopes m_h"], rows)
 
 
-def optional_api() -> str:
-    """``:::`` entries for the modules written alongside, once they exist."""
-    blocks = []
-    for module in (
-        "pe_core.rope",
-        "pe_core.codes",
-        "pe_core.layers",
-        "pe_core.layers.torch",
-        "pe_core.layers.flax",
-        "pe_core.layers.keras",
-    ):
-        path = Path(pe_core.__file__).parent.joinpath(*module.split(".")[1:])
-        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
-            blocks.append(f"::: {module}")
-    return "\n\n".join(blocks)
-
-
 #: Marker name -> the function computing its Markdown.
 SNIPPETS: dict[str, Callable[[], str]] = {
     "permutation-demo": permutation_demo,
@@ -381,7 +335,6 @@ SNIPPETS: dict[str, Callable[[], str]] = {
     "binary-neighbours": binary_neighbours,
     "rope-check": rope_check,
     "alibi-slopes": alibi_slopes,
-    "optional-api": optional_api,
 }
 
 _MARKER = re.compile(r"^<!-- computed: ([\w-]+) -->$")
@@ -478,15 +431,81 @@ def _fence_doctests(text: str) -> str:
     return "\n".join(out)
 
 
+_CHOICES = re.compile(
+    r"^(?P<head>\s*(?P<names>\w+(?:, \w+)*) : )\{(?P<choices>[^{}]+)\}(?P<tail>.*)$"
+)
+
+
+def _choices_as_types(text: str, parameters: Any) -> str:
+    """``name : {"a", "b"}`` -> ``name : "a" | "b"`` for the parameters of the signature.
+
+    The numpy docstring parser takes the first of the braced values as the default
+    (numpydoc's convention); the signature is the truth (``backend=None`` follows the
+    input), so where the signature has the parameter its default is shown instead.
+    """
+
+    def rewrite(line: str) -> str:
+        match = _CHOICES.match(line)
+        if match is None or not all(n in parameters for n in match["names"].split(", ")):
+            return line
+        choices = " | ".join(c.strip() for c in match["choices"].split(","))
+        return f"{match['head']}{choices}{match['tail']}"
+
+    return "\n".join(rewrite(line) for line in text.split("\n"))
+
+
+_GROUPED = re.compile(r"^(?P<indent>\s*)(?P<names>\w+(?:, \w+)+)(?P<type> : .*)?$")
+
+
+def _split_grouped(text: str, parameters: Any) -> str:
+    """``a, b : int`` + description -> one entry per name, each with the description.
+
+    The numpy parser gives every name of a group the signature default of the first.
+    """
+    lines, out, i = text.split("\n"), [], 0
+    while i < len(lines):
+        match = _GROUPED.match(lines[i])
+        names = match["names"].split(", ") if match else []
+        if not names or not all(name in parameters for name in names):
+            out.append(lines[i])
+            i += 1
+            continue
+        indent, j = len(match["indent"]), i + 1
+        while j < len(lines) and (
+            not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > indent
+        ):
+            j += 1
+        while j > i + 1 and not lines[j - 1].strip():  # blank lines stay after the group
+            j -= 1
+        for name in names:
+            out.append(f"{match['indent']}{name}{match['type'] or ''}")
+            out.extend(lines[i + 1 : j])
+        i = j
+    return "\n".join(out)
+
+
+def _parameter_names(obj: griffe.Object) -> set[str]:
+    try:
+        return {parameter.name for parameter in obj.parameters}  # functions; classes: __init__
+    except (AttributeError, griffe.AliasResolutionError):
+        return set()
+
+
 class SphinxRoles(griffe.Extension):
     """Make the Sphinx-flavoured docstrings read well in Markdown.
 
     Roles become code (``:func:`~pe_core.encode``` -> `encode`, ``:class:`pe_core.Spec```
-    -> `pe_core.Spec`), and doctest runs outside an ``Examples`` section become code
-    blocks instead of paragraphs (the docstrings are written for doctest and ``help()``).
+    -> `pe_core.Spec`), doctest runs outside an ``Examples`` section become code
+    blocks instead of paragraphs (the docstrings are written for doctest and ``help()``),
+    and a parameter typed with braced values, ``backend : {"numpy", "jax", ...}``, shows
+    the signature's default rather than the first value.
     """
 
-    def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
-        if obj.docstring is not None:
+    def on_object(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+        # Once the whole tree is loaded (a class's parameters are its __init__'s); an
+        # alias shares its target's docstring, which is rewritten once, as the target.
+        if obj.docstring is not None and not obj.is_alias:
             value = _ROLE.sub(_role_as_code, obj.docstring.value)
+            parameters = _parameter_names(obj)
+            value = _split_grouped(_choices_as_types(value, parameters), parameters)
             obj.docstring.value = _fence_doctests(value)

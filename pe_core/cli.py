@@ -1,7 +1,8 @@
 """``pe-core``, the command line: print or save an encoding, or check an installation.
 
-``pe-core encode --positions 0:8 --dim 16`` prints the table (``--out FILE.npy`` saves
-it). ``pe-core check`` runs the properties pe_core promises (agreement with a float64
+``pe-core encode --positions 0:8 --dim 16`` prints the table (``--out FILE.npy``,
+``FILE.csv`` or ``FILE.json`` saves it; ``--format`` chooses the format otherwise).
+``pe-core check`` runs the properties pe_core promises (agreement with a float64
 reference, exactness at large positions, boundedness, uniqueness, the linear relation,
 ``shift``, the relative dot product, and compiled code) on every installed backend and
 prints a backend x property table; the exit status is 1 when anything fails.
@@ -10,10 +11,13 @@ prints a backend x property table; the exit status is 1 when anything fails.
 
 The checks use fixed grids and a fixed seed, not Hypothesis, so they are
 deterministic and need no test dependencies (``mpmath`` only for the large-position
-reference; that column is skipped without it). Bad arguments exit with status 2.
+reference; that column is skipped without it). Exit status: 0 on success, 1 when a
+check fails or a file cannot be written, 2 for bad arguments (values the library
+refuses included), with a one-line message and no traceback; ``python -m pe_core``
+is the same command.
 
 >>> main(["encode", "--positions", "0:2", "--dim", "4"])
-# pe_core.encode(positions=0:2, d=4, spec='vaswani', backend='numpy', dtype='float32') -> shape (2, 4)
+# pe_core.encode(pos=range(0, 2), d=4, spec='vaswani', backend='numpy', dtype='float32') -> shape (2, 4)
 pos  features
   0  [ 0.0000  1.0000  0.0000  1.0000]
   1  [ 0.8415  0.5403  0.0100  0.9999]
@@ -23,15 +27,22 @@ pos  features
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import logging
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pe_core import __version__
 from pe_core.encoding import encode
 from pe_core.frequency import check_d, frequencies
 from pe_core.presets import DEFAULT_PRESET, PRESETS, resolve_spec
@@ -51,16 +62,21 @@ __all__ = ["main"]
 #: At most this many values are computed by ``pe-core encode``.
 MAX_ENCODE_VALUES = 10**8
 
+#: The presets of 1-D positions (the N-D ones, axes > 1, encode coordinates).
+_ONE_AXIS_PRESETS = [name for name in sorted(PRESETS) if PRESETS[name].axes == 1]
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``pe-core`` with ``argv`` (``sys.argv[1:]`` by default); return the exit status.
 
-    0: success; 1: ``check`` found a failing property; 2: bad arguments.
+    0: success; 1: ``check`` found a failing property, or an output file could not be
+    written; 2: bad arguments, including values the library refuses. Errors are one
+    line on stderr, ``pe-core COMMAND: error: ...``, without a traceback.
 
     Examples
     --------
     >>> main(["encode", "--positions", "3", "--dim", "2", "--spec", "whisper"])
-    # pe_core.encode(positions=3, d=2, spec='whisper', backend='numpy', dtype='float32') -> shape (1, 2)
+    # pe_core.encode(pos=3, d=2, spec='whisper', backend='numpy', dtype='float32') -> shape (1, 2)
     pos  features
       3  [ 0.1411 -0.9900]
     0
@@ -72,9 +88,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     try:
         return args.run(args)
-    except (ValueError, TypeError, ImportError) as exc:  # bad combinations pe_core rejects
-        print(f"pe-core {args.command}: error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # `pe-core encode ... | head`: stop quietly
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -82,6 +95,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError):
             pass
         return 1
+    except _WriteError as exc:
+        print(f"pe-core {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    # Bad combinations and values pe_core rejects (ValueError, TypeError), a missing
+    # framework (ImportError), numbers beyond what NumPy holds (OverflowError).
+    except (ValueError, TypeError, ImportError, OverflowError) as exc:
+        print(f"pe-core {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"pe-core {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+class _WriteError(Exception):
+    """An output file could not be written (exit status 1)."""
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    return " ".join(lines) or type(exc).__name__
 
 
 # -- argument parsing -----------------------------------------------------------
@@ -92,6 +125,7 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="pe-core",
         description="Sinusoidal positional encodings, exact on NumPy, JAX, PyTorch and TensorFlow.",
     )
+    parser.add_argument("--version", action="version", version=f"pe-core {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     enc = commands.add_parser(
@@ -113,7 +147,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--spec",
         default=DEFAULT_PRESET,
         type=_preset_arg,
-        help=f"preset name, one of: {', '.join(sorted(PRESETS))} (default: {DEFAULT_PRESET})",
+        help=f"preset name, one of: {', '.join(_ONE_AXIS_PRESETS)} (default: {DEFAULT_PRESET})",
     )
     enc.add_argument(
         "--backend",
@@ -127,7 +161,22 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=FLOAT_DTYPES,
         help="output dtype (default: float32)",
     )
-    enc.add_argument("--out", "-o", metavar="FILE.npy", help="save the table with numpy.save")
+    enc.add_argument(
+        "--out",
+        "-o",
+        metavar="FILE",
+        help="save the table (every value) instead of printing it; the format follows "
+        "the extension: .npy (numpy.save), .csv (a 'pos' column, then one per feature), "
+        ".json; bfloat16 is saved as float32",
+    )
+    enc.add_argument(
+        "--format",
+        "-f",
+        choices=ENCODE_FORMATS,
+        default=None,
+        help="table (printed, the default without --out), csv or json (printed, or "
+        "saved to --out), npy (needs --out); with --out, overrides its extension",
+    )
     enc.set_defaults(run=_run_encode)
 
     chk = commands.add_parser(
@@ -192,7 +241,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--spec",
         default=None,
         type=_preset_arg,
-        help=f"preset name, one of: {', '.join(sorted(PRESETS))} (default: {DEFAULT_PRESET}; "
+        help=f"preset name, one of: {', '.join(_ONE_AXIS_PRESETS)} (default: {DEFAULT_PRESET}; "
         "spectrum compares vaswani and tensor2tensor unless given)",
     )
     plot.add_argument(
@@ -234,10 +283,26 @@ def _number(text: str) -> int | float:
 class _Positions:
     text: str
     values: np.ndarray
+    call: str  # how a Python caller would write them
+
+
+def _integers(values: Sequence[int]) -> np.ndarray:
+    """int64, or float64 beyond int64 (the library then says what range it takes)."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:
+        return np.array([float(v) for v in values], dtype=np.float64)
 
 
 def _positions_arg(text: str) -> _Positions:
     """Parse ``a:b``, ``a:b:step``, ``p0,p1,...`` or a single number."""
+    try:
+        return _parse_positions(text)
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"the range {text!r} is too large") from None
+
+
+def _parse_positions(text: str) -> _Positions:
     if ":" in text:
         parts = text.split(":")
         if len(parts) not in (2, 3) or not all(p.strip() for p in parts):
@@ -256,9 +321,16 @@ def _positions_arg(text: str) -> _Positions:
                 f"the range {text!r} holds {count} positions; too many"
             )
         if all(isinstance(v, int) for v in (start, stop, step)):
-            values = np.arange(start, stop, step, dtype=np.int64)
+            try:
+                values = np.arange(start, stop, step, dtype=np.int64)
+            except OverflowError:
+                values = _integers(range(start, stop, step))
+            bounds = f"{start}, {stop}" + (f", {step}" if step != 1 else "")
+            call = f"range({bounds})"
         else:
             values = start + step * np.arange(count, dtype=np.float64)
+            call = f"np.arange({start!r}, {stop!r}, {step!r})"
+        return _Positions(text, values, call)
     else:
         items = [p for p in text.split(",")]
         if not all(p.strip() for p in items):
@@ -266,9 +338,12 @@ def _positions_arg(text: str) -> _Positions:
                 f"positions must be numbers separated by commas. Received: {text!r}"
             )
         numbers = [_number(p) for p in items]
-        ints = all(isinstance(v, int) for v in numbers)
-        values = np.array(numbers, dtype=np.int64 if ints else np.float64)
-    return _Positions(text, values)
+        if all(isinstance(v, int) for v in numbers):
+            values = _integers(numbers)
+        else:
+            values = np.array(numbers, dtype=np.float64)
+        call = repr(numbers[0]) if len(numbers) == 1 else f"[{', '.join(map(repr, numbers))}]"
+    return _Positions(text, values, call)
 
 
 def _positive_int_arg(text: str) -> int:
@@ -289,9 +364,15 @@ def _dims_arg(text: str) -> tuple[int, ...]:
 
 def _preset_arg(text: str) -> Spec:
     try:
-        return resolve_spec(text)
+        spec = resolve_spec(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    if spec.axes > 1:
+        raise argparse.ArgumentTypeError(
+            f"preset {text!r} encodes {spec.axes}-D coordinates; the command line encodes "
+            f"1-D positions. Expected one of: {', '.join(_ONE_AXIS_PRESETS)}."
+        )
+    return spec
 
 
 def _presets_arg(text: str) -> tuple[Spec, ...]:
@@ -329,9 +410,50 @@ def _backends_arg(text: str) -> tuple[str, ...]:
 # -- pe-core encode ---------------------------------------------------------------
 
 
+#: What ``pe-core encode --format`` writes; ``table`` is the printed summary.
+ENCODE_FORMATS: tuple[str, ...] = ("table", "csv", "json", "npy")
+
+#: ``--out`` extension -> format.
+_EXTENSIONS = {".npy": "npy", ".csv": "csv", ".json": "json"}
+
+
+def _output_format(out: str | None, chosen: str | None) -> str:
+    """The format of ``pe-core encode``: ``--format``, else ``--out``'s extension."""
+    if out is None:
+        if chosen == "npy":
+            raise ValueError("--format npy writes a binary file: give --out FILE.npy.")
+        return chosen or "table"
+    if chosen == "table":
+        raise ValueError(
+            "--format table prints the summary; to save every value use csv, json or npy."
+        )
+    if chosen is not None:
+        return chosen
+    suffix = Path(out).suffix.lower()
+    if suffix not in _EXTENSIONS:
+        raise ValueError(
+            f"cannot tell the format of --out {out!r} from its extension {suffix or '(none)'!r}. "
+            f"Expected one of: {', '.join(_EXTENSIONS)}, or give --format csv|json|npy."
+        )
+    return _EXTENSIONS[suffix]
+
+
+def _check_out_path(out: str) -> Path:
+    """Refuse an ``--out`` that cannot be a file before computing anything."""
+    path = Path(out)
+    if path.is_dir():
+        raise ValueError(f"--out {out!r} is a folder. Expected a file name.")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ValueError(f"--out {out!r}: the folder {str(folder)!r} does not exist.")
+    return path
+
+
 def _run_encode(args: argparse.Namespace) -> int:
     spec: Spec = args.spec
     d = check_d(args.dim, spec)
+    path = None if args.out is None else _check_out_path(args.out)
+    fmt = _output_format(args.out, args.format)
     positions: np.ndarray = args.positions.values
     if positions.size * d > MAX_ENCODE_VALUES:
         raise ValueError(
@@ -341,20 +463,51 @@ def _run_encode(args: argparse.Namespace) -> int:
     xp = get_namespace(args.backend)
     table = xp.to_numpy(encode(positions, d, spec=spec, backend=args.backend, dtype=args.dtype))
     call = (
-        f"pe_core.encode(positions={args.positions.text}, d={d}, spec={spec.name!r}, "
+        f"pe_core.encode(pos={args.positions.call}, d={d}, spec={spec.name!r}, "
         f"backend={args.backend!r}, dtype={args.dtype!r})"
     )
-    if args.out:
-        saved = table
-        if saved.dtype.name == "bfloat16":  # NumPy cannot read bfloat16 .npy files back
-            saved = saved.astype(np.float32)
-        np.save(args.out, saved)
-        path = args.out if args.out.endswith(".npy") else args.out + ".npy"
-        print(f"saved {call}: shape {saved.shape}, {saved.dtype} -> {path}")
+    if fmt == "table":
+        print(f"# {call} -> shape {table.shape}")
+        _print_table(positions, table)
         return 0
-    print(f"# {call} -> shape {table.shape}")
-    _print_table(positions, table)
+    if table.dtype.name == "bfloat16":  # NumPy cannot read bfloat16 back: save float32
+        table = table.astype(np.float32)
+    if path is None:  # csv or json to stdout
+        sys.stdout.write(_serialise(fmt, positions, table, call))
+        return 0
+    try:
+        if fmt == "npy":
+            with path.open("wb") as file:  # exactly this name (numpy.save would add .npy)
+                np.save(file, table)
+        else:
+            path.write_text(_serialise(fmt, positions, table, call))
+    except OSError as exc:
+        raise _WriteError(f"could not write {str(path)!r}: {exc.strerror or exc}") from None
+    print(f"saved {call}: shape {table.shape}, {table.dtype} -> {path} ({fmt})")
     return 0
+
+
+def _shortest(values: np.ndarray) -> list[str]:
+    """Each value as the shortest decimal that reads back to it in its own dtype."""
+    return [np.format_float_positional(v, unique=True, trim="-") for v in values.reshape(-1)]
+
+
+def _serialise(fmt: str, positions: np.ndarray, table: np.ndarray, call: str) -> str:
+    labels = [_format_position(p) for p in positions]
+    if fmt == "csv":
+        header = ",".join(["pos"] + [f"f{i}" for i in range(table.shape[-1])])
+        rows = [
+            ",".join([label, *_shortest(row)]) for label, row in zip(labels, table, strict=True)
+        ]
+        return "\n".join([header, *rows]) + "\n"
+    document = {
+        "call": call,
+        "dtype": table.dtype.name,
+        "shape": list(table.shape),
+        "pos": [p.item() for p in positions],
+        "values": [[float(v) for v in _shortest(row)] for row in table],
+    }
+    return json.dumps(document) + "\n"
 
 
 def _print_table(positions: np.ndarray, table: np.ndarray, max_rows: int = 50) -> None:
@@ -406,6 +559,7 @@ def _run_plot(args: argparse.Namespace) -> int:
     kind: str = args.kind
     dims: tuple[int, ...] | None = args.dim
     spec: Spec | None = args.spec
+    _check_out_path(args.out)
     if args.base is not None and kind != "distance":
         raise ValueError(f"--base applies to the distance plot only. Received: {kind}")
     if args.length is not None and kind == "spectrum":
@@ -440,7 +594,10 @@ def _run_plot(args: argparse.Namespace) -> int:
         if spec is not None
         else ("vaswani, tensor2tensor" if kind == "spectrum" else DEFAULT_PRESET)
     )
-    fig.savefig(args.out, dpi=args.dpi)
+    try:
+        fig.savefig(args.out, dpi=args.dpi)
+    except OSError as exc:
+        raise _WriteError(f"could not write {args.out!r}: {exc.strerror or exc}") from None
     print(f"saved {kind} ({what}, spec={spec_name}) -> {args.out}")
     return 0
 
@@ -538,10 +695,60 @@ class _Case:
         return f"spec={self.spec.name} d={self.d}"
 
 
+@contextlib.contextmanager
+def _quiet_frameworks() -> Iterator[None]:
+    """Keep the frameworks' log lines out of ``pe-core check``'s output, for its run only.
+
+    TensorFlow's C++ logging reads ``TF_CPP_MIN_LOG_LEVEL`` when it first logs, so the
+    variable is set before the check imports TensorFlow (a value the caller set is
+    kept); its Python logger and JAX's drop below ERROR, and the frameworks' Python
+    warnings are ignored. Everything is restored afterwards.
+    """
+    saved_env = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+    loggers = [logging.getLogger(name) for name in ("tensorflow", "jax", "absl")]
+    saved_levels = [logger.level for logger in loggers]
+    if saved_env is None:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"  # errors only
+    for logger in loggers:
+        logger.setLevel(max(logger.level, logging.ERROR))
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", module=r"(tensorflow|keras|jax|flax|torch)\b")
+            yield
+    finally:
+        if saved_env is None:
+            os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+        for logger, level in zip(loggers, saved_levels, strict=True):
+            logger.setLevel(level)
+
+
+class _Progress:
+    """``pe-core check``'s progress on stderr: a line per backend and case, each
+    property's name as it is done, and the seconds the line took."""
+
+    def __init__(self) -> None:
+        self._start = time.perf_counter()
+
+    def begin(self, text: str) -> None:
+        sys.stdout.flush()
+        self._start = time.perf_counter()
+        print(text, end="", file=sys.stderr, flush=True)
+
+    def step(self, name: str) -> None:
+        print(f" {name}", end="", file=sys.stderr, flush=True)
+
+    def end(self) -> None:
+        print(f" ({time.perf_counter() - self._start:.1f} s)", file=sys.stderr, flush=True)
+
+
 def _run_check(args: argparse.Namespace) -> int:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out
+    with _quiet_frameworks():
+        return _check(args)
+
+
+def _check(args: argparse.Namespace) -> int:
     backends = args.backends or installed_backends()
-    specs = args.spec or tuple(PRESETS[name] for name in sorted(PRESETS))
+    specs = args.spec or tuple(PRESETS[name] for name in _ONE_AXIS_PRESETS)
     cases, skipped = [], []
     for spec in specs:
         for d in args.dim:
@@ -560,9 +767,11 @@ def _run_check(args: argparse.Namespace) -> int:
     if skipped:
         print(f"skipped: {'; '.join(skipped)}")
     results: dict[str, dict[str, _Cell]] = {}
+    progress = _Progress()
     for name in backends:
-        print(f"checking {name} ...", file=sys.stderr, flush=True)
-        results[name] = _check_backend(name, cases, compiled=not args.no_compiled)
+        results[name] = _check_backend(
+            name, cases, compiled=not args.no_compiled, progress=progress
+        )
     _print_results(results)
     failures = [
         (b, col, cell) for b, row in results.items() for col, cell in row.items() if cell.failed
@@ -719,8 +928,15 @@ def _max_error(got: np.ndarray, expected: np.ndarray) -> float:
     return float(np.max(np.where(np.isfinite(err), err, np.inf))) if err.size else 0.0
 
 
-def _check_backend(name: str, cases: list[_Case], *, compiled: bool) -> dict[str, _Cell]:
-    xp = get_namespace(name)
+def _check_backend(
+    name: str, cases: list[_Case], *, compiled: bool, progress: _Progress | None = None
+) -> dict[str, _Cell]:
+    progress = progress or _Progress()
+    progress.begin(f"checking {name}: importing")
+    try:
+        xp = get_namespace(name)
+    finally:
+        progress.end()
     row = {column: _Cell() for column in COLUMNS}
 
     def run(column: str, where: str, body: Callable[[], float], d: int) -> None:
@@ -731,6 +947,7 @@ def _check_backend(name: str, cases: list[_Case], *, compiled: bool) -> dict[str
             row[column].crash(exc, where)
         else:
             row[column].record(error, tolerance, where)
+        progress.step(column if column != "compiled" else where.rsplit(" ", 1)[-1])
 
     def enc(positions: np.ndarray, case: _Case) -> np.ndarray:
         out = encode(positions, case.d, spec=case.spec, backend=name)
@@ -739,6 +956,7 @@ def _check_backend(name: str, cases: list[_Case], *, compiled: bool) -> dict[str
         return xp.to_numpy(out).astype(np.float64)
 
     for case in cases:
+        progress.begin(f"checking {name} {case.label}:")
         seen: list[np.ndarray] = []
 
         def agreement(case: _Case = case, seen: list[np.ndarray] = seen) -> float:
@@ -795,6 +1013,7 @@ def _check_backend(name: str, cases: list[_Case], *, compiled: bool) -> dict[str
         except Exception as exc:
             for column in ("linear", "shift", "rel-dot"):
                 row[column].crash(exc, case.label)
+            progress.end()
             continue
 
         def linear(case: _Case = case, here: Any = here, there: Any = there) -> float:
@@ -831,6 +1050,7 @@ def _check_backend(name: str, cases: list[_Case], *, compiled: bool) -> dict[str
             return max(errors)
 
         run("rel-dot", case.label, rel_dot, case.d)
+        progress.end()
 
     if name == "numpy":
         row["compiled"].status = "n/a"
@@ -841,6 +1061,7 @@ def _check_backend(name: str, cases: list[_Case], *, compiled: bool) -> dict[str
         row["compiled"].notes.append("needs mpmath: pip install 'pe-core[test]'")
     else:
         case = cases[0]
+        progress.begin(f"checking {name} {case.label}: compiled with")
         for label, fn in _compilers(name, case):
 
             def compiled_error(fn: Callable[[Any], Any] = fn, case: _Case = case) -> float:
@@ -851,6 +1072,7 @@ def _check_backend(name: str, cases: list[_Case], *, compiled: bool) -> dict[str
                 return max(errors)
 
             run("compiled", f"{case.label} {label}", compiled_error, case.d)
+        progress.end()
     return row
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 import sys
 from importlib.metadata import entry_points
 
@@ -31,7 +34,7 @@ def table_row(out: str, backend: str) -> dict[str, str]:
 def test_encode_prints_the_table(capsys):
     assert cli.main(["encode", "--positions", "0:8", "--dim", "16"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("# pe_core.encode(positions=0:8, d=16, spec='vaswani'")
+    assert out[0].startswith("# pe_core.encode(pos=range(0, 8), d=16, spec='vaswani'")
     assert out[0].endswith("-> shape (8, 16)")
     rows = [line.split(None, 1) for line in out[2:]]
     assert [label for label, _ in rows] == [str(p) for p in range(8)]
@@ -131,10 +134,189 @@ def test_bad_arguments_exit_2_with_a_message(capsys, argv, message):
     assert "error:" in err
 
 
-def test_dtype_the_backend_lacks_is_a_usage_error(capsys):
+def test_dtype_the_backend_lacks_is_a_usage_error(capsys, monkeypatch):
+    """NumPy has bfloat16 only through ml_dtypes: without it, a one-line usage error."""
+    from pe_core_backends import get_namespace
+
+    numpy_namespace = type(get_namespace("numpy"))
+    monkeypatch.setattr(numpy_namespace, "float_dtypes", ("float64", "float32", "float16"))
     argv = ["encode", "--positions", "0:4", "--dim", "4", "--dtype", "bfloat16"]
     assert cli.main(argv) == 2
     assert "backend 'numpy' has no dtype 'bfloat16'" in capsys.readouterr().err
+
+
+def test_header_is_the_call_that_gives_the_table(capsys):
+    """The printed call runs, with encode's keywords, and gives the same table."""
+    argv = ["encode", "--positions", "0:1:0.25", "--dim", "4", "--spec", "fairseq"]
+    assert cli.main([*argv, "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    call = document["call"]
+    assert call.startswith("pe_core.encode(pos=np.arange(0, 1, 0.25), d=4, spec='fairseq'")
+    again = eval(call, {"pe_core": pe_core, "np": np})  # the header is runnable code
+    np.testing.assert_array_equal(np.asarray(document["values"], dtype=np.float32), again)
+
+
+@pytest.mark.parametrize(
+    ("suffix", "fmt"), [(".npy", "npy"), (".csv", "csv"), (".json", "json"), (".CSV", "csv")]
+)
+def test_out_format_follows_the_extension(tmp_path, capsys, suffix, fmt):
+    out = tmp_path / f"t{suffix}"
+    argv = ["encode", "--positions", "0,7,100000", "--dim", "6", "--dtype", "float64"]
+    assert cli.main([*argv, "--out", str(out)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # no name added
+    assert capsys.readouterr().out.rstrip().endswith(f"-> {out} ({fmt})")
+    expected = pe_core.encode(np.array([0, 7, 100000]), 6, dtype="float64")
+    np.testing.assert_array_equal(read_table(out, fmt), expected)
+
+
+def read_table(path, fmt: str) -> np.ndarray:
+    if fmt == "npy":
+        return np.load(path)
+    if fmt == "csv":
+        lines = path.read_text().splitlines()
+        assert lines[0].split(",")[0] == "pos"
+        return np.array([line.split(",")[1:] for line in lines[1:]], dtype=np.float64)
+    return np.array(json.loads(path.read_text())["values"], dtype=np.float64)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "npy"])
+def test_format_overrides_the_extension(tmp_path, fmt):
+    out = tmp_path / "table.data"
+    argv = ["encode", "--positions", "3:9:2", "--dim", "8", "--spec", "tensor2tensor"]
+    assert cli.main([*argv, "--out", str(out), "--format", fmt]) == 0
+    saved = read_table(out, fmt)
+    expected = pe_core.encode(np.arange(3, 9, 2), 8, spec="tensor2tensor")  # float32
+    np.testing.assert_array_equal(saved.astype(np.float32), expected)  # every bit back
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_format_prints_csv_and_json(capsys, fmt):
+    assert cli.main(["encode", "--positions=-3,0.5", "--dim", "4", "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    if fmt == "csv":
+        lines = out.splitlines()
+        assert lines[0] == "pos,f0,f1,f2,f3"
+        assert [line.split(",")[0] for line in lines[1:]] == ["-3.0", "0.5"]
+        values = np.array([line.split(",")[1:] for line in lines[1:]], dtype=np.float32)
+    else:
+        document = json.loads(out)
+        assert document["pos"] == [-3.0, 0.5] and document["shape"] == [2, 4]
+        assert document["dtype"] == "float32"
+        values = np.array(document["values"], dtype=np.float32)
+    np.testing.assert_array_equal(values, pe_core.encode(np.array([-3.0, 0.5]), 4))
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--out", "{tmp}/t.txt"], "cannot tell the format of --out"),
+        (["--out", "{tmp}/table"], "from its extension '(none)'"),
+        (["--out", "{tmp}/missing/t.csv"], "the folder '{tmp}/missing' does not exist"),
+        (["--out", "{tmp}"], "is a folder"),
+        (["--format", "npy"], "give --out FILE.npy"),
+        (["--out", "{tmp}/t.csv", "--format", "table"], "to save every value use csv"),
+        (["--format", "xml"], "invalid choice: 'xml'"),
+    ],
+)
+def test_bad_output_arguments_exit_2_and_write_nothing(tmp_path, capsys, extra, message):
+    extra = [arg.format(tmp=tmp_path) for arg in extra]
+    assert cli.main(["encode", "--positions", "0:3", "--dim", "4", *extra]) == 2
+    captured = capsys.readouterr()
+    assert message.format(tmp=tmp_path) in captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_out_exits_1(tmp_path, capsys, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(cli.Path, "write_text", refuse)
+    argv = ["encode", "--positions", "0:3", "--dim", "4", "--out", str(tmp_path / "t.csv")]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert (
+        err.strip()
+        == f"pe-core encode: error: could not write '{tmp_path / 't.csv'}': Permission denied"
+    )
+
+
+def test_plot_into_a_missing_folder_exits_2(tmp_path, capsys):
+    out = tmp_path / "nope" / "fig.png"
+    assert cli.main(["plot", "heatmap", "--out", str(out)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_library_errors_are_one_line_with_status_2(monkeypatch, capsys):
+    def refuse(*args, **kwargs):
+        raise ValueError("positions out of range\n  found 1e+300 at index 0")
+
+    monkeypatch.setattr(cli, "encode", refuse)
+    assert cli.main(["encode", "--positions", "1e300", "--dim", "4"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "pe-core encode: error: positions out of range found 1e+300 at index 0\n"
+    )
+
+
+def exact_encoding(position: float, d: int) -> np.ndarray:
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workprec(2000):  # enough for |p| up to about 1e300
+        p = mpmath.mpf(position)
+        angles = [p * mpmath.mpf(float(w)) for w in pe_core.frequencies(d)]
+        return np.array([f(a) for a in angles for f in (mpmath.sin, mpmath.cos)], dtype=np.float64)
+
+
+@pytest.mark.parametrize(
+    "argument", ["1e300", "1e23", "-1e23", "99999999999999999999", "36028797018963968"]
+)
+def test_huge_positions_are_exact_or_refused(capsys, argument):
+    """Never a wrong number with status 0: exact (against mpmath) or a one-line error."""
+    status = cli.main(["encode", f"--positions={argument}", "--dim", "4", "--format", "json"])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    if status == 2:
+        assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+        assert captured.err.startswith("pe-core encode: error: ")
+        return
+    assert status == 0, captured.err
+    got = np.array(json.loads(captured.out)["values"][0], dtype=np.float64)
+    np.testing.assert_allclose(got, exact_encoding(float(int(float(argument))), 4), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        ("=-1e308:1e308", "is too large"),
+        ("=0:" + "9" * 400, "is too large"),
+        ("=1e999", "must be finite"),
+    ],
+)
+def test_ranges_beyond_floats_are_refused(capsys, argument, message):
+    assert cli.main(["encode", f"--positions{argument}", "--dim", "4"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_version(capsys):
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"pe-core {pe_core.__version__}"
+
+
+def test_python_dash_m_pe_core_runs_the_cli(tmp_path):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    argv = [sys.executable, "-m", "pe_core", "encode", "--positions", "0:3", "--dim", "4"]
+    result = subprocess.run(
+        [*argv, "--out", str(tmp_path / "t.npy")], capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "t.npy"), pe_core.encode(range(3), 4))
+    bad = subprocess.run(
+        [*argv[:3], "encode", "--positions", "x", "--dim", "4"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "'x' is not a number" in bad.stderr
+    assert "Traceback" not in bad.stderr
 
 
 def test_help_exits_0(capsys):
@@ -152,12 +334,52 @@ def test_console_script_is_registered():
 
 def test_check_numpy(capsys):
     assert cli.main(["check", "--backends", "numpy"]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     cells = table_row(out, "numpy")
     assert list(cells) == list(cli.COLUMNS)
     assert cells.pop("compiled") == "n/a"
     assert all(cell.startswith("PASS") for cell in cells.values()), cells
     assert "5 case(s)" in out and out.rstrip().endswith("all checks passed")
+    # progress: a line per case, each property named as it is done, and the time
+    progress = [line for line in captured.err.splitlines() if line.startswith("checking numpy")]
+    assert progress[0].startswith("checking numpy: importing (")
+    columns = " ".join(c for c in cli.COLUMNS if c != "compiled")
+    assert len(progress) == 6
+    for line in progress[1:]:
+        assert re.fullmatch(rf"checking numpy spec=\w+ d=64: {columns} \(\d+\.\d s\)", line), line
+
+
+def test_check_progress_names_the_compiler(capsys):
+    pytest.importorskip("jax")
+    assert cli.main(["check", "--backends", "jax", "--spec", "whisper", "--dim", "4"]) == 0
+    err = capsys.readouterr().err
+    assert re.search(
+        r"^checking jax spec=whisper d=4: compiled with jax\.jit \(\d+\.\d s\)$", err, re.M
+    ), err
+
+
+def test_check_quiets_frameworks_for_its_run_only(monkeypatch, capsys):
+    import logging
+
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    seen = {}
+
+    def spy(*args, **kwargs):
+        seen["env"] = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+        seen["level"] = logging.getLogger("tensorflow").getEffectiveLevel()
+        return real(*args, **kwargs)
+
+    real = cli._check_backend
+    monkeypatch.setattr(cli, "_check_backend", spy)
+    level = logging.getLogger("tensorflow").level
+    assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "4"]) == 0
+    assert seen == {"env": "2", "level": logging.ERROR}
+    assert "TF_CPP_MIN_LOG_LEVEL" not in os.environ  # restored
+    assert logging.getLogger("tensorflow").level == level
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")  # the user's choice is kept
+    assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "4"]) == 0
+    assert seen["env"] == "0" and os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
 
 
 def test_check_odd_dim_skips_presets_without_zero_pad(capsys):

@@ -1,0 +1,82 @@
+"""Collection on any install: the doctests of modules that need a framework that is not
+installed are skipped (``pytest`` with NumPy alone passes, with skips).
+
+* A module of ``pe_core`` or ``pe_core_backends`` that imports a missing framework at
+  its top level (``pe_core/layers/torch.py``, ``pe_core_backends/_jax.py``, ...) is not
+  collected.
+* A doctest whose examples import a missing framework, name one with
+  ``backend="..."``, or draw with ``pe_core.plots`` without matplotlib, is skipped.
+
+The test modules under ``tests/`` skip themselves (``pytest.importorskip`` and the
+``backend`` fixture of ``tests/conftest.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+PACKAGES = (ROOT / "pe_core", ROOT / "pe_core_backends")
+FRAMEWORKS = ("jax", "flax", "torch", "tensorflow", "keras")
+_BACKEND_NAMES = {"pytorch": "torch", "tf": "tensorflow"}
+_DOCTEST_IMPORT = re.compile(r"^\s*(?:from|import)\s+(\w+)")
+_DOCTEST_BACKEND = re.compile(r"""backend\s*=\s*["'](jax|torch|pytorch|tensorflow|tf)["']""")
+_DOCTEST_PLOTS = re.compile(r"\bplots\b|\bplot_\w+\(")  # pe_core.plots imports matplotlib
+
+
+@functools.cache
+def installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """The top-level packages a module imports when it is imported."""
+    try:
+        tree = ast.parse(path.read_text(), str(path))
+    except (OSError, SyntaxError):
+        return set()
+    names = set()
+    for node in tree.body:  # module level only: imports inside functions are lazy
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if collection_path.suffix != ".py" or not any(
+        package in collection_path.parents for package in PACKAGES
+    ):
+        return None
+    missing = [m for m in FRAMEWORKS if m in top_level_imports(collection_path)]
+    if any(not installed(m) for m in missing):
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        examples = getattr(getattr(item, "dtest", None), "examples", None)
+        if not examples:
+            continue
+        needed = set()
+        for example in examples:
+            needed.update(_DOCTEST_IMPORT.findall(example.source))
+            needed.update(
+                _BACKEND_NAMES.get(b, b) for b in _DOCTEST_BACKEND.findall(example.source)
+            )
+            if _DOCTEST_PLOTS.search(example.source):
+                needed.add("matplotlib")
+        missing = sorted(m for m in needed & {*FRAMEWORKS, "matplotlib"} if not installed(m))
+        if missing:
+            item.add_marker(pytest.mark.skip(reason=f"doctest needs {', '.join(missing)}"))
