@@ -27,19 +27,23 @@ from typing import Any
 import numpy as np
 
 from pe_core import device_tables
-from pe_core.positions import choose_backend, resolve_dtype
+from pe_core.positions import check_request_size, choose_backend, resolve_dtype
 from pe_core_backends import backend_of
 
 __all__ = ["alibi_bias", "alibi_slopes"]
 
 
-def alibi_slopes(n_heads: int) -> np.ndarray:
+def alibi_slopes(n_heads: int, *, alibi_bias_max: float = 8.0) -> np.ndarray:
     """Per-head ALiBi slopes, closest-power-of-two rule included.
 
     Parameters
     ----------
     n_heads : int
         Number of attention heads, >= 1.
+    alibi_bias_max : float
+        The ``8`` of the rule (keras-hub ``AlibiBias(alibi_bias_max)``, MPT
+        ``alibi_bias_max``): the first ``p`` slopes are ``2 ** (-alibi_bias_max * k / p)``.
+        A finite number > 0.
 
     Returns
     -------
@@ -71,12 +75,19 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
     n = int(n_heads)
     if n < 1:
         raise ValueError(f"n_heads must be an integer >= 1, got {n}.")
+    if (
+        isinstance(alibi_bias_max, bool)
+        or not isinstance(alibi_bias_max, numbers.Real)
+        or not (np.isfinite(alibi_bias_max) and alibi_bias_max > 0)
+    ):
+        raise ValueError(f"alibi_bias_max must be a finite number > 0, got {alibi_bias_max!r}.")
+    top = float(alibi_bias_max)
     p = 1 << (n.bit_length() - 1)  # largest power of two <= n
     k = np.arange(1, p + 1, dtype=np.float64)
-    slopes = np.power(2.0, -8.0 * k / p)
+    slopes = np.power(2.0, -top * k / p)
     if p != n:
         k_extra = np.arange(1, 2 * (n - p), 2, dtype=np.float64)
-        slopes = np.concatenate([slopes, np.power(2.0, -8.0 * k_extra / (2 * p))])
+        slopes = np.concatenate([slopes, np.power(2.0, -top * k_extra / (2 * p))])
     return slopes
 
 
@@ -89,6 +100,7 @@ def alibi_bias(
     backend: str | None = None,
     dtype: Any = None,
     like: Any = None,
+    alibi_bias_max: float = 8.0,
 ) -> Any:
     """The ALiBi attention bias ``(n_heads, q_len, k_len)``, added to ``q @ k.T / sqrt(d)``.
 
@@ -118,6 +130,8 @@ def alibi_bias(
         follows. The bias is exact integers times slopes, built on the host: on an
         accelerator it is moved there once and reused from a bounded cache
         (:mod:`pe_core.device_tables`), so repeated calls do no transfer.
+    alibi_bias_max : float
+        The slope rule's ``8``, as for :func:`alibi_slopes`.
 
     Returns
     -------
@@ -159,14 +173,17 @@ def alibi_bias(
             "q_len must not exceed k_len: queries are the last q_len of the k_len positions. "
             f"Received: q_len={q_len}, k_len={k_len}"
         )
-    slopes = alibi_slopes(n_heads)
+    slopes = alibi_slopes(n_heads, alibi_bias_max=alibi_bias_max)
     if backend is None and like is not None:
         backend = backend_of(like)
     xp, _ = choose_backend(None, backend)
     out_name, out_dtype = resolve_dtype(xp, dtype)
     working = "float64" if out_name == "float64" else "float32"
+    check_request_size(  # the output and the host's (q_len, k_len) offsets, before any
+        len(slopes) * q_len * k_len, out_name, what="alibi_bias", extra_bytes=24 * q_len * k_len
+    )
     if like is not None and backend_of(like) == xp.name and xp.on_accelerator(like):
-        key = ("alibi", q_len, k_len, n_heads, bool(causal))
+        key = ("alibi", q_len, k_len, n_heads, bool(causal), float(alibi_bias_max))
         return device_tables.cached(
             xp, key, like, out_name, lambda: _host_bias(q_len, k_len, slopes, causal, working)
         )

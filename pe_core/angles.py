@@ -6,22 +6,34 @@ large positions (about 1e-3 rad at 1e4, 0.1 at 1e6). pe_core never does. It work
 32-bit integer arithmetic do the reduction exactly:
 
 1. The frequency in turns ``f = w / 2pi`` is worked out exactly once per frequency
-   (Python integers; 1/2pi to 240 bits) and split as ``f = F / 2**32 + g`` with
-   ``F`` a 32-bit integer and ``|g| <= 2**-33``.
+   (Python integers, with as many bits of ``1/2pi`` as the frequency's size needs)
+   and split as ``frac(f) = F / 2**32 + g`` with ``F`` a 32-bit integer and
+   ``|g| <= 2**-33``; the same for ``frac(2**32 * f)``.
 2. For an integer position ``p`` with ``|p| < 2**31``, ``p * F`` in int32 arithmetic
    wraps modulo ``2**32``: that *is* ``frac(p * F / 2**32)``, exactly, for free.
    The small rest ``p * g`` (at most 1/4 turn) is a float product with an error
    below ``2**-26`` turns.
-3. Integer positions beyond ``2**31`` (int64) are split ``p = h * 2**24 + l`` and both
-   parts go through step 2 (with the constants of ``2**24 * f`` for ``h``).
+3. Integer positions beyond ``2**31`` (int64, uint32, uint64) are split
+   ``p = h * 2**32 + l`` with ``l`` the signed low 32 bits (``|l| <= 2**31``,
+   ``|h| <= 2**31``) and both parts go through step 2 (with the constants of
+   ``2**32 * f`` for ``h``): every int64 is exact. uint64 values from ``2**63`` on
+   arrive as ``p - 2**64`` (int64) plus the constant ``frac(2**64 * f)``.
    A fractional position ``x`` is ``n + u`` with ``n = floor(x)``: ``n`` goes through
-   step 2 and ``u * f`` is added as a float.
+   steps 2-3 and ``u * f`` is added as a float (exact enough while
+   ``f <= FRACTION_MAX_TURNS``).
 4. The turns are reduced to ``[-1/2, 1/2]`` and multiplied by ``2pi``.
 
 The result: the angle in ``[-pi, pi]`` within about 3e-7 rad in float32 for every
-integer position below ``2**55`` (and every float32 position below ``2**31``), and
-within 1e-15 rad in float64 — without float64 on the device, in a handful of
-elementwise operations that compilers fuse. The caller takes sin/cos of it.
+int64/uint64 position and every float position below ``2**63`` (``2**31`` where the
+backend has no int64: JAX without x64), and within 1e-15 rad in float64 — without
+float64 on the device, in a handful of elementwise operations that compilers fuse.
+The caller takes sin/cos of it.
+
+Outside that range the kernel never returns a plausible wrong number: float positions
+``|x| >= 2**63`` (or NaN, inf), and fractional positions for a frequency faster than
+:data:`FRACTION_MAX_TURNS`, give NaN. Positions known on the host never reach that
+NaN: :func:`exact_turns` reduces any finite position exactly with Python integers
+(see :mod:`pe_core.host_tables`).
 """
 
 from __future__ import annotations
@@ -32,14 +44,75 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from pe_core_backends import Namespace
 
-#: floor(2**240 / (2*pi)): 1/(2*pi) in fixed point, far beyond float64.
-_INV_2PI_Q = 281202444046886069876999276679073999814216481505385157414353423865411502
-_INV_2PI = Fraction(_INV_2PI_Q, 2**240)
+#: Integer positions are split at 2**32 when they may not fit in int32.
+_SPLIT_BITS = 32
 
-#: Integer positions split at 2**24 when they may not fit in int32.
-_SPLIT = 2**24
+#: Largest ``|f|`` (turns per position) for which a fractional part ``u`` of a position
+#: is folded in as a float product ``u * f`` (per working precision): its rounding
+#: error is then below about ``2**-25`` turns in float32 and ``2**-44`` in float64. A
+#: frequency of more than half a turn per position is beyond the Nyquist limit of
+#: integer positions anyway; fractional positions at such frequencies give NaN on a
+#: device and are reduced exactly (:func:`exact_turns`) on the host.
+FRACTION_MAX_TURNS = {"float32": 0.5, "float64": 512.0}
+
+#: Bits of accuracy of every per-frequency constant (turns, absolute).
+_GUARD_BITS = 96
+
+
+@functools.lru_cache(maxsize=16)
+def inv_2pi_fixed(bits: int) -> int:
+    """``floor(2**bits / (2*pi))`` (off by at most one), from Python integers only.
+
+    pi comes from Machin's formula ``pi = 16 atan(1/5) - 4 atan(1/239)`` in fixed
+    point with guard bits; a test compares it with mpmath.
+
+    >>> inv_2pi_fixed(240) == 281202444046886069876999276679073999814216481505385157414353423865411502
+    True
+    """
+    prec = bits + 80
+    one = 1 << prec
+
+    def arctan_inv(x: int) -> int:  # atan(1/x) * 2**prec, error below a unit per term
+        total = term = one // x
+        x2, n, sign = x * x, 3, -1
+        while term:
+            term //= x2
+            total += sign * (term // n)
+            n, sign = n + 2, -sign
+        return total
+
+    pi_fixed = 16 * arctan_inv(5) - 4 * arctan_inv(239)  # pi * 2**prec, error < 2**12
+    return (1 << (bits + prec)) // (2 * pi_fixed)
+
+
+def _inv_2pi(magnitude_bits: int) -> Fraction:
+    """``1/2pi`` to at least ``magnitude_bits + _GUARD_BITS`` bits after the point."""
+    bits = max(256, -(-(magnitude_bits + _GUARD_BITS) // 256) * 256)
+    return Fraction(inv_2pi_fixed(bits), 1 << bits)
+
+
+def _bit_size(q: Fraction) -> int:
+    """An upper bound of ``log2 |q|`` (0 for ``|q| < 1``)."""
+    return max(0, abs(q.numerator).bit_length() - q.denominator.bit_length() + 1)
+
+
+def turns_fraction(x: int | float | Fraction, omega: float) -> Fraction:
+    """``x * omega / 2pi`` reduced to ``[-1/2, 1/2]`` turns, within ``2**-96``.
+
+    ``x`` and ``omega`` are taken as the exact numbers they are (any finite size).
+
+    >>> t = float(turns_fraction(3, 1.0))
+    >>> abs(t - math.remainder(3, 2 * math.pi) / (2 * math.pi)) < 1e-16
+    True
+    >>> -0.5 <= float(turns_fraction(2**1000, 1e300)) <= 0.5  # any size, exactly
+    True
+    """
+    product = Fraction(x) * Fraction(omega)
+    return _centered(product * _inv_2pi(_bit_size(product)))
 
 
 @dataclass(frozen=True)
@@ -48,13 +121,15 @@ class TurnConstants:
 
     ``words[k]`` is the signed 32-bit integer ``F`` and ``rests[k]`` the float ``g``
     with ``frac(scale_k * f) = F / 2**32 + g`` for ``scale_0 = 1`` and
-    ``scale_1 = 2**24``; ``f`` is the frequency in turns; ``offset_turns`` is
+    ``scale_1 = 2**32``; ``f`` is the frequency in turns (a float); ``wrap64`` is
+    ``frac(2**64 * f)`` (for uint64 positions from ``2**63`` on); ``offset_turns`` is
     ``frac(offset * f)``. Plain tuples, so tracing compilers see constants.
     """
 
     words: tuple[tuple[int, ...], tuple[int, ...]]
     rests: tuple[tuple[float, ...], tuple[float, ...]]
     f: tuple[float, ...]
+    wrap64: tuple[float, ...]
     offset_turns: tuple[float, ...] | None
 
 
@@ -68,17 +143,16 @@ def _turn_constant_fields(*args: Any) -> tuple:
 
 
 @functools.lru_cache(maxsize=256)
-def _cached_turn_constant_fields(omegas: tuple[float, ...], offset: float) -> tuple:
+def _cached_turn_constant_fields(omegas: tuple[float, ...], offset: int | float) -> tuple:
     words: tuple[list[int], list[int]] = ([], [])
     rests: tuple[list[float], list[float]] = ([], [])
-    f_list, offset_list = [], []
-    offset_q = Fraction(offset)
+    f_list, wrap_list, offset_list = [], [], []
     for omega in omegas:
-        f = Fraction(omega) * _INV_2PI
-        f_list.append(float(f))
-        offset_list.append(float(_centered(offset_q * f)))
-        for k, scale in enumerate((1, _SPLIT)):
-            v = _centered(f * scale)  # in [-1/2, 1/2]
+        f_list.append(float(Fraction(omega) * _inv_2pi(_bit_size(Fraction(omega)))))
+        wrap_list.append(float(turns_fraction(2**64, omega)))
+        offset_list.append(float(turns_fraction(offset, omega)))
+        for k in (0, 1):
+            v = turns_fraction(1 << (_SPLIT_BITS * k), omega)  # in [-1/2, 1/2]
             word = round(v * 2**32)
             rest = v - Fraction(word, 2**32)
             if word >= 2**31:  # keep the signed int32 range; frac is unchanged
@@ -89,6 +163,7 @@ def _cached_turn_constant_fields(omegas: tuple[float, ...], offset: float) -> tu
         (tuple(words[0]), tuple(words[1])),
         (tuple(rests[0]), tuple(rests[1])),
         tuple(f_list),
+        tuple(wrap_list),
         tuple(offset_list) if offset else None,
     )
 
@@ -98,10 +173,10 @@ def reduced_turns(
     positions: Any,
     omegas: tuple[float, ...],
     *,
-    offset: float = 0,
+    offset: int | float = 0,
     working: str = "float32",
     max_abs_position: float | None = None,
-    poison: bool = False,
+    poison: bool = True,
 ) -> Any:
     """Turns ``(positions + offset) * omegas / 2pi`` reduced to ``[-1/2, 1/2]``.
 
@@ -113,18 +188,20 @@ def reduced_turns(
         Integer or floating positions, any shape ``S`` (already validated).
     omegas : tuple of float
         Angular frequencies (static).
-    offset : float
-        Static offset added to every position, folded in exactly.
+    offset : int or float
+        Static offset added to every position, folded in exactly (a Python int of
+        any size stays exact).
     working : {"float32", "float64"}
         Precision of the float arithmetic and of the result.
     max_abs_position : float, optional
-        A known bound on ``|positions|``; below ``2**31`` int64 positions take the
-        single-word path. ``None`` (values unknown, e.g. traced) assumes the worst.
+        A known bound on ``|positions|``; below ``2**31`` wide integer positions take
+        the single-word path. ``None`` (values unknown, e.g. traced) assumes the worst.
     poison : bool
-        Give NaN turns for positions outside the exact range (NaN, inf, ``|p| >=
-        2**55``, or ``>= 2**31`` where the backend has no int64) instead of a wrong
-        number: the policy for values that are not read on the host (device arrays,
-        traced values). It costs a few operations on the positions (not per frequency).
+        Give NaN turns for float positions outside the exact range (NaN, inf,
+        ``|x| >= 2**63``, or ``>= 2**31`` where the backend has no int64) instead of
+        a wrong number. ``False`` promises there are none (skips a few operations on
+        the positions). Fractional positions at frequencies above
+        :data:`FRACTION_MAX_TURNS` give NaN either way.
 
     Returns
     -------
@@ -133,51 +210,83 @@ def reduced_turns(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pe_core_backends import get_namespace
     >>> t = reduced_turns(get_namespace("numpy"), np.array([10**7]), (1.0,))
     >>> bool(abs(t[0, 0] - math.remainder(10**7, 2 * math.pi) / (2 * math.pi)) < 1e-7)
     True
     """
-    consts = TurnConstants(*xp.host_constant(_turn_constant_fields, omegas, float(offset)))
+    consts = TurnConstants(*xp.host_constant(_turn_constant_fields, omegas, offset))
     wdtype = xp.dtype(working)
     dtype_name = xp.dtype_of(positions)
     fits_int32 = max_abs_position is not None and max_abs_position < 2**31
 
     bad = None  # where poison applies: a boolean array of the positions' shape
+    fraction = None
+    wrapped = None  # uint64 positions from 2**63 on (read as p - 2**64)
+    wide = False
     if xp.kind(dtype_name) == "int":
-        integer, fraction = positions, None
-        wide = dtype_name in ("int64", "uint32", "uint64") and not fits_int32
-        if poison and wide:
-            top = xp.bitwise_right_shift(integer, 55)  # 0 or -1 inside the exact range
-            bad = (top != 0) & (top != -1)
+        integer = positions
+        if dtype_name == "uint64":
+            integer = xp.astype(positions, xp.dtype("int64"))  # two's complement wrap
+            wrapped = integer < 0
+            wide = True
+        elif dtype_name in ("int64", "uint32") and not fits_int32:
+            wide = True
+            if dtype_name == "uint32" and xp.supports("int64"):
+                integer = xp.astype(positions, xp.dtype("int64"))
     else:
         integer = xp.floor(positions)
         fraction = xp.astype(positions - integer, wdtype)
-        # Integers beyond int32 are split into two words where the backend has int64.
-        wide = not fits_int32 and xp.supports("int64") and dtype_name != "float16"
-        limit = _SPLIT * 2.0**31 if wide else 2.0**31
-        if poison and not fits_int32 and dtype_name != "float16":
-            bad = ~(xp.abs(positions) < limit)  # NaN compares False: bad
-        elif poison:
-            bad = ~(xp.abs(positions) < 2.0**31)  # NaN and inf
-        if bad is not None:
-            integer = xp.where(bad, xp.zeros_like(integer), integer)
+        if not fits_int32:
+            # Integers beyond int32 are split into two words where the backend has int64.
+            wide = xp.supports("int64") and dtype_name != "float16"
+            limit = 2.0**63 if wide else 2.0**31
+            if poison:
+                bad = ~(xp.abs(positions) < limit)  # NaN compares False: bad
+                integer = xp.where(bad, xp.zeros_like(integer), integer)
         integer = xp.astype(integer, xp.dtype("int64" if wide else "int32"))
 
     if wide:
-        high = xp.bitwise_right_shift(integer, 24)  # _SPLIT = 2**24
-        low = xp.bitwise_and(integer, _SPLIT - 1)
+        low = xp.astype(integer, xp.dtype("int32"))  # wraps: the signed low 32 bits
+        if xp.dtype_of(integer) == "uint32":  # no int64 here (JAX without x64)
+            high = xp.bitwise_right_shift(integer, 31)  # 1 where low wrapped negative
+        else:
+            carry = xp.bitwise_and(xp.bitwise_right_shift(integer, 31), 1)
+            high = xp.bitwise_right_shift(integer, _SPLIT_BITS) + carry  # |high| <= 2**31
         turns = _word_turns(xp, low, consts, 0, wdtype) + _frac(
             xp, _word_turns(xp, high, consts, 1, wdtype, bad=bad)
         )
     else:
         turns = _word_turns(xp, integer, consts, 0, wdtype, bad=bad)
+    if wrapped is not None:
+        shift = xp.astype(xp.expand_dims(wrapped, -1), wdtype)
+        turns = turns + shift * _const(xp, consts.wrap64, wdtype, positions)
     if fraction is not None:
-        turns = turns + xp.expand_dims(fraction, -1) * _const(xp, consts.f, wdtype, positions)
+        turns = _add_fraction(xp, turns, fraction, consts.f, working, wdtype, positions)
     if consts.offset_turns is not None:
         turns = turns + _const(xp, consts.offset_turns, wdtype, positions)
     return _frac(xp, turns)
+
+
+def _add_fraction(
+    xp: Namespace,
+    turns: Any,
+    fraction: Any,
+    f: tuple[float, ...],
+    working: str,
+    wdtype: Any,
+    like: Any,
+) -> Any:
+    """``turns + fraction * f``; NaN where a fraction meets a frequency it cannot take."""
+    limit = FRACTION_MAX_TURNS[working]
+    fast = tuple(abs(v) > limit for v in f)
+    if not any(fast):
+        return turns + xp.expand_dims(fraction, -1) * _const(xp, f, wdtype, like)
+    kept = tuple(0.0 if is_fast else v for v, is_fast in zip(f, fast, strict=True))
+    turns = turns + xp.expand_dims(fraction, -1) * _const(xp, kept, wdtype, like)
+    columns = xp.asarray(list(fast), like=like)
+    inexact = xp.expand_dims(fraction != 0, -1) & columns
+    return xp.where(inexact, turns * float("nan"), turns)
 
 
 def reduced_angles(xp: Namespace, positions: Any, omegas: tuple[float, ...], **kwargs: Any) -> Any:
@@ -192,6 +301,68 @@ def reduced_angles(xp: Namespace, positions: Any, omegas: tuple[float, ...], **k
     return reduced_turns(xp, positions, omegas, **kwargs) * (2.0 * math.pi)
 
 
+def exact_turns(values: Any, omegas: tuple[float, ...], *, offset: int | float = 0) -> np.ndarray:
+    """Turns ``(values + offset) * omegas / 2pi`` in ``[-1/2, 1/2]``, exactly, on the host.
+
+    Python integers throughout: any finite position of any dtype (int64, uint64, a
+    float32 up to 3.4e38, a float64 up to 1.8e308), any finite offset and frequency.
+    Within ``2**-64`` turns before the float64 rounding of the result. A Python loop
+    over the distinct positions and the frequencies: the host's route for the few
+    positions the array kernel (:func:`reduced_turns`) gives NaN for.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Finite integer or float positions, any shape ``S``.
+    omegas : tuple of float
+        Angular frequencies (finite, any size).
+    offset : int or float
+        Added to every position exactly.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shape ``S + (len(omegas),)``.
+
+    Examples
+    --------
+    >>> t = exact_turns(np.array([1e300]), (1.0,))  # sin(1e300) = sin(2pi t)
+    >>> bool(abs(t[0, 0]) <= 0.5)
+    True
+    >>> bool(abs(exact_turns(np.array([7]), (1.0,))[0, 0] - math.remainder(7, 2 * math.pi)
+    ...          / (2 * math.pi)) < 1e-16)
+    True
+    """
+    values = np.asarray(values)
+    out = np.empty((values.size, len(omegas)), np.float64)
+    if values.size and omegas:
+        unique, inverse = np.unique(values.reshape(-1), return_inverse=True)
+        shifted = [Fraction(v) + Fraction(offset) for v in unique.tolist()]
+        weights = [Fraction(w) for w in omegas]
+        # common power-of-two denominators: x + offset = A / 2**s, w = B / 2**t
+        s = max(q.denominator.bit_length() - 1 for q in shifted)
+        t = max(q.denominator.bit_length() - 1 for q in weights)
+        a_list = [q.numerator << (s - q.denominator.bit_length() + 1) for q in shifted]
+        b_list = [q.numerator << (t - q.denominator.bit_length() + 1) for q in weights]
+        size = max(abs(a).bit_length() for a in a_list) + max(b.bit_length() for b in b_list)
+        bits = max(256, -(-(max(0, size - s - t) + _GUARD_BITS) // 64) * 64)
+        inverse_2pi = inv_2pi_fixed(bits)  # turn = A * B * inverse_2pi / 2**k
+        k = s + t + bits
+        mask, half = (1 << k) - 1, 1 << (k - 1)
+        table = np.empty((len(a_list), len(b_list)), np.float64)
+        for j, b in enumerate(b_list):
+            factor = b * inverse_2pi
+            column = table[:, j]
+            for i, a in enumerate(a_list):
+                r = (a * factor) & mask  # the fractional part, in units of 2**-k
+                if r >= half:
+                    r -= 1 << k
+                drop = max(0, r.bit_length() - 62)  # keep 62 significant bits
+                column[i] = math.ldexp(r >> drop, drop - k)
+        out = table[inverse.reshape(-1)]
+    return out.reshape(*values.shape, len(omegas))
+
+
 def exact_cos_sin(
     xp: Namespace,
     positions: Any,
@@ -203,7 +374,8 @@ def exact_cos_sin(
 ) -> tuple[Any, Any]:
     """``scale * cos`` and ``scale * sin`` of ``positions * omegas``, exactly reduced.
 
-    Positions outside the exact range give NaN (``poison`` of :func:`reduced_turns`).
+    Positions outside the exact range give NaN (``poison`` of :func:`reduced_turns`);
+    callers with host positions use :func:`exact_turns` for those.
     Eager calls on a backend whose compiled functions keep a bounded number of
     executables (JAX) run as one compiled kernel: op by op, every eager operation
     would be compiled once per shape and kept for the life of the process.
@@ -289,17 +461,19 @@ def sin_cos_turns(xp: Namespace, turns: Any) -> tuple[Any, Any]:
 def _word_turns(
     xp: Namespace, p: Any, consts: TurnConstants, k: int, wdtype: Any, bad: Any = None
 ) -> Any:
-    """``p * frac(scale_k * f)`` modulo 1 for integer ``|p| < 2**31``, in (-3/4, 3/4).
+    """``p * frac(scale_k * f)`` modulo 1 for integer ``|p| <= 2**31``, in (-3/4, 3/4).
 
     Where ``bad`` (positions' shape) is true the result is NaN.
     """
+    # int32 arithmetic wraps modulo 2**32 (an int64 p of 2**31 wraps to -2**31: the
+    # same product modulo 2**32); the rest term takes p's own value.
     p32 = xp.expand_dims(xp.astype(p, xp.dtype("int32")), -1)
     wrapped = p32 * xp.asarray(consts.words[k], dtype=xp.dtype("int32"), like=p)
     # int32 -> float keeps 24 bits: split the wrapped word so both halves convert exactly.
     top = xp.bitwise_right_shift(wrapped, 16)  # floor(wrapped / 2**16)
     bottom = xp.bitwise_and(wrapped, 0xFFFF)
     coarse = xp.astype(top, wdtype) * 2.0**-16
-    scale = xp.astype(p32, wdtype)
+    scale = xp.expand_dims(xp.astype(p, wdtype), -1)
     if bad is not None:  # NaN enters through the (positions-sized) multiplier
         scale = xp.where(xp.expand_dims(bad, -1), scale * float("nan"), scale)
     fine = xp.astype(bottom, wdtype) * 2.0**-32 + scale * _const(xp, consts.rests[k], wdtype, p)

@@ -25,6 +25,10 @@ def check_d(d: object, spec: Spec) -> int:
     ...
     ValueError: d must be even for a Spec with odd_d='raise'. Received: d=5. Use an even d, or Spec(odd_d='zero_pad') to append a zero column.
     """
+    if spec.axes > 1:  # N-D: d splits between the axes (pe_core.nd)
+        from pe_core.nd import check_nd_d
+
+        return check_nd_d(d, spec)
     if isinstance(d, bool) or not isinstance(d, numbers.Integral):
         raise TypeError(f"d must be a positive integer (the number of features). Received: {d!r}")
     d = int(d)
@@ -58,6 +62,8 @@ def frequencies(d: int, spec: Spec | str | None = None) -> np.ndarray:
     -------
     numpy.ndarray
         float64 array of shape ``(d // 2,)``; pair ``i`` is ``sin/cos(pos * w[i])``.
+        For an N-D spec (``axes > 1``), the frequencies every axis shares, one per
+        pair of an axis (see :func:`pe_core.nd.axis_pairs`).
 
     Examples
     --------
@@ -70,6 +76,11 @@ def frequencies(d: int, spec: Spec | str | None = None) -> np.ndarray:
     """
     spec = resolve_spec(spec)
     d = check_d(d, spec)
+    if spec.axes > 1:
+        from pe_core.nd import axis_pairs
+
+        n_pairs = axis_pairs(d, spec)
+        return np.array(omegas(2 * n_pairs, spec.replace(axes=1, odd_d="raise")), np.float64)
     return np.array(omegas(d, spec), dtype=np.float64)
 
 

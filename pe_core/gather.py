@@ -124,7 +124,7 @@ def start_table(
     blocks: int,
     block: int,
     omegas: tuple[float, ...],
-    offset: float,
+    offset: int | float,
     working: str,
     form: str,
 ) -> np.ndarray:
@@ -140,7 +140,7 @@ def gathered_unit_complex(
     values: np.ndarray,
     omegas: tuple[float, ...],
     *,
-    offset: float = 0.0,
+    offset: int | float = 0,
     working: str = "float32",
     form: str = "sin_cos",
     layout: str = "interleaved",
@@ -228,7 +228,7 @@ def gathered_unit_complex(
         if shape[1] > 2 * n_pairs:
             extra = (n_rows, shape[1] - 2 * n_pairs)
             xp.copy_into(out[:, 2 * n_pairs :], xp.zeros(extra, real, like=out))
-    starts = start_table(lo, blocks, block, tuple(omegas), float(offset), working, form)
+    starts = start_table(lo, blocks, block, tuple(omegas), offset, working, form)
     steps = step_table(block, tuple(omegas), working, form)
     starts = xp.asarray(starts, like=like)
     steps = xp.asarray(steps, like=like)

@@ -4,35 +4,53 @@
 host (NumPy, Python values, CPU tensors), all within about 2.5e-7 of the true value in
 float32 and exact to float64 rounding in float64:
 
-* **small calls** (a few thousand sin/cos pairs, ``|p| <= 2**24``, float32 work):
-  the angle in turns ``p * w / 2pi`` in float64, off by at most about 2e-9 rad;
-  reduced to ``[-1/2, 1/2]`` turns exactly, then vectorised float32 ``sin`` and
-  ``cos`` (float64 where the result is rounded once to float16/bfloat16), written
-  into their output slots. A few NumPy calls: what decode steps and small encodes
-  need.
+* **small calls** (a few thousand sin/cos pairs): the angle in turns in float64,
+  reduced to ``[-1/2, 1/2]`` exactly, then vectorised float32 ``sin`` and ``cos``
+  (float64 for float64 results and results rounded once to float16/bfloat16) written
+  into their output slots. Integer positions below ``2**26`` take
+  ``p * frac(w / 2pi)`` as two products, the first exact (error about 1e-16 turns);
+  fractional ones one product ``p * w / 2pi`` below ``2**24 / 2pi`` turns (error below
+  2e-9 rad; ``2**12`` turns and 6e-12 where rounded once). A few NumPy calls: what
+  decode steps and small encodes need.
 * **runs of consecutive positions**: :mod:`pe_core.tables` (angle addition, one
   complex product per element).
 * **any other integer positions**: :mod:`pe_core.gather` (angle addition by lookup).
 * **the rest** (large fractional inputs, float64 tables): the exact per-element
-  kernel of :mod:`pe_core.angles`, evaluated in NumPy.
+  kernel of :mod:`pe_core.angles`, evaluated in NumPy; the positions it cannot take
+  (floats beyond ``2**63``, fractional positions at frequencies above half a turn
+  per position) are reduced exactly with Python integers
+  (:func:`~pe_core.angles.exact_turns`). Every finite position is exact.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from pe_core.angles import reduced_turns
+from pe_core.angles import FRACTION_MAX_TURNS, exact_turns, reduced_turns, turns_fraction
 from pe_core.gather import gather_plan, gathered_unit_complex
 from pe_core.layout import assemble
 from pe_core.tables import MIN_PAIRS, contiguous_start, table_sin_cos
 from pe_core_backends import Namespace, get_namespace
 
-#: Largest ``|position + offset|`` of the float64 small-call route (see the module notes).
-SMALL_MAX_POSITION = 2.0**24
+#: Largest ``|position + offset|`` of the small-call route for integer positions: the
+#: turns are ``p * frac(f)`` with ``frac(f)`` split in two, the first product exact.
+SMALL_MAX_INTEGER = 2.0**26
+
+#: Largest ``|(position + offset) * w / 2pi|`` (turns) of the small-call route for
+#: fractional positions, float32 work: ``2**24 / 2pi`` (error below 2e-9 rad).
+SMALL_MAX_TURNS = 2.0**24 / (2.0 * math.pi)
+
+#: The same bound where the result is rounded once to float16/bfloat16 (float64 sin
+#: and cos, error below 6e-12: within one ulp of those dtypes down to about 1e-9).
+SMALL_MAX_TURNS_ROUNDED = 2.0**12
+
+#: Float positions from this size on are beyond the NumPy kernel (floor to int64).
+MAX_KERNEL_FLOAT = 2.0**63
 
 #: Most sin/cos pairs in one call of the small-call route.
 SMALL_MAX_PAIRS = 16_384
@@ -41,44 +59,100 @@ _TWO_PI = 2.0 * math.pi
 
 
 @functools.lru_cache(maxsize=256)
-def _turn_frequencies(omegas: tuple[float, ...]) -> np.ndarray:
-    """``w / 2pi``: turns per position, in float64."""
-    return np.asarray(omegas, dtype=np.float64) / (2.0 * math.pi)
+def _turn_frequencies(
+    omegas: tuple[float, ...],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``w / 2pi`` (turns per position) and ``frac(w / 2pi)``, alone and as ``hi + lo``.
+
+    ``hi`` is a multiple of ``2**-27`` (so ``p * hi`` is exact for ``|p| < 2**26``) and
+    ``|lo| <= 2**-28``; the fractions come from the exact reduction of
+    :mod:`pe_core.angles`. All float64.
+    """
+    fractions = [turns_fraction(1, w) for w in omegas]
+    high = [Fraction(round(v * 2**27), 2**27) for v in fractions]
+    low = [float(v - h) for v, h in zip(fractions, high, strict=True)]
+    f = np.array([w / _TWO_PI for w in omegas], np.float64)
+    phi = np.array([float(v) for v in fractions], np.float64)
+    return f, phi, np.array([float(h) for h in high]), np.array(low)
 
 
-def small_call_fits(n_rows: int, n_pairs: int, max_abs: float, offset: float) -> bool:
-    """Whether :func:`small_sin_cos` is exact enough and cheaper than the other routes."""
-    return n_rows * n_pairs <= SMALL_MAX_PAIRS and max_abs + abs(offset) <= SMALL_MAX_POSITION
+def _is_integer(value: int | float) -> bool:
+    return isinstance(value, int) or float(value).is_integer()
+
+
+def small_call_fits(
+    n_rows: int,
+    n_pairs: int,
+    max_abs: float,
+    offset: int | float,
+    omegas: tuple[float, ...] = (1.0,),
+    *,
+    working: str = "float32",
+    rounded_once: bool = False,
+    integral: bool = False,
+) -> bool:
+    """Whether :func:`small_sin_cos` is exact enough and cheaper than the other routes.
+
+    ``integral``: the positions are integers (an integer dtype) and ``offset`` is
+    an integer; such positions take the split product (error about 1e-16 turns)
+    below :data:`SMALL_MAX_INTEGER`. Other positions take one float64 product, for
+    float32 work below :data:`SMALL_MAX_TURNS` turns and for results rounded once to
+    float16/bfloat16 below :data:`SMALL_MAX_TURNS_ROUNDED`.
+
+    >>> small_call_fits(1, 64, 1000.0, 0, integral=True), small_call_fits(1, 64, 2.0**30, 0)
+    (True, False)
+    >>> small_call_fits(1, 1, 3.5, 0, (1e100,))  # 1e100 rad per position: exact route
+    False
+    """
+    if n_rows * n_pairs > SMALL_MAX_PAIRS:
+        return False
+    if abs(offset) >= SMALL_MAX_INTEGER:
+        return False
+    reach = max_abs + abs(offset)
+    if integral:
+        return reach < SMALL_MAX_INTEGER
+    if working == "float64" and not rounded_once:
+        return False
+    turns = reach * max(map(abs, omegas), default=0.0) / _TWO_PI
+    return turns <= (SMALL_MAX_TURNS_ROUNDED if rounded_once else SMALL_MAX_TURNS)
 
 
 def small_sin_cos(
     values: np.ndarray,
     omegas: tuple[float, ...],
     *,
-    offset: float,
+    offset: int | float,
     layout: str,
     rounded_once: bool = False,
 ) -> np.ndarray:
     """``(n_rows, 2 * len(omegas))`` sin/cos pairs in ``layout`` from one float64 pass.
 
-    Only for the inputs :func:`small_call_fits` accepts. The angle in turns,
-    ``p * w / 2pi``, is formed in float64 (error below 1e-9 turns for
-    ``|p| <= 2**24``) and reduced to ``[-1/2, 1/2]`` exactly; float32 sin and cos of
-    the reduced angle then give float32 results within 3e-7 (NumPy's vectorised
-    float32 sin and cos are 15x faster than float64's), written straight into their
-    slots of the output. With
-    ``rounded_once`` the float64 sin is returned instead (for float16/bfloat16
-    output, rounded once from it).
+    Only for the inputs :func:`small_call_fits` accepts. The angle in turns is formed
+    in float64 (integer positions: ``p * frac(w / 2pi)``, with ``rounded_once`` as two
+    products, the first exact, error about 1e-16 turns, else one, error below
+    ``2**-28`` turns; other positions: ``p * w / 2pi``, error below 1e-9 turns) and reduced to ``[-1/2, 1/2]`` exactly; float32 sin and cos of the
+    reduced angle then give float32 results within 3e-7 (NumPy's vectorised float32
+    sin and cos are 15x faster than float64's), written straight into their slots of
+    the output. With ``rounded_once`` the float64 sin is returned instead (for
+    float64 output, and float16/bfloat16 output rounded once from it).
 
     >>> t = small_sin_cos(np.array([1, 2]), (1.0,), offset=0, layout="interleaved")
     >>> t.dtype, bool(np.allclose(t, [[np.sin(1), np.cos(1)], [np.sin(2), np.cos(2)]]))
     (dtype('float32'), True)
     """
     n_pairs = len(omegas)
+    f, phi, high, low = _turn_frequencies(omegas)
     flat = values.reshape(-1, 1).astype(np.float64)
     if offset:
         flat += offset
-    turns = flat * _turn_frequencies(omegas)
+    if values.dtype.kind not in "iu" or not _is_integer(offset):
+        turns = flat * f
+    elif rounded_once:  # float64 results: the split product, about 1e-16 turns
+        turns = flat * high  # exact
+        turns -= np.rint(turns)
+        turns += flat * low
+    else:  # float32 results: one product, below 2**-28 turns
+        turns = flat * phi
     turns -= np.rint(turns)  # exact: the reduced turn in [-1/2, 1/2]
     turns *= _TWO_PI
     angles = turns if rounded_once else turns.astype(np.float32)
@@ -96,7 +170,7 @@ def host_sin_cos(
     values: np.ndarray,
     omegas: tuple[float, ...],
     *,
-    offset: float,
+    offset: int | float,
     layout: str,
     working: str,
     max_abs: float,
@@ -139,7 +213,18 @@ def host_sin_cos(
     True
     """
     n_rows, n_pairs = values.size, len(omegas)
-    if working == "float32" and small_call_fits(n_rows, n_pairs, max_abs, offset):
+    rounded_once = rounded_once or working == "float64"
+    integral = values.dtype.kind in "iu" and _is_integer(offset)
+    if small_call_fits(
+        n_rows,
+        n_pairs,
+        max_abs,
+        offset,
+        omegas,
+        working=working,
+        rounded_once=rounded_once,
+        integral=integral,
+    ):
         return small_sin_cos(
             values, omegas, offset=offset, layout=layout, rounded_once=rounded_once
         )
@@ -164,16 +249,52 @@ def host_sin_cos(
     )
     if gathered is not None:
         return gathered
-    turns = reduced_turns(
-        numpy,
-        values.reshape(-1),
-        omegas,
-        offset=offset,
-        working=working,
-        max_abs_position=max_abs + 1.0,
-    )
+    turns = host_turns(values.reshape(-1), omegas, offset=offset, working=working, max_abs=max_abs)
     angles = turns * (2.0 * math.pi)
     return assemble(numpy, np.sin(angles), np.cos(angles), layout)
+
+
+def host_turns(
+    values: np.ndarray,
+    omegas: tuple[float, ...],
+    *,
+    offset: int | float = 0,
+    working: str = "float64",
+    max_abs: float | None = None,
+) -> np.ndarray:
+    """Reduced turns of finite host positions, exact for every one of them.
+
+    The array kernel (:func:`~pe_core.angles.reduced_turns`) in NumPy; the entries it
+    gives NaN for (floats beyond ``2**63``, fractional positions at very fast
+    frequencies) are redone with Python integers (:func:`~pe_core.angles.exact_turns`).
+
+    >>> t = host_turns(np.array([3.0, 1e300]), (1.0,))
+    >>> bool(abs(t[0, 0] - math.remainder(3, 2 * math.pi) / (2 * math.pi)) < 1e-16)
+    True
+    >>> bool(np.isfinite(t).all())
+    True
+    """
+    numpy = get_namespace("numpy")
+    bound = None if max_abs is None else max_abs + 1.0
+    turns = reduced_turns(
+        numpy, values, omegas, offset=offset, working=working, max_abs_position=bound
+    )
+    if values.dtype.kind != "f" or not _may_miss(omegas, working, max_abs):
+        return turns  # the kernel computes every such position: no NaN to look for
+    missing = np.isnan(turns)
+    if missing.any():
+        rows = missing.reshape(-1, len(omegas)).any(axis=-1).reshape(values.shape)
+        exact = exact_turns(values[rows], omegas, offset=offset)
+        turns[rows] = exact.astype(turns.dtype)
+    return turns
+
+
+def _may_miss(omegas: tuple[float, ...], working: str, max_abs: float | None) -> bool:
+    """Whether the kernel may give NaN for finite float positions (see host_turns)."""
+    if max_abs is None or max_abs >= MAX_KERNEL_FLOAT:
+        return True
+    limit = FRACTION_MAX_TURNS[working] * _TWO_PI
+    return any(abs(w) > limit for w in omegas)
 
 
 def _gathered(
@@ -181,7 +302,7 @@ def _gathered(
     values: np.ndarray,
     omegas: tuple[float, ...],
     *,
-    offset: float,
+    offset: int | float,
     layout: str,
     working: str,
     like: Any,

@@ -6,16 +6,22 @@ Every front door (:func:`~pe_core.encode`, :func:`~pe_core.rope.apply_rope`,
 
 * ``"host"``: the values are known on the host without a device read: Python values,
   ranges, NumPy arrays, and framework arrays on the CPU (a zero-copy view for NumPy and
-  CPU tensors). Host values are validated (NaN, inf and out-of-range positions raise)
-  and may take the host fast paths (tables, lookups, float64 small calls).
+  CPU tensors). Host values are validated (NaN and inf raise; every finite position
+  is encoded exactly, the largest by Python integers) and may take the host fast
+  paths (tables, lookups, float64 small calls).
 * ``"device"``: a framework array on an accelerator (or any framework array inside
   :func:`~pe_core_backends.force_device_path`). Its values are never read: no copy to
   the host, no synchronisation. Everything is computed where the array lives, by the
-  exact integer kernel; invalid positions (NaN, inf, beyond the exact range) give NaN
-  rows instead of an error. ``check_values=True`` reads them and raises instead (this
-  synchronises).
+  exact integer kernel; invalid positions (NaN, inf, floats beyond the kernel's
+  range: :func:`kernel_limit`) give NaN rows instead of an error.
+  ``check_values=True`` reads them and raises for NaN and inf instead (this
+  synchronises); finite positions beyond the kernel's range are then computed on
+  the host, exactly.
+  CPU tensors that require gradients take this path too (after the host checks), so
+  that the kernel, differentiable in the positions, runs on them.
 * ``"traced"``: a value being traced by ``jax.jit``, ``torch.compile`` or
-  ``tf.function``: the kernel is traced too (same NaN policy).
+  ``tf.function`` (or wrapped by ``jax.grad``, ``torch.func``): the kernel is traced
+  too (same NaN policy).
 """
 
 from __future__ import annotations
@@ -26,10 +32,31 @@ from typing import Any
 import numpy as np
 
 from pe_core.positions import as_positions, check_finite, fits_backend
-from pe_core_backends import Namespace, get_namespace
+from pe_core_backends import Namespace, from_dlpack, get_namespace, is_dlpack
 
-#: Every integer position with ``|p| < 2**55`` is exact (see :mod:`pe_core.angles`).
-MAX_POSITION = 2.0**55
+#: Float positions below this size are exact in the device kernel where the backend
+#: has int64 (every integer position of every dtype is; see :mod:`pe_core.angles`).
+MAX_POSITION = 2.0**63
+
+#: The same where the backend has no int64 (JAX without x64).
+MAX_POSITION_INT32 = 2.0**31
+
+
+def kernel_limit(xp: Namespace) -> float:
+    """Float positions ``|x|`` below this are exact in ``xp``'s device/traced kernel.
+
+    Beyond it the kernel gives NaN; host positions never get there (they are reduced
+    exactly on the host).
+
+    >>> kernel_limit(get_namespace("numpy")) == 2.0**63
+    True
+    """
+    return MAX_POSITION if xp.supports("int64") else MAX_POSITION_INT32
+
+
+def _kernel_takes(values: np.ndarray, max_abs: float, xp: Namespace) -> bool:
+    """Whether the device/traced kernel of ``xp`` computes every one of ``values``."""
+    return values.dtype.kind in "iu" or max_abs < kernel_limit(xp)
 
 
 @dataclass
@@ -93,38 +120,49 @@ def prepare_positions(
     >>> p.placement, p.host.tolist(), p.max_abs
     ('host', [0, 1, 2], 2.0)
     """
+    if source is None and is_dlpack(pos):  # e.g. CuPy: imported by the backend computed on
+        pos, source = from_dlpack(pos, xp.name, what=what), xp.name
     if source is None or source == "numpy":
         numpy = xp if xp.name == "numpy" else get_namespace("numpy")
         host = as_positions(pos, numpy, source, what=what)
-        if xp.name != "numpy" and fits_backend(host, xp):
+        max_abs = check_host_positions(host, what=what)
+        if xp.name != "numpy" and fits_backend(host, xp) and _kernel_takes(host, max_abs, xp):
             if tracing is None:
                 tracing = xp.is_tracing()
             if tracing:
                 array = as_positions(host, xp, "numpy", what=what)
                 return Positions("traced", None, array, xp.shape(array), None)
-        max_abs = check_host_positions(host, what=what)
         return Positions("host", host, None, tuple(host.shape), max_abs)
     array = as_positions(pos, xp, source, what=what)
     if xp.is_traced(array):
         return Positions("traced", None, array, xp.shape(array), None)
     if xp.on_accelerator(array):
         if check_values:
-            check_host_positions(xp.to_numpy(array), what=what)
+            host = xp.to_numpy(array)
+            max_abs = check_host_positions(host, what=what)
+            if not _kernel_takes(host, max_abs, xp):  # exact on the host instead of NaN
+                return Positions("host", host, array, tuple(host.shape), max_abs)
         return Positions("device", None, array, xp.shape(array), None)
     host = xp.concrete(array)
     max_abs = check_host_positions(host, what=what)
+    if xp.requires_grad(array) and _kernel_takes(host, max_abs, xp):
+        # gradients are taken with respect to the positions: the kernel runs on the
+        # array itself (a host table would be a constant); validated like host values
+        return Positions("device", None, array, xp.shape(array), None)
     return Positions("host", host, array, tuple(host.shape), max_abs)
 
 
 def check_host_positions(values: np.ndarray, *, what: str = "positions") -> float:
-    """Raise for NaN, inf or positions beyond the exact range; return ``max |value|``.
+    """Raise for NaN or inf; return ``max |value|`` (every finite position is exact).
 
     >>> check_host_positions(np.array([3, -7]))
     7.0
     >>> check_host_positions(np.array([2.0**60]))
+    1.152921504606847e+18
+    >>> check_host_positions(np.array([1.0, np.inf]))
     Traceback (most recent call last):
     ...
-    ValueError: positions must satisfy |position| < 2**55 (the exact range); found 1.152921504606847e+18 at index (0,).
+    ValueError: positions must be finite; found np.float64(inf) at index (1,) (1 non-finite value(s) in all).
     """
     if values.dtype.kind in "iu" and 0 < values.size <= 64:
         # a few integers (decode steps): Python is quicker than NumPy reductions here
@@ -135,12 +173,4 @@ def check_host_positions(values: np.ndarray, *, what: str = "positions") -> floa
     else:
         max_abs = check_finite(get_namespace("numpy"), values, what=what, values=values)
     assert max_abs is not None
-    if max_abs >= MAX_POSITION:
-        flat = np.abs(values.reshape(-1).astype(np.float64))
-        index = np.unravel_index(int(np.argmax(flat >= MAX_POSITION)), values.shape)
-        index = tuple(int(i) for i in index)
-        raise ValueError(
-            f"{what} must satisfy |position| < 2**55 (the exact range); found "
-            f"{float(values[index])!r} at index {index}."
-        )
     return max_abs

@@ -7,6 +7,8 @@ checks that keep a bad position from becoming a silent wrong answer.
 
 from __future__ import annotations
 
+import numbers
+import os
 import warnings
 from typing import Any
 
@@ -43,6 +45,7 @@ def as_positions(obj: Any, xp: Namespace, source: str | None, *, what: str = "po
     """
     if source is None:
         if isinstance(obj, range):
+            check_request_size(len(obj), "float64", what=f"{what} (a range)")
             array = np.arange(obj.start, obj.stop, obj.step, dtype=np.int64)
         else:
             if isinstance(obj, bool) or (
@@ -55,6 +58,7 @@ def as_positions(obj: Any, xp: Namespace, source: str | None, *, what: str = "po
                 array = np.asarray(obj)
             except (ValueError, OverflowError) as exc:
                 raise TypeError(f"{what} must be numbers of one shape. Received: {obj!r}") from exc
+            _check_python_integers(obj, array, what)
         source, obj = "numpy", array
     if source != xp.name:
         obj = xp.asarray(_host_numpy(obj, source, what))
@@ -76,6 +80,110 @@ def as_positions(obj: Any, xp: Namespace, source: str | None, *, what: str = "po
     return obj
 
 
+def _check_python_integers(obj: Any, array: np.ndarray, what: str) -> None:
+    """Refuse Python ints that NumPy cannot hold exactly (no silent rounding).
+
+    NumPy gives ``object`` for ints beyond int64/uint64 and float64 for a list mixing
+    negative ints with ints from ``2**63`` on, or ints with floats.
+    """
+    if array.dtype.kind not in "fO":
+        return
+    items = list(_flat(obj)) if isinstance(obj, (list, tuple)) else [obj]
+    ints = [v for v in items if isinstance(v, numbers.Integral) and not isinstance(v, np.generic)]
+    for v in ints:
+        if not -(2**63) <= v < 2**64:
+            raise ValueError(
+                f"{what} must be integers in [-2**63, 2**64) (int64 or uint64) or floats; "
+                f"found the Python int {v!r}. Pass float({v!r}) to encode the nearest "
+                "float64 position, which pe_core encodes exactly."
+            )
+    if array.dtype.kind == "f":
+        for v in ints:
+            if abs(v) > 2**53 and float(v) != v:
+                raise ValueError(
+                    f"{what} mix integers and floats (or negative integers and integers "
+                    f">= 2**63), which NumPy stores as float64: the integer {v!r} would be "
+                    f"rounded to {float(v)!r}. Pass integers in [-2**63, 2**63) only, or "
+                    "an int64/uint64 array."
+                )
+
+
+#: Requests whose estimated memory stays below this are not checked further.
+_CHECKED_BYTES = 256 * 2**20
+
+#: Host memory per sin/cos pair for the frequency and reduction constants.
+BYTES_PER_PAIR = 512
+
+_ITEMSIZE = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the system can still give (``MemAvailable``; else free pages).
+
+    >>> m = available_memory()
+    >>> m is None or m > 0
+    True
+    """
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_request_size(
+    n_elements: int | None,
+    dtype_name: str,
+    *,
+    what: str,
+    n_pairs: int = 0,
+    extra_bytes: int = 0,
+    host_output: bool = True,
+) -> None:
+    """Refuse, before allocating anything, a request that cannot fit in memory.
+
+    The estimate is the output (``n_elements`` of ``dtype_name``, when it is built in
+    host memory), the per-pair constants (:data:`BYTES_PER_PAIR` each) and
+    ``extra_bytes`` of temporaries; it is compared with :func:`available_memory`.
+    ``n_elements=None`` (sizes unknown while tracing) checks the rest only.
+
+    >>> check_request_size(10, "float32", what="encode")
+    >>> check_request_size(2**62, "float32", what="encode")
+    Traceback (most recent call last):
+    ...
+    ValueError: encode would need about 16777216.0 TiB of memory (4611686018427387904 float32 values and their working memory); about ... are available. Ask for fewer positions or features (or a smaller dtype), or compute in pieces.
+    """
+    out_bytes = (n_elements or 0) * _ITEMSIZE.get(dtype_name, 8) if host_output else 0
+    total = out_bytes + n_pairs * BYTES_PER_PAIR + extra_bytes
+    if total < _CHECKED_BYTES:
+        return
+    available = available_memory()
+    if available is None or total <= available:
+        return
+    count = f"{n_elements} {dtype_name} values and their working memory"
+    if not host_output or not n_elements:
+        count = f"{n_pairs} sin/cos pairs of constants"
+    raise ValueError(
+        f"{what} would need about {_size(total)} of memory ({count}); about "
+        f"{_size(available)} are available. Ask for fewer positions or features (or a "
+        "smaller dtype), or compute in pieces."
+    )
+
+
+def _size(n_bytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n_bytes < 1024:
+            return f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1024
+    return f"{n_bytes:.1f} TiB"
+
+
 def fits_backend(values: np.ndarray, xp: Namespace) -> bool:
     """Whether host ``values`` keep their exact value in ``xp``'s narrower dtypes.
 
@@ -83,7 +191,9 @@ def fits_backend(values: np.ndarray, xp: Namespace) -> bool:
     """
     if values.dtype.kind == "f" and values.dtype.itemsize > 4 and not xp.supports("float64"):
         finite = values[np.isfinite(values)]
-        return bool(np.array_equal(finite.astype(np.float32).astype(values.dtype), finite))
+        with np.errstate(over="ignore"):  # beyond float32: inf, which differs
+            narrowed = finite.astype(np.float32)
+        return bool(np.array_equal(narrowed.astype(values.dtype), finite))
     if values.dtype.kind in "iu" and values.dtype.itemsize > 4 and not xp.supports("int64"):
         info = np.iinfo(np.int32)
         return values.size == 0 or bool(info.min <= values.min() and values.max() <= info.max)

@@ -43,6 +43,45 @@ _TABLE: dict[str, tuple[Spec, str]] = {
         Spec(denominator="half_minus_one", layout="split", odd_d="zero_pad", name="flax"),
         "flax examples (wmt, lm1b) sinusoidal_init (min_scale=1, max_scale=1e4)",
     ),
+    # N-D presets (pe_core.nd): coordinates (..., axes), one 1-D encoding per axis
+    "mae_2d": (
+        Spec(layout="split", axes=2, axis_order="reversed", name="mae_2d"),
+        "MAE util/pos_embed.get_2d_sincos_pos_embed (rows after the cls row), also in DiT; "
+        "diffusers get_2d_sincos_pos_embed with base_size and interpolation_scale through "
+        "pe_core.grid_encoding. The first half of the features encodes the column",
+    ),
+    "tensor2tensor_2d": (
+        Spec(
+            denominator="half_minus_one",
+            layout="split",
+            odd_d="zero_pad",
+            axes=2,
+            name="tensor2tensor_2d",
+        ),
+        "tensor2tensor common_attention.add_timing_signal_nd on [batch, h, w, channels] "
+        "(min_timescale=1, max_timescale=1e4; channels // 4 pairs per axis)",
+    ),
+    "tensor2tensor_3d": (
+        Spec(
+            denominator="half_minus_one",
+            layout="split",
+            odd_d="zero_pad",
+            axes=3,
+            name="tensor2tensor_3d",
+        ),
+        "tensor2tensor common_attention.add_timing_signal_nd on [batch, t, h, w, channels] "
+        "(channels // 6 pairs per axis)",
+    ),
+    "positional_encodings_2d": (
+        Spec(odd_d="truncate", axes=2, name="positional_encodings_2d"),
+        "PyPI positional-encodings PositionalEncoding2D (channel-last, torch and TF): "
+        "ceil(ch / 4) pairs per axis, truncated to ch",
+    ),
+    "positional_encodings_3d": (
+        Spec(odd_d="truncate", axes=3, name="positional_encodings_3d"),
+        "PyPI positional-encodings PositionalEncoding3D (channel-last, torch and TF): "
+        "ceil(ch / 6) pairs per axis, truncated to ch",
+    ),
 }
 
 #: Preset name -> :class:`Spec` (read-only).
@@ -68,7 +107,7 @@ def resolve_spec(spec: Spec | str | None) -> Spec:
     >>> resolve_spec("bert")
     Traceback (most recent call last):
     ...
-    ValueError: Unknown preset 'bert'. Expected one of: fairseq, flax, tensor2tensor, vaswani, whisper.
+    ValueError: Unknown preset 'bert'. Expected one of: fairseq, flax, mae_2d, positional_encodings_2d, positional_encodings_3d, tensor2tensor, tensor2tensor_2d, tensor2tensor_3d, vaswani, whisper.
     """
     if spec is None:
         return PRESETS[DEFAULT_PRESET]
@@ -90,7 +129,7 @@ def preset_table_markdown() -> str:
     The docs' conventions page embeds exactly this text (a test keeps them equal).
 
     >>> print(preset_table_markdown().splitlines()[0])
-    | preset | `base` | `min_timescale` | `denominator` | `frequencies` | `layout` | `offset` | `odd_d` | reproduces |
+    | preset | `base` | `min_timescale` | `denominator` | `frequencies` | `layout` | `offset` | `odd_d` | `axes` | `axis_order` | reproduces |
     """
     from dataclasses import fields
 

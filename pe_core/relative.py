@@ -12,34 +12,46 @@ block-diagonally in the spec's layout. Its angles use the same exact kernel as
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from pe_core.angles import exact_cos_sin
 from pe_core.frequency import check_d, omegas
+from pe_core.host_tables import host_sin_cos
 from pe_core.layout import assemble, disassemble
-from pe_core.placement import prepare_positions
-from pe_core.positions import choose_backend, resolve_dtype
+from pe_core.placement import Positions, prepare_positions
+from pe_core.positions import check_request_size, choose_backend, resolve_dtype
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core_backends import backend_of, get_namespace
 
 
-def _shift_angles(
-    xp: Any, k: Any, source: str | None, d: int, spec: Spec, working: str, what: str = "k"
-) -> tuple[Any, Any]:
+def _shift_angles(xp: Any, shifts: Positions, d: int, spec: Spec, working: str) -> tuple[Any, Any]:
     """cos and sin of ``k * w`` for every pair, exact, where ``k`` lives.
 
-    Host shifts are validated (NaN, inf, ``|k| >= 2**55`` raise); shifts on an
+    Host shifts (validated: NaN and inf raise) are reduced exactly on the host, any
+    finite size included (:func:`~pe_core.host_tables.host_sin_cos`); shifts on an
     accelerator are not read: invalid ones give NaN.
     """
-    shifts = prepare_positions(k, xp, source, what=what)
-    array, bound = shifts.array, None
-    if shifts.placement == "host":
-        array = array if array is not None else xp.asarray(shifts.host)
-        bound = shifts.max_abs + 1.0
-    return exact_cos_sin(xp, array, omegas(d, spec, xp), working=working, max_abs_position=bound)
+    freqs = omegas(d, spec, xp)
+    if shifts.placement != "host":
+        return exact_cos_sin(xp, shifts.array, freqs, working=working)
+    assert shifts.host is not None and shifts.max_abs is not None
+    table = host_sin_cos(
+        shifts.host,
+        freqs,
+        offset=0,
+        layout="split",
+        working=working,
+        max_abs=shifts.max_abs,
+    )
+    table = np.asarray(table, dtype=working).reshape(*shifts.shape, 2, len(freqs))
+    wdtype = xp.dtype(working)
+    cos = xp.asarray(np.ascontiguousarray(table[..., 1, :]), dtype=wdtype, like=shifts.array)
+    sin = xp.asarray(np.ascontiguousarray(table[..., 0, :]), dtype=wdtype, like=shifts.array)
+    return cos, sin
 
 
 def relative_matrix(
@@ -55,7 +67,9 @@ def relative_matrix(
     Parameters
     ----------
     k : int, float or array
-        The shift. An array of shape ``K`` gives a stack of shape ``K + (d, d)``.
+        The shift. An array of shape ``K`` gives a stack of shape ``K + (d, d)``. For a
+        spec with ``axes > 1``, shape ``K + (axes,)``: one shift per coordinate, and a
+        block-diagonal matrix (see :mod:`pe_core.nd`).
     d : int
         Number of features.
     spec : Spec or str, optional
@@ -81,11 +95,25 @@ def relative_matrix(
     True
     """
     spec = resolve_spec(spec)
+    if spec.axes > 1:  # N-D: k is (..., axes); block-diagonal per axis (pe_core.nd)
+        from pe_core.nd import relative_matrix_nd
+
+        return relative_matrix_nd(k, d, spec, backend, dtype)
     d = check_d(d, spec)
     xp, source = choose_backend(k, backend)
     out_name, out_dtype = resolve_dtype(xp, dtype)
     working = "float64" if out_name == "float64" else "float32"
-    cos_k, sin_k = _shift_angles(xp, k, source, d, spec, working)
+    shifts = prepare_positions(k, xp, source, what="k")
+    n_shifts = math.prod(shifts.shape) if all(isinstance(n, int) for n in shifts.shape) else None
+    check_request_size(
+        None if n_shifts is None else n_shifts * d * d,
+        out_name,
+        what="relative_matrix",
+        n_pairs=d // 2,
+        extra_bytes=2 * 8 * d * d,  # the two (d, d) structure matrices
+        host_output=shifts.placement == "host",
+    )
+    cos_k, sin_k = _shift_angles(xp, shifts, d, spec, working)
     odd = bool(d % 2)
     diagonal = assemble(xp, cos_k, cos_k, spec.layout, pad=1.0 if odd else None)
     off_diagonal = assemble(xp, sin_k, -sin_k, spec.layout, pad=0.0 if odd else None)
@@ -117,7 +145,8 @@ def shift(encoding: Any, k: Any, spec: Spec | str | None = None) -> Any:
     encoding : array
         Encodings of shape ``(..., d)`` from any backend, in the layout of ``spec``.
     k : int, float or array
-        The shift; an array broadcasts against the leading axes ``(...)``.
+        The shift; an array broadcasts against the leading axes ``(...)``. For a spec
+        with ``axes > 1``, shape ``(..., axes)``: one shift per coordinate.
     spec : Spec or str, optional
         The spec the encodings were made with.
 
@@ -135,6 +164,10 @@ def shift(encoding: Any, k: Any, spec: Spec | str | None = None) -> Any:
     True
     """
     spec = resolve_spec(spec)
+    if spec.axes > 1:  # N-D: k is (..., axes); each axis's block shifts (pe_core.nd)
+        from pe_core.nd import shift_nd
+
+        return shift_nd(encoding, k, spec)
     source = backend_of(encoding)
     if source is None:
         encoding = np.asarray(encoding)
@@ -147,8 +180,8 @@ def shift(encoding: Any, k: Any, spec: Spec | str | None = None) -> Any:
     if not shape:
         raise ValueError("encoding must have at least one axis (the features).")
     d = check_d(shape[-1], spec)
-    k_source = backend_of(k)
-    k_shape = prepare_positions(k, xp, k_source, what="k").shape
+    shifts = prepare_positions(k, xp, backend_of(k), what="k")
+    k_shape = shifts.shape
     try:
         np.broadcast_shapes(k_shape, shape[:-1])
     except ValueError:
@@ -157,7 +190,7 @@ def shift(encoding: Any, k: Any, spec: Spec | str | None = None) -> Any:
             f"{shape[:-1]} of encoding {shape}."
         ) from None
     working = "float64" if dtype_name == "float64" else "float32"
-    cos_k, sin_k = _shift_angles(xp, k, k_source, d, spec, working)
+    cos_k, sin_k = _shift_angles(xp, shifts, d, spec, working)
     wdtype = xp.dtype(working)
     values = xp.astype(encoding, wdtype) if dtype_name != working else encoding
     s, c = disassemble(xp, values, spec.layout, d // 2)

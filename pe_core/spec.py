@@ -7,16 +7,19 @@ argument under ``jax.jit``. It never holds arrays.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
 Denominator = Literal["d", "half_minus_one"]
 Layout = Literal["interleaved", "split"]
-OddDPolicy = Literal["raise", "zero_pad"]
+OddDPolicy = Literal["raise", "zero_pad", "truncate"]
+AxisOrder = Literal["forward", "reversed"]
 
 _DENOMINATORS = ("d", "half_minus_one")
 _LAYOUTS = ("interleaved", "split")
-_ODD_D = ("raise", "zero_pad")
+_ODD_D = ("raise", "zero_pad", "truncate")
+_AXIS_ORDERS = ("forward", "reversed")
 
 
 @dataclass(frozen=True)
@@ -43,12 +46,26 @@ class Spec:
     layout : {"interleaved", "split"}
         ``"interleaved"`` gives ``[sin w0, cos w0, sin w1, cos w1, ...]``;
         ``"split"`` gives ``[sin w0, sin w1, ... | cos w0, cos w1, ...]``.
-    offset : float
+    offset : int or float
         Added to every position before encoding (fairseq with ``padding_idx=1``
-        starts at 2). Integers keep integer positions exact.
-    odd_d : {"raise", "zero_pad"}
+        starts at 2). Integers (of any size; NumPy integers too) are kept as exact
+        Python ints, so integer positions stay exact.
+    odd_d : {"raise", "zero_pad", "truncate"}
         What an odd ``d`` does: raise, or encode ``d - 1`` features and append a
-        zero column (tensor2tensor, fairseq, flax).
+        zero column (tensor2tensor, fairseq, flax). With ``axes > 1`` it decides what
+        a ``d`` that is not a multiple of ``2 * axes`` does: raise; ``"zero_pad"``
+        gives every axis ``d // (2 * axes)`` pairs and appends the remaining zero
+        columns (tensor2tensor ``add_timing_signal_nd``); ``"truncate"`` (N-D only)
+        gives every axis ``ceil(d / (2 * axes))`` pairs and keeps the first ``d``
+        features (positional-encodings). See :mod:`pe_core.nd`.
+    axes : int
+        Number of coordinate axes (1: sequences; 2: images; 3: video or volumes).
+        With ``axes > 1`` :func:`~pe_core.encode` reads the last axis of its
+        positions as the coordinates and concatenates one encoding per axis, each
+        with this spec's schedule and layout (see :mod:`pe_core.nd`).
+    axis_order : {"forward", "reversed"}
+        Order of the per-axis blocks when ``axes > 1``: coordinate 0 first, or the last
+        coordinate first (MAE, whose first half of the features encodes the column).
 
     Examples
     --------
@@ -70,19 +87,20 @@ class Spec:
     layout: Layout = "interleaved"
     offset: float = 0
     odd_d: OddDPolicy = "raise"
+    axes: int = 1
+    axis_order: AxisOrder = "forward"
     name: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for attr in ("base", "min_timescale"):
-            value = getattr(self, attr)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not (math.isfinite(value) and value > 0)
-            ):
+            value = _real(getattr(self, attr))
+            if value is None or not value > 0 or (attr == "min_timescale" and 1 / value > _MAX):
                 raise ValueError(
-                    f"Spec.{attr} must be a finite number > 0 (a timescale). Received: {value!r}"
+                    f"Spec.{attr} must be a finite number > 0 (a timescale"
+                    + (", whose inverse is a finite float64" if attr == "min_timescale" else "")
+                    + f"). Received: {getattr(self, attr)!r}"
                 )
+            object.__setattr__(self, attr, value)
         if self.min_timescale > self.base:
             raise ValueError(
                 "Spec.min_timescale must not exceed Spec.base. "
@@ -91,30 +109,41 @@ class Spec:
         _check_choice("denominator", self.denominator, _DENOMINATORS)
         _check_choice("layout", self.layout, _LAYOUTS)
         _check_choice("odd_d", self.odd_d, _ODD_D)
-        if (
-            isinstance(self.offset, bool)
-            or not isinstance(self.offset, (int, float))
-            or not math.isfinite(self.offset)
-        ):
-            raise ValueError(f"Spec.offset must be a finite number. Received: {self.offset!r}")
+        object.__setattr__(self, "axes", _check_axes(self.axes, self.odd_d))
+        _check_choice("axis_order", self.axis_order, _AXIS_ORDERS)
+        if isinstance(self.offset, numbers.Integral) and not isinstance(self.offset, bool):
+            object.__setattr__(self, "offset", int(self.offset))  # any size, kept exact
+        elif _real(self.offset) is None:
+            raise ValueError(
+                "Spec.offset must be a finite number: an integer (any size, kept exact) or a "
+                "finite float. "
+                f"Received: {self.offset!r}"
+            )
+        else:
+            object.__setattr__(self, "offset", _real(self.offset))
         if self.frequencies is not None:
             freqs = self.frequencies
             if isinstance(freqs, (str, bytes)) or not hasattr(freqs, "__iter__"):
                 raise TypeError(
                     f"Spec.frequencies must be a sequence of floats or None. Received: {freqs!r}"
                 )
-            freqs = tuple(float(w) for w in freqs)
+            freqs = tuple(freqs)
+            for i, w in enumerate(freqs):
+                if isinstance(w, bool) or not isinstance(w, numbers.Real):
+                    raise TypeError(
+                        "Spec.frequencies must be a flat sequence of numbers (radians per "
+                        f"position). Received: item {i} = {w!r}"
+                    )
             if not freqs:
                 raise ValueError("Spec.frequencies must not be empty.")
-            bad = [w for w in freqs if not (math.isfinite(w) and w >= 0)]
+            bad = [w for w in freqs if _real(w) is None or _real(w) < 0]
             if bad:
                 raise ValueError(
-                    "Spec.frequencies must be finite and >= 0 (radians per position). "
-                    f"Received: {bad[0]!r}"
+                    "Spec.frequencies must be finite and >= 0 (radians per position, within "
+                    f"float64). Received: {bad[0]!r}"
                 )
+            freqs = tuple(float(w) for w in freqs)
             object.__setattr__(self, "frequencies", freqs)
-        object.__setattr__(self, "base", float(self.base))
-        object.__setattr__(self, "min_timescale", float(self.min_timescale))
 
     def replace(self, **changes: object) -> Spec:
         """A copy with some fields changed (validated again).
@@ -127,6 +156,36 @@ class Spec:
         if "name" not in changes:
             values["name"] = None
         return Spec(**values)  # type: ignore[arg-type]
+
+
+def _check_axes(axes: object, odd_d: str) -> int:
+    """``axes`` as a Python int (NumPy integers accepted), validated."""
+    if isinstance(axes, bool) or not isinstance(axes, numbers.Integral):
+        raise TypeError(f"Spec.axes must be a positive int (coordinate axes). Received: {axes!r}")
+    axes = int(axes)
+    if axes < 1:
+        raise ValueError(f"Spec.axes must be a positive int (coordinate axes). Received: {axes!r}")
+    if odd_d == "truncate" and axes == 1:
+        raise ValueError(
+            "Spec.odd_d='truncate' applies to N-D specs (axes > 1). Received: axes=1. "
+            "Expected odd_d='raise' or 'zero_pad' for one axis."
+        )
+    return axes
+
+
+_MAX = 1.7976931348623157e308  # the largest float64
+
+
+def _real(value: object) -> float | None:
+    """``value`` as a finite Python float, or None (bools, non-numbers, inf, NaN, and
+    numbers beyond float64, e.g. ``10**400``). NumPy scalars are accepted."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        result = float(value)
+    except (OverflowError, ValueError):
+        return None
+    return result if math.isfinite(result) else None
 
 
 def _check_choice(attr: str, value: object, allowed: tuple[str, ...]) -> None:

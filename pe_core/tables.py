@@ -78,7 +78,12 @@ def _offset_table(block: int, omegas: tuple[float, ...], working: str) -> np.nda
 
 @functools.lru_cache(maxsize=64)
 def _start_table(
-    start: int, blocks: int, block: int, omegas: tuple[float, ...], offset: float, working: str
+    start: int,
+    blocks: int,
+    block: int,
+    omegas: tuple[float, ...],
+    offset: int | float,
+    working: str,
 ) -> np.ndarray:
     numpy = get_namespace("numpy")
     starts = start + block * np.arange(blocks, dtype=np.int64)
@@ -108,7 +113,7 @@ def table_sin_cos(
     n_rows: int,
     omegas: tuple[float, ...],
     *,
-    offset: float,
+    offset: int | float,
     layout: str,
     working: str,
     like: Any,
@@ -120,7 +125,7 @@ def table_sin_cos(
     layout, whole blocks) the product is written straight into it.
     """
     blocks, block = block_shape(n_rows)
-    starts = _start_table(start, blocks, block, omegas, float(offset), working)
+    starts = _start_table(start, blocks, block, omegas, offset, working)
     offsets = _offset_table(block, omegas, working)
     starts = xp.asarray(starts, like=like)
     offsets = xp.asarray(offsets, like=like)

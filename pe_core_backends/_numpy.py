@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import sys
 from typing import Any
 
 import numpy as np
@@ -11,12 +14,27 @@ from pe_core_backends._namespace import Namespace
 _DTYPE_NAMES: dict[np.dtype, str] = {}
 
 
+@functools.lru_cache(maxsize=1)
+def _has_ml_dtypes() -> bool:
+    """Whether ``ml_dtypes`` (NumPy's bfloat16; installed with JAX) can be imported."""
+    return "ml_dtypes" in sys.modules or importlib.util.find_spec("ml_dtypes") is not None
+
+
 class NumpyNamespace(Namespace):
     name = "numpy"
     has_devices = False
-    float_dtypes = ("float64", "float32", "float16")
+
+    @property
+    def float_dtypes(self) -> tuple[str, ...]:  # type: ignore[override]
+        """float64, float32, float16, and bfloat16 where ``ml_dtypes`` is installed."""
+        base = ("float64", "float32", "float16")
+        return (*base[:2], "bfloat16", base[2]) if _has_ml_dtypes() else base
 
     def _dtype_object(self, name: str) -> Any:
+        if name == "bfloat16":
+            import ml_dtypes
+
+            return np.dtype(ml_dtypes.bfloat16)
         return np.dtype(name)
 
     def dtype_name(self, dtype: Any) -> str:

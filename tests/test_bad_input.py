@@ -89,7 +89,11 @@ def test_missing_backend_names_the_extra(backend_name: str, module: str) -> None
     assert f"pip install 'pe-core[{backend_name}]'" in result.stdout, result.stdout + result.stderr
 
 
-def test_dtype_the_backend_lacks() -> None:
+def test_dtype_the_backend_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pe_core_backends import _numpy
+
+    # NumPy has bfloat16 through ml_dtypes (installed with JAX): pretend it is missing
+    monkeypatch.setattr(_numpy, "_has_ml_dtypes", lambda: False)
     with pytest.raises(
         ValueError, match=r"backend 'numpy' has no dtype 'bfloat16'. Expected one of"
     ):

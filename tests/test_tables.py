@@ -18,7 +18,7 @@ ATOL32 = 1e-6
 @given(
     start=st.one_of(st.integers(-(10**6), 10**6), st.integers(2**24 - 10**5, 2**24)),
     n=st.integers(64, 3000),
-    spec=st.sampled_from(sorted(pe_core.PRESETS)),
+    spec=st.sampled_from(sorted(n for n, s in pe_core.PRESETS.items() if s.axes == 1)),
     d=st.sampled_from([32, 64, 33]),
 )
 def test_table_path_matches_general_kernel(
