@@ -19,7 +19,7 @@ from pe_core.frequency import check_d, omegas
 from pe_core.host_tables import host_sin_cos
 from pe_core.layout import assemble
 from pe_core.placement import Positions, prepare_positions
-from pe_core.positions import choose_backend, resolve_dtype
+from pe_core.positions import check_request_size, choose_backend, resolve_dtype
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.tables import MIN_PAIRS
@@ -44,6 +44,9 @@ def encode(
     pos : int, float, sequence, range or array
         Positions of any shape; integer or floating (fractional and negative
         positions are valid). Arrays may come from NumPy, JAX, PyTorch or TensorFlow.
+        With a spec of ``axes > 1``: coordinates of shape ``(..., axes)``, such as
+        :func:`~pe_core.grid` makes; the result has shape ``(..., d)`` (see
+        :mod:`pe_core.nd`).
     d : int
         Number of features.
     spec : Spec or str, optional
@@ -77,8 +80,9 @@ def encode(
     Raises
     ------
     ValueError
-        Host positions that are NaN, infinite or have ``|pos| >= 2**55``; a bad ``d``,
-        ``dtype`` or ``out``.
+        Host positions that are NaN or infinite; a bad ``d``, ``dtype`` or ``out``; an
+        output too large for the memory (said before allocating anything). Every
+        finite position is encoded exactly (see :doc:`precision`).
 
     Notes
     -----
@@ -105,6 +109,10 @@ def encode(
     True
     """
     spec = resolve_spec(spec)
+    if spec.axes > 1:  # N-D coordinates: one 1-D encoding per axis, concatenated
+        from pe_core.nd import encode_nd
+
+        return encode_nd(pos, d, spec, backend, dtype, out, like, check_values)
     d = check_d(d, spec)
     source = backend_of(pos)
     if backend is None and source is None:
@@ -121,6 +129,14 @@ def encode(
     out_name, _ = resolve_dtype(xp, dtype)
     positions = prepare_positions(pos, xp, source, check_values=check_values)
     shape = positions.shape  # sizes may be None while tracing
+    n_rows = math.prod(shape) if all(isinstance(n, int) for n in shape) else None
+    check_request_size(
+        None if n_rows is None else n_rows * d,
+        out_name,
+        what="encode",
+        n_pairs=d // 2,
+        host_output=positions.placement == "host",
+    )
     if out is not None:
         _check_out(xp, out, (*shape, d), out_name)
     freqs = omegas(d, spec, xp)
@@ -137,8 +153,14 @@ def encode(
     return table
 
 
-def _working(out_name: str) -> str:
-    return "float64" if out_name == "float64" else "float32"
+def _working(out_name: str, xp: Namespace | None = None) -> str:
+    """float64 for float64 output, and for float16/bfloat16 output where the backend has
+    float64 (rounded once from it: within one ulp); float32 otherwise."""
+    if out_name == "float64":
+        return "float64"
+    if out_name in ("float16", "bfloat16") and xp is not None and xp.supports("float64"):
+        return "float64"
+    return "float32"
 
 
 def _host_encode(
@@ -159,7 +181,7 @@ def _host_encode(
     n_rows = values.size
     if like is not None and xp.on_accelerator(like):
         values_key = device_tables.values_key(values)
-        table_key = ("encode", values_key, freqs, float(spec.offset), spec.layout, d)
+        table_key = ("encode", values_key, freqs, spec.offset, spec.layout, d)
         key = None if values_key is None else table_key
         host_name = "float32" if out_name == "float32" else "float64"
         if not xp.supports("float64"):
@@ -173,7 +195,7 @@ def _host_encode(
             lambda: _host_encode(numpy, positions, freqs, spec, d, host_name, like=None, out=None),
         )
         return xp.copy_into(out, table) if out is not None else table
-    working = _working(out_name)
+    working = _working(out_name, xp)
     # torch and TensorFlow build large tables with their own (threaded) kernels
     builder = xp if xp.builds_tables and n_rows * n_pairs >= MIN_PAIRS else None
     table = host_sin_cos(
@@ -195,7 +217,7 @@ def _host_encode(
             if out is not None:
                 out[...] = table
                 return out
-            return table.astype(out_name, copy=False)
+            return table.astype(xp.dtype(out_name), copy=False)
         if out_name in ("float32", "float64"):
             table = table.astype(out_name, copy=False)
         # float16/bfloat16: the framework rounds the float64 table once, as it always did
@@ -222,7 +244,7 @@ def _device_encode(
 ) -> Any:
     """Positions on a device or traced: the exact kernel where they live."""
     array = positions.array
-    working = _working(out_name)
+    working = _working(out_name, xp)
     if positions.placement == "traced" and xp.compile_when_traced:
         # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call.
         kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d)
@@ -273,10 +295,11 @@ def _kernel(
 ) -> Any:
     """The exact per-element kernel: reduced turns, then sin/cos, then the layout.
 
-    Positions outside the exact range (NaN, inf, ``|p| >= 2**55``) give NaN rows.
+    Positions outside the kernel's exact range (NaN, inf, floats ``|x| >= 2**63``) give
+    NaN rows.
     """
     turns = reduced_turns(xp, positions, freqs, offset=offset, working=working, poison=True)
-    if traced and working == "float32":
+    if traced and working == "float32" and xp.traced_polynomials:
         # A compiler fuses everything: polynomial sin/cos beat the library's here.
         sin, cos = sin_cos_turns(xp, turns)
     else:

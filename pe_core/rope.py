@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,8 +37,15 @@ from pe_core import device_tables
 from pe_core.angles import exact_cos_sin
 from pe_core.host_tables import host_sin_cos
 from pe_core.placement import Positions, prepare_positions
-from pe_core.rope_scaling import rope_frequencies
-from pe_core_backends import Namespace, backend_of, canonical_backend, get_namespace
+from pe_core.rope_scaling import config_mapping, rope_config_for_layer, rope_frequencies
+from pe_core_backends import (
+    Namespace,
+    backend_of,
+    canonical_backend,
+    from_dlpack,
+    get_namespace,
+    is_dlpack,
+)
 
 __all__ = ["LAYOUTS", "apply_rope"]
 
@@ -63,8 +70,12 @@ def apply_rope(
     layout: str = "half",
     rotary_dim: int | None = None,
     scaling: Mapping[str, Any] | None = None,
+    layer_type: str | None = None,
     backend: str | None = None,
     check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: str = "contiguous",
+    frequencies: str | Sequence[float] | None = None,
 ) -> Any:
     """Rotate queries or keys ``x`` by their positions ``pos`` (rotary embedding).
 
@@ -112,7 +123,13 @@ def apply_rope(
         longrope), as transformers does. ``dynamic`` and ``longrope`` choose their
         frequencies from ``seq_len = max(pos) + 1`` (transformers' rule, evaluated
         per call, without state), so they need positions whose values are known
-        (not traced).
+        (not traced). A transformers ``PretrainedConfig`` (anything with
+        ``to_dict()``) is read as its ``to_dict()``.
+    layer_type : str, optional
+        With a model config as ``scaling`` that has rope parameters per layer type
+        (Gemma 3: ``"full_attention"``, ``"sliding_attention"``): the layer type whose
+        rope to apply (see :func:`~pe_core.rope_scaling.rope_frequencies`); required
+        for such configs.
     backend : {"numpy", "jax", "torch", "tensorflow"}, optional
         Where to compute; ``None`` follows ``x`` (a torch tensor gives a torch tensor
         on the same device).
@@ -121,6 +138,22 @@ def apply_rope(
         out-of-range positions there give NaN outputs instead of an error, and
         ``dynamic``/``longrope`` scaling (which needs ``max(pos)``) is refused. ``True``
         reads them (this synchronises) and raises as for host positions.
+    sections : sequence of int, optional
+        N-D RoPE (:mod:`pe_core.rope_nd`): ``pos`` then has a trailing axis of
+        ``k = len(sections)`` coordinates (e.g. ``(t, h, w)``) and ``sections`` counts
+        the rotary pairs that follow each one (``sum(sections) == rotary_dim / 2``):
+        pair ``j`` keeps its 1-D frequency and turns by the coordinate of the axis whose
+        section holds it (Qwen2-VL M-RoPE's ``mrope_section``). ``dynamic`` and
+        ``longrope`` scaling are refused.
+    section_layout : {"contiguous", "interleaved"}
+        With ``sections``: axis 0 takes the first ``s_0`` pairs, axis 1 the next ``s_1``,
+        ... (``"contiguous"``), or pairs cycle through the axes (``"interleaved"``,
+        Qwen3-VL ``mrope_interleaved``); see :func:`~pe_core.rope_nd.pair_axes`.
+    frequencies : {None, "per_axis"} or sequence of float
+        With ``sections``: ``None`` keeps the 1-D schedule over ``rotary_dim``;
+        ``"per_axis"`` gives axis ``a`` its own schedule over ``2 * s_a`` features (FLUX
+        ``EmbedND``, axial RoPE); a sequence gives every pair's angular frequency (e.g.
+        :func:`~pe_core.rope_nd.pixel_frequencies`).
 
     Returns
     -------
@@ -155,8 +188,11 @@ def apply_rope(
     product, so large positions keep their accuracy); cos and sin are computed in
     float64 on the host when the positions are known, in float32 on the device when
     they are traced (float64 for float64 ``x``); the rotation runs in float32 (or
-    float64) and is rounded once to ``x``'s dtype. A bfloat16 ``x`` is therefore
-    within one bfloat16 rounding of the exact result.
+    float64) and is rounded once to ``x``'s dtype. A float16/bfloat16 ``x`` in an
+    eager call off an accelerator (where the backend has float64) is rotated in
+    float64: within one ulp of the exact result. Traced and accelerator calls rotate
+    it in float32: within the bound measured in :doc:`precision` (a few ulps where
+    the two products nearly cancel). Every finite host position is exact, any size.
 
     Examples
     --------
@@ -176,6 +212,29 @@ def apply_rope(
     >>> bool(np.isclose(a, apply_rope(q, 1004) @ apply_rope(k, 1000)))
     True
     """
+    if scaling is not None and (layer_type is not None or not isinstance(scaling, Mapping)):
+        scaling = _scaling_for_layer(scaling, layer_type)
+    elif layer_type is not None:
+        raise ValueError(
+            f"layer_type={layer_type!r} selects a layer's rope from a model config given as "
+            "scaling=, but scaling is None."
+        )
+    if sections is not None or frequencies is not None or section_layout != "contiguous":
+        from pe_core.rope_nd import apply_rope_nd  # N-D RoPE: its own module
+
+        return apply_rope_nd(
+            x,
+            pos,
+            sections=sections,
+            section_layout=section_layout,
+            frequencies=frequencies,
+            base=base,
+            layout=layout,
+            rotary_dim=rotary_dim,
+            scaling=scaling,
+            backend=backend,
+            check_values=check_values,
+        )
     layout = _check_layout(layout)
     xp, x = _as_input(x, backend)
     shape = xp.shape(x)
@@ -207,12 +266,21 @@ def apply_rope(
     rotary_dim = 2 * len(inv_freq)
 
     if positions.placement == "host":
+        if working == "float32" and x_dtype != "float32" and _host_float64(xp, x):
+            working = "float64"  # float16/bfloat16 x: float64 rotation, rounded once
         cos, sin = _host_factors(xp, positions, inv_freq, attention_factor, working, x)
     else:
         cos, sin = exact_cos_sin(
             xp, positions.array, inv_freq, working=working, scale=attention_factor
         )
     return xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working)
+
+
+def _host_float64(xp: Namespace, x: Any) -> bool:
+    """Whether a float16/bfloat16 ``x`` is rotated in float64 (eager, off accelerators,
+    where the backend has float64): then within one ulp of the exact result. Traced
+    and accelerator calls rotate in float32 (see :doc:`precision`)."""
+    return xp.supports("float64") and not xp.on_accelerator(x) and not xp.is_traced(x)
 
 
 def _seq_len(xp: Namespace, positions: Positions, rope_type: str, check_values: bool) -> int:
@@ -288,6 +356,9 @@ def _check_layout(layout: object) -> str:
 
 def _as_input(x: Any, backend: str | None) -> tuple[Namespace, Any]:
     source = backend_of(x)
+    if source is None and is_dlpack(x):  # e.g. CuPy: imported by the backend computed on
+        source = canonical_backend(backend) if backend is not None else "numpy"
+        x = from_dlpack(x, source, what="x")
     if source is None:
         if isinstance(x, (bool, numbers.Number)):
             raise TypeError(
@@ -315,6 +386,11 @@ def _as_input(x: Any, backend: str | None) -> tuple[Namespace, Any]:
 
 
 def _check_head_dim(head_dim: int) -> int:
+    if head_dim is None:  # unknown in a traced graph (tf.function signatures)
+        raise ValueError(
+            "head_dim (the last axis of x) must be known when tracing (other axes may be "
+            f"unknown or symbolic). Received: head_dim={head_dim!r}"
+        )
     if head_dim < 2 or head_dim % 2:
         raise ValueError(
             "head_dim (the last axis of x) must be even and >= 2: RoPE rotates pairs of "
@@ -349,7 +425,8 @@ def _check_base(base: object) -> float:
 def _check_broadcast(pos_shape: tuple[int, ...], x_shape: tuple[int, ...]) -> None:
     lead = tuple(x_shape[:-1])
     if len(pos_shape) <= len(lead) and all(
-        p == 1 or p == n for p, n in zip(reversed(pos_shape), reversed(lead), strict=False)
+        p == 1 or p == n or p is None or n is None  # None: unknown while tracing
+        for p, n in zip(reversed(pos_shape), reversed(lead), strict=False)
     ):
         return
     try:
@@ -397,6 +474,23 @@ def _rope_type(scaling: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _scaling_for_layer(scaling: Any, layer_type: str | None) -> Any:
+    """``scaling`` read from a config object, and reduced to ``layer_type``'s rope."""
+    if not isinstance(scaling, Mapping):
+        if not callable(getattr(scaling, "to_dict", None)):
+            return scaling  # refused later with the usual message
+        scaling = config_mapping(scaling, "scaling")
+    if layer_type is None:
+        return scaling
+    if "rope_type" in scaling or "type" in scaling:
+        raise ValueError(
+            f"layer_type={layer_type!r} selects a layer's rope from a model config, but "
+            "scaling is a rope-parameters dict (it has a 'rope_type'/'type' key): pass the "
+            "whole config, or drop layer_type."
+        )
+    return rope_config_for_layer(scaling, layer_type)
+
+
 def _rope_constants(
     frozen: Any, base: float, head_dim: int, rotary_dim: int | None, seq_len: int | None
 ) -> tuple[tuple[float, ...], float]:
@@ -430,10 +524,17 @@ def _cached_rope_constants(
         config = dict(scaling)
         if not any(
             config.get(key) is not None
-            for key in ("head_dim", "qk_rope_head_dim", "hidden_size", "num_attention_heads")
+            for key in (
+                "head_dim",
+                "qk_rope_head_dim",
+                "hidden_size",
+                "num_attention_heads",
+                "n_embd",
+                "n_head",
+            )
         ):
             config["head_dim"] = head_dim
-        if config.get("rope_theta") is None:
+        if config.get("rope_theta") is None and config.get("rotary_emb_base") is None:
             config["rope_theta"] = base
     inv_freq, attention_factor = rope_frequencies(config, seq_len=seq_len)
     got = 2 * len(inv_freq)

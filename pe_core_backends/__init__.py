@@ -31,8 +31,10 @@ __all__ = [
     "canonical_backend",
     "device_path_forced",
     "force_device_path",
+    "from_dlpack",
     "get_namespace",
     "installed_backends",
+    "is_dlpack",
     "is_installed",
 ]
 
@@ -172,3 +174,63 @@ def backend_of(obj: Any) -> str | None:
         if isinstance(obj, (np.ndarray, np.generic)):
             return "numpy"
     return None
+
+
+#: DLPack device types (``__dlpack_device__()[0]``) whose memory the host reads.
+_DLPACK_HOST_DEVICES = {1: "cpu", 3: "cuda_host", 13: "cuda_managed"}
+
+#: Names of the other DLPack device types, for messages.
+_DLPACK_DEVICE_NAMES = {2: "cuda", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi", 10: "rocm"}
+
+
+def is_dlpack(obj: Any) -> bool:
+    """Whether ``obj`` is an array of no known backend that offers DLPack (``__dlpack__``),
+    such as a CuPy array.
+
+    >>> import numpy as np
+    >>> is_dlpack(np.zeros(2)), is_dlpack([1, 2])  # NumPy is a backend of its own
+    (False, False)
+    """
+    return hasattr(type(obj), "__dlpack__") and backend_of(obj) is None
+
+
+def from_dlpack(obj: Any, name: str = "numpy", *, what: str = "array") -> Any:
+    """An array that offers only DLPack (``__dlpack__``) as an array of backend ``name``.
+
+    The framework's own ``from_dlpack`` imports it, without a copy where it can. NumPy
+    reads host memory only: an array on an accelerator needs a backend that lives there
+    (``backend="torch"`` or ``"jax"``), and the error says so.
+
+    Raises
+    ------
+    TypeError
+        When backend ``name`` cannot import the array (device, dtype), naming why.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class Wrapped:  # any object with the DLPack protocol, e.g. a CuPy array
+    ...     def __init__(self, a): self.a = a
+    ...     def __dlpack__(self, **kwargs): return self.a.__dlpack__(**kwargs)
+    ...     def __dlpack_device__(self): return self.a.__dlpack_device__()
+    >>> from_dlpack(Wrapped(np.arange(3))).tolist()
+    [0, 1, 2]
+    """
+    key = canonical_backend(name)
+    device = None
+    if hasattr(obj, "__dlpack_device__"):
+        device = obj.__dlpack_device__()
+    if key == "numpy" and device is not None and int(device[0]) not in _DLPACK_HOST_DEVICES:
+        kind = _DLPACK_DEVICE_NAMES.get(int(device[0]), f"type {int(device[0])}")
+        raise TypeError(
+            f"{what} is a DLPack array ({type(obj).__name__}) on a {kind} device, which "
+            "NumPy cannot read. Compute where it lives: pass backend='torch' or "
+            "backend='jax' (or convert it to that framework's array first)."
+        )
+    try:
+        return get_namespace(key).from_dlpack(obj)
+    except (BufferError, RuntimeError, TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{what} offers DLPack ({type(obj).__name__}) but backend {key!r} could not "
+            f"import it: {exc}. Convert it to a NumPy, JAX, PyTorch or TensorFlow array first."
+        ) from exc

@@ -118,6 +118,9 @@ class JaxNamespace(Namespace):
     def astype(self, x: Any, dtype: Any) -> Any:
         return jnp.asarray(x).astype(dtype)
 
+    def from_dlpack(self, obj: Any) -> Any:
+        return jax.dlpack.from_dlpack(obj)
+
     def concrete(self, x: Any) -> np.ndarray | None:
         if isinstance(x, jax.core.Tracer):
             return None
@@ -132,6 +135,10 @@ class JaxNamespace(Namespace):
 
     def is_traced(self, x: Any) -> bool:
         return isinstance(x, jax.core.Tracer)
+
+    def shape(self, x: Any) -> tuple[Any, ...]:
+        # sizes may be symbolic (jax.export's shape polymorphism): never int() them
+        return tuple(x.shape)
 
     def _on_accelerator(self, x: Any) -> bool:
         if isinstance(x, jax.core.Tracer):

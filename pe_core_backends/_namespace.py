@@ -86,6 +86,10 @@ class Namespace:
     def astype(self, x: Any, dtype: Any) -> Any:
         raise NotImplementedError
 
+    def from_dlpack(self, obj: Any) -> Any:
+        """An array of this backend from any object with ``__dlpack__`` (zero-copy)."""
+        return np.from_dlpack(obj)
+
     def to_numpy(self, x: Any) -> np.ndarray:
         """A NumPy copy of a concrete array."""
         return np.asarray(x)
@@ -104,6 +108,15 @@ class Namespace:
 
     def is_traced(self, x: Any) -> bool:
         """Whether ``x`` is a symbolic (traced) value whose numbers are unknown."""
+        return False
+
+    def requires_grad(self, x: Any) -> bool:
+        """Whether gradients are being recorded for ``x`` (eager autograd: torch).
+
+        Such arrays must go through the differentiable kernel, never through a table
+        built from their values (a constant for autograd). Traced values of function
+        transforms (``jax.grad``, ``torch.func``) count as traced instead.
+        """
         return False
 
     # -- placement ------------------------------------------------------------
@@ -209,6 +222,10 @@ class Namespace:
     #: may not fuse by itself, e.g. ``tf.function`` without XLA)
     compile_when_traced: bool = False
 
+    #: whether traced float32 kernels should take sin/cos from short polynomials (all
+    #: multiply-adds, which XLA fuses and vectorises) rather than the library's
+    traced_polynomials: bool = True
+
     #: whether large host-known tables are better multiplied out by the backend itself
     #: (threaded kernels, no host-to-device copy) than built by NumPy and converted
     builds_tables: bool = False
@@ -253,16 +270,15 @@ class Namespace:
             part = self.astype(part, self.dtype(working))
         # Pairs as an axis of size 2 (before the frequencies for "half", after them for
         # "interleaved"); stacking the two results back along it compiles (XLA) to one
-        # pass, where concatenating two halves costs an extra copy.
+        # pass, where concatenating two halves costs an extra copy. split_last and
+        # merge_last_two keep working when leading sizes are unknown or symbolic.
         axis = -2 if layout == "half" else -1
-        split = (2, half) if layout == "half" else (half, 2)
-        pairs = self.reshape(part, (*shape[:-1], *split))
+        pairs = self.split_last(part, half if layout == "half" else 2)
         if layout == "half":
             a, b = pairs[..., 0, :], pairs[..., 1, :]
         else:
             a, b = pairs[..., 0], pairs[..., 1]
-        out = self.stack([a * cos - b * sin, b * cos + a * sin], axis=axis)
-        out = self.reshape(out, (*shape[:-1], rotary_dim))
+        out = self.merge_last_two(self.stack([a * cos - b * sin, b * cos + a * sin], axis=axis))
         if cast:
             out = self.astype(out, x.dtype)
         if rotary_dim < head_dim:

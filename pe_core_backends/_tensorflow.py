@@ -31,6 +31,14 @@ class TensorflowNamespace(Namespace):
     def astype(self, x: Any, dtype: Any) -> Any:
         return tf.cast(x, dtype)
 
+    def from_dlpack(self, obj: Any) -> Any:
+        device = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else 1
+        if int(device) == 1:
+            # host memory: through NumPy (a copy); TensorFlow's zero-copy import aborts
+            # the process on buffers that are not 64-byte aligned
+            return tf.convert_to_tensor(np.from_dlpack(obj))
+        return tf.experimental.dlpack.from_dlpack(obj.__dlpack__())
+
     def to_numpy(self, x: Any) -> np.ndarray:
         x = tf.convert_to_tensor(x)
         if x.dtype == tf.bfloat16:

@@ -33,6 +33,9 @@ def _host_constant(fn: Any, *args: Any) -> Any:
 class TorchNamespace(Namespace):
     name = "torch"
     builds_tables = True
+    # Inductor's C++ code generator walks a fused loop body without memoising shared
+    # subexpressions: the polynomials' made it take minutes; the library's sin/cos do not.
+    traced_polynomials = False
 
     def host_constant(self, fn: Any, *args: Any) -> Any:
         return _host_constant(fn, *args)
@@ -54,6 +57,9 @@ class TorchNamespace(Namespace):
     def astype(self, x: Any, dtype: Any) -> Any:
         return x.to(dtype)
 
+    def from_dlpack(self, obj: Any) -> Any:
+        return torch.from_dlpack(obj)
+
     def to_numpy(self, x: Any) -> np.ndarray:
         x = x.detach().cpu()
         if x.dtype == torch.bfloat16:
@@ -74,10 +80,12 @@ class TorchNamespace(Namespace):
     def is_traced(self, x: Any) -> bool:
         if torch.compiler.is_compiling() or getattr(torch, "_C", None) is None:
             return True
-        if type(x) is torch.Tensor:
-            return x.device.type == "meta"
-        # tensor subclasses of function transforms (vmap, grad) and fake tensors
+        # fake and meta tensors, and the wrappers of function transforms (torch.func's
+        # vmap, grad, jacrev: plain torch.Tensor to Python, with no storage to read)
         return x.device.type == "meta" or torch._C._functorch.is_functorch_wrapped_tensor(x)
+
+    def requires_grad(self, x: Any) -> bool:
+        return bool(x.requires_grad) and torch.is_grad_enabled()
 
     def _on_accelerator(self, x: Any) -> bool:
         device = getattr(x, "device", None)
@@ -104,7 +112,12 @@ class TorchNamespace(Namespace):
     ) -> Any:
         from pe_core_backends import _torch_rope
 
-        if _torch_rope.fast_path_ok(x) and not (cos.requires_grad or sin.requires_grad):
+        wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+        if (
+            _torch_rope.fast_path_ok(x)
+            and not (cos.requires_grad or sin.requires_grad)
+            and not (wrapped(x) or wrapped(cos) or wrapped(sin))  # torch.func: no out=
+        ):
             return _torch_rope.rotate(x, cos, sin, layout, rotary_dim, working)
         return super().rotate_pairs(x, cos, sin, layout, rotary_dim, working)
 

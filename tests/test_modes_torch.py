@@ -1,0 +1,221 @@
+"""PyTorch execution modes: autograd on every route, torch.func transforms, torch.compile.
+
+Gradients are checked against central finite differences of float64 references
+(``tests/reference.py``, independent of pe_core's kernel) and with
+``torch.autograd.gradcheck`` in float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import schedule, table
+
+import pe_core
+from conftest import assert_close
+from pe_core_backends import force_device_path
+
+torch = pytest.importorskip("torch")
+from torch.func import grad, jacrev, vmap  # noqa: E402
+
+from pe_core.layers.torch import RotaryEmbedding, SinusoidalEncoding  # noqa: E402
+
+D = 8
+H = 1e-3  # finite-difference step (positions)
+
+
+def encode_reference(positions: np.ndarray, d: int = D) -> np.ndarray:
+    """float64 encoding of the "vaswani" preset (interleaved sin/cos)."""
+    return table(positions, schedule(d), "interleaved", d)
+
+
+def rope_reference(x: np.ndarray, positions: np.ndarray, layout: str = "half") -> np.ndarray:
+    """float64 RoPE, restated from the formula: pair ``j`` turns by ``p * base**(-2j/r)``."""
+    x = np.asarray(x, dtype=np.float64)
+    half = x.shape[-1] // 2
+    angles = np.asarray(positions, dtype=np.float64)[..., None] * schedule(x.shape[-1])
+    c, s = np.cos(angles), np.sin(angles)
+    if layout == "half":
+        a, b = x[..., :half], x[..., half:]
+        return np.concatenate([a * c - b * s, b * c + a * s], axis=-1)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return np.stack([a * c - b * s, b * c + a * s], axis=-1).reshape(x.shape)
+
+
+def weights(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+# Integer-valued consecutive floats take the table route, fractional and scattered ones
+# the other host routes, large ones the exact reduction: every one must differentiate.
+POSITIONS = {
+    "consecutive": np.arange(600.0),
+    "fractional": np.arange(600.0) + 0.5,
+    "large": np.arange(40.0) + 10**6,
+    "scattered": np.array([7.0, 3.0, 123_456.0, 5.25, 0.0, 2.0**20]),
+    "scalar": np.array(12.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POSITIONS))
+@pytest.mark.parametrize("device_path", [False, True], ids=["host", "device"])
+def test_encode_gradient_wrt_positions_on_every_route(name: str, device_path: bool) -> None:
+    values = POSITIONS[name]
+    w = weights((*values.shape, D))
+    p = torch.tensor(values, dtype=torch.float32, requires_grad=True)
+    if device_path:
+        with force_device_path():
+            out = pe_core.encode(p, D)
+    else:
+        out = pe_core.encode(p, D)
+    assert out.requires_grad
+    assert_close(out.detach(), encode_reference(values), atol=2e-6, backend="torch")
+    (out * torch.tensor(w, dtype=torch.float32)).sum().backward()
+    expected = ((encode_reference(values + H) - encode_reference(values - H)) / (2 * H) * w).sum(-1)
+    assert_close(p.grad, expected, atol=2e-5, rtol=1e-5, backend="torch")
+
+
+def test_encode_and_apply_rope_pass_gradcheck_in_float64() -> None:
+    p = (torch.arange(5, dtype=torch.float64) * 7.3 + 10**6).requires_grad_()
+    assert torch.autograd.gradcheck(lambda p: pe_core.encode(p, D, dtype=torch.float64), (p,))
+    x = torch.randn(2, 5, D, dtype=torch.float64, requires_grad=True)
+    for layout in ("half", "interleaved"):
+        assert torch.autograd.gradcheck(
+            lambda x, p, layout=layout: pe_core.apply_rope(x, p, layout=layout), (x, p)
+        )
+    # partial rotary and an attention factor (yarn)
+    scaling = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+    assert torch.autograd.gradcheck(
+        lambda x, p: pe_core.apply_rope(x, p, rotary_dim=4, scaling=scaling), (x, p)
+    )
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_apply_rope_gradients_wrt_x_and_positions(layout: str) -> None:
+    values = np.array([0.0, 1.0, 2.5, 10**6, 77.0])
+    xv = weights((3, 5, D), seed=1)
+    w = weights((3, 5, D), seed=2)
+    x = torch.tensor(xv, dtype=torch.float32, requires_grad=True)
+    p = torch.tensor(values, dtype=torch.float32, requires_grad=True)
+    out = pe_core.apply_rope(x, p, layout=layout)
+    assert_close(out.detach(), rope_reference(xv, values, layout), atol=5e-6)
+    (out * torch.tensor(w, dtype=torch.float32)).sum().backward()
+    # d/dx: the transposed rotation; d/dp by finite differences of the float64 formula
+    rotated_back = rope_reference(w, -values, layout)
+    assert_close(x.grad, rotated_back, atol=5e-6)
+    plus = rope_reference(xv, values + H, layout)
+    minus = rope_reference(xv, values - H, layout)
+    expected = ((plus - minus) / (2 * H) * w).sum(axis=(0, 2))
+    assert_close(p.grad, expected, atol=5e-5, rtol=1e-5)
+
+
+def test_layers_pass_gradients_to_inputs_offsets_and_positions() -> None:
+    layer = SinusoidalEncoding(D)
+    x = torch.zeros(2, 3, D, requires_grad=True)
+    offset = torch.tensor([5.0, 10.0**6], requires_grad=True)
+    out = layer(x, offset)
+    out.sum().backward()
+    assert torch.equal(x.grad, torch.ones_like(x))
+    steps = np.arange(3.0)
+    ref = [
+        ((encode_reference(o + steps + H) - encode_reference(o - H + steps)) / (2 * H)).sum()
+        for o in (5.0, 10.0**6)
+    ]
+    assert_close(offset.grad, np.array(ref), atol=5e-5, rtol=1e-5)
+
+    rope = RotaryEmbedding(D)
+    qv = weights((2, 1, 3, D), seed=3)
+    q = torch.tensor(qv, dtype=torch.float32, requires_grad=True)
+    positions = torch.tensor([0.0, 4.0, 9.5], requires_grad=True)
+    q1, k1 = rope(q, q, positions=positions)
+    (q1 * k1).sum().backward()  # depends on nothing but q: rotations cancel pairwise
+    assert_close(positions.grad, np.zeros(3), atol=1e-5)
+    assert_close(q.grad, 2 * qv, atol=1e-5)
+
+
+def test_torch_func_transforms_over_encode_and_apply_rope() -> None:
+    values = np.array([[0.0, 1.5, 2.0], [10.0**6, 3.0, -4.0]])
+    p = torch.tensor(values, dtype=torch.float64)
+    batched = vmap(lambda row: pe_core.encode(row, D, dtype=torch.float64))(p)
+    assert_close(batched, encode_reference(values), atol=1e-9, backend="torch")
+
+    jac = jacrev(lambda row: pe_core.encode(row, D, dtype=torch.float64))(p[0])
+    fd = (encode_reference(values[0] + H) - encode_reference(values[0] - H)) / (2 * H)
+    assert_close(torch.diagonal(jac, dim1=0, dim2=2).T, fd, atol=1e-6)
+
+    g = grad(lambda q: pe_core.encode(q, D, dtype=torch.float64).sum())(p[1, 0])
+    assert_close(g, fd_sum(values[1, 0]), atol=1e-6)
+
+    xv = weights((2, 3, D), seed=4)
+    x = torch.tensor(xv)
+    rotated = vmap(lambda row: pe_core.apply_rope(row, range(3)))(x)
+    assert_close(rotated, rope_reference(xv, np.arange(3)), atol=1e-12)
+    over_positions = vmap(lambda q: pe_core.apply_rope(x[0], q))(p)
+    assert_close(over_positions, rope_reference(xv[0], values), atol=1e-9)
+    dx = grad(lambda x: (pe_core.apply_rope(x, p[1]) ** 3).sum())(x[0])
+    assert dx.shape == (3, D) and torch.isfinite(dx).all()
+    jp = jacrev(lambda q: pe_core.apply_rope(x[0], q))(p[0])
+    plus = rope_reference(xv[0], values[0] + H)
+    minus = rope_reference(xv[0], values[0] - H)
+    assert_close(torch.diagonal(jp, dim1=0, dim2=2).T, (plus - minus) / (2 * H), atol=1e-6)
+
+
+def fd_sum(p: float) -> float:
+    ref = encode_reference(np.array([p + H])) - encode_reference(np.array([p - H]))
+    return float(ref.sum() / (2 * H))
+
+
+# --------------------------------------------------------------------------- torch.compile
+
+
+class TinyModel(torch.nn.Module):
+    """The layers as a model uses them: encoding added, q and k rotated, scores."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pe = SinusoidalEncoding(16)
+        self.rope = RotaryEmbedding(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.pe(x)
+        q = h.reshape(h.shape[0], h.shape[1], 2, 8).transpose(1, 2)
+        q, k = self.rope(q, q)
+        return (q @ k.transpose(-1, -2)).softmax(-1) @ q
+
+
+def check_compiled(compiled, model, lengths) -> None:
+    for n in lengths:
+        x = torch.randn(2, n, 16, requires_grad=True)
+        torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+        compiled(x).sum().backward()
+        assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
+def test_compile_dynamic_true_and_mark_dynamic() -> None:
+    """Dynamo's view (the ``eager`` backend: no code generation, seconds): dynamic sizes,
+    a dynamic ``d`` argument and gradients through compiled code."""
+    torch._dynamo.reset()
+    model = TinyModel()
+    check_compiled(torch.compile(model, backend="eager", dynamic=True), model, (5, 17))
+    # d as a (dynamic) int argument: the frequencies stay host constants
+    f = torch.compile(lambda p, d: pe_core.encode(p, d), backend="eager", dynamic=True)
+    for d in (8, 12):
+        expected = table(np.arange(5) + 10**6, schedule(d), "interleaved", d)
+        assert_close(f(torch.arange(5) + 10**6, d), expected, atol=2e-6)
+    g = torch.compile(lambda x, p: pe_core.apply_rope(x, p), backend="eager", dynamic=True)
+    p = torch.arange(7.0, requires_grad=True)
+    g(torch.ones(2, 7, D), p).sum().backward()
+    assert p.grad is not None and torch.isfinite(p.grad).all()
+    x = torch.randn(2, 33, 16)
+    torch._dynamo.mark_dynamic(x, 1)
+    compiled = torch.compile(model, backend="eager", fullgraph=True)
+    torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_compile_inductor_default_settings_across_lengths() -> None:
+    """Default settings (inductor): a second length makes the sequence axis dynamic; the
+    generated kernels must stay small enough to compile in seconds."""
+    torch._dynamo.reset()
+    model = TinyModel()
+    check_compiled(torch.compile(model), model, (5, 17, 40))
