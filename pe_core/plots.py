@@ -9,6 +9,7 @@ without it the call raises :class:`ImportError` naming the extra to install
 * :func:`plot_heatmap`: the encoding as a positions x features image (or the
   binary code);
 * :func:`plot_similarity`: the position x position similarity matrix;
+* :func:`plot_grid_similarity`: the similarity of one patch to every patch of a 2-D grid;
 * :func:`plot_similarity_by_distance`: similarity against distance for several ``d``
   and bases;
 * :func:`plot_spectrum`: the wavelength of every sin/cos pair;
@@ -16,6 +17,8 @@ without it the call raises :class:`ImportError` naming the extra to install
   near-collision :func:`~pe_core.analysis.resolution_report` finds;
 * :func:`plot_normalized`: positions normalized to [0, 1] for several lengths;
 * :func:`plot_rope_scores`: RoPE attention scores, which depend on ``m - n`` alone;
+* :func:`plot_rope_sections`: which rotary pairs follow t, h and w in M-RoPE
+  (:mod:`pe_core.rope_nd`), contiguous and interleaved;
 * :func:`plot_alibi`: ALiBi's linear distance penalties.
 
 ``pe-core plot heatmap|similarity|distance|spectrum ... --out FILE.png`` draws the
@@ -42,9 +45,11 @@ from pe_core.analysis import (
     resolution_report,
     similarity,
     similarity_by_distance,
+    similarity_matrix,
 )
 from pe_core.encoding import encode
 from pe_core.frequency import frequencies
+from pe_core.nd import grid
 from pe_core.presets import resolve_spec
 from pe_core.relative import relative_matrix
 from pe_core.spec import Spec
@@ -52,10 +57,12 @@ from pe_core.spec import Spec
 __all__ = [
     "PLOT_EXTRA",
     "plot_alibi",
+    "plot_grid_similarity",
     "plot_heatmap",
     "plot_long_distance",
     "plot_normalized",
     "plot_rope_scores",
+    "plot_rope_sections",
     "plot_similarity",
     "plot_similarity_by_distance",
     "plot_spectrum",
@@ -198,6 +205,66 @@ def plot_similarity(
     ax.set_xlabel("position q")
     ax.set_ylabel("position p")
     fig.colorbar(image, ax=ax, label=metric)
+    return fig
+
+
+def plot_grid_similarity(
+    shape: tuple[int, int] = (14, 14),
+    d: int = 768,
+    spec: Spec | str | None = "mae_2d",
+    *,
+    patches: Sequence[tuple[int, int]] = ((7, 7), (2, 3), (0, 13)),
+) -> Any:
+    """Cosine similarity of one patch's N-D encoding with every patch of a 2-D grid.
+
+    One panel per patch of ``patches``: cell ``(i, j)`` shows the cosine of
+    ``encode(grid(shape), d, spec)`` at ``(i, j)`` with its value at the marked patch.
+
+    Parameters
+    ----------
+    shape : (int, int)
+        Grid size ``(h, w)``; 14 x 14 is ViT-B/16 at 224 pixels.
+    d : int
+        Number of features.
+    spec : Spec or str
+        A spec with ``axes == 2``; ``"mae_2d"`` by default.
+    patches : sequence of (int, int)
+        The reference patches ``(row, column)``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_grid_similarity((6, 5), 32, patches=[(2, 3)])
+    >>> image = fig.axes[0].images[0].get_array()
+    >>> image.shape, round(float(image[2, 3]), 6)
+    ((6, 5), 1.0)
+    """
+    resolved = resolve_spec(spec)
+    if resolved.axes != 2:
+        raise ValueError(f"spec must have axes == 2 (a 2-D grid). Received: axes={resolved.axes}")
+    h, w = (_check_int("shape", n, 1) for n in shape)
+    for row, col in patches:
+        if not (0 <= row < h and 0 <= col < w):
+            raise ValueError(f"patches must lie in the {h} x {w} grid. Received: {(row, col)}")
+    table = np.asarray(encode(grid((h, w)), d, spec=resolved, dtype="float64")).reshape(-1, d)
+    cosines = np.asarray(similarity_matrix(table))
+    fig, axes = _figure(len(patches), width=3.4 * len(patches) + 1.0, height=3.6)
+    axes = np.atleast_1d(axes)
+    rows = [cosines[row * w + col].reshape(h, w) for row, col in patches]
+    low = min(float(values.min()) for values in rows)  # one colour scale, low .. 1
+    image = None
+    for ax, (row, col), values in zip(axes, patches, rows, strict=True):
+        image = ax.imshow(values, cmap="viridis", vmin=low, vmax=1.0, interpolation="nearest")
+        ax.scatter([col], [row], marker="s", s=60, facecolors="none", edgecolors="red")
+        ax.set_title(f"patch (row {row}, column {col})")
+        ax.set_xlabel("column")
+        ax.set_ylabel("row")
+        _integer_ticks(ax)
+    fig.colorbar(image, ax=list(axes), label="cosine similarity", shrink=0.85)
+    fig.suptitle(f"Similarity of patch positions ({_spec_label(resolved)}, d={d}, {h} x {w} grid)")
     return fig
 
 
@@ -455,6 +522,84 @@ def plot_rope_scores(d: int = 64, length: int = 48, *, seed: int = 0) -> Any:
     right.set_title("every diagonal holds one value")
     right.grid(alpha=0.3)
     fig.suptitle(f"RoPE: scores depend on the distance alone (d={d})")
+    return fig
+
+
+def plot_rope_sections(
+    sections: Sequence[int] = (16, 24, 24),
+    interleaved: Sequence[int] = (24, 20, 20),
+    *,
+    base: float = 1_000_000.0,
+) -> Any:
+    """Which rotary pairs follow which coordinate in M-RoPE, and the wavelengths each
+    coordinate gets (:func:`pe_core.rope_nd.pair_axes`).
+
+    The top panel colours pair ``j`` (of ``rotary_dim / 2``) by its axis ``t``, ``h`` or
+    ``w``: ``sections`` laid out contiguously (Qwen2-VL / Qwen2.5-VL ``mrope_section``)
+    and ``interleaved`` (Qwen3-VL ``mrope_interleaved``). The bottom panel shows the
+    wavelength ``2 pi / w_j`` of the pairs of every axis in both layouts: contiguous
+    sections give ``t`` the fastest pairs and ``w`` the slowest; interleaving spreads
+    every axis over the whole spectrum.
+
+    Parameters
+    ----------
+    sections, interleaved : sequence of int
+        Pairs per axis of the contiguous and of the interleaved layout (the same sum).
+    base : float
+        ``rope_theta`` of the wavelengths (Qwen2-VL's by default).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_rope_sections((2, 1, 1), (2, 1, 1))
+    >>> fig.axes[0].images[0].get_array().tolist()
+    [[0, 0, 1, 2], [0, 1, 2, 0]]
+    """
+    from matplotlib.colors import ListedColormap
+
+    from pe_core.rope_nd import pair_axes
+
+    cases = [
+        (f"contiguous {tuple(sections)}", pair_axes(sections)),
+        (f"interleaved {tuple(interleaved)}", pair_axes(interleaved, "interleaved")),
+    ]
+    n = len(cases[0][1])
+    if len(cases[1][1]) != n:
+        raise ValueError(
+            f"sections and interleaved must hold the same number of pairs. Received: "
+            f"{sum(sections)} and {sum(interleaved)}"
+        )
+    k = max(max(axes) for _, axes in cases) + 1
+    names = ["t", "h", "w"] if k == 3 else [f"axis {a}" for a in range(k)]
+    colours = [f"C{a}" for a in range(k)]
+    fig, placeholder = _figure(1, width=10.0, height=5.6)
+    placeholder.remove()
+    top, bottom = fig.subplots(2, 1, height_ratios=[1, 1.6])
+    image = np.array([axes for _, axes in cases])
+    top.imshow(image, cmap=ListedColormap(colours), vmin=-0.5, vmax=k - 0.5, aspect="auto")
+    top.set_yticks(range(len(cases)), [label for label, _ in cases])
+    top.set_xlabel(f"rotary pair j (of {n}); frequency base^(-2j/{2 * n}) falls to the right")
+    top.set_title("M-RoPE: the coordinate each rotary pair follows")
+    for a, name in enumerate(names):
+        top.plot([], [], "s", color=colours[a], label=name)
+    top.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    wavelength = 2 * math.pi * base ** (np.arange(n) * 2 / (2 * n))
+    rows = []
+    for label, axes in cases:
+        for a, name in enumerate(names):
+            row = len(rows)
+            rows.append(f"{label.split()[0]}: {name}")
+            chosen = wavelength[np.asarray(axes) == a]
+            bottom.plot(chosen, np.full(chosen.shape, row), "|", color=colours[a], ms=12)
+    bottom.set_xscale("log")
+    bottom.set_yticks(range(len(rows)), rows)
+    bottom.invert_yaxis()
+    bottom.set_xlabel(f"wavelength 2π/ω_j in positions (base {base:g})")
+    bottom.set_title("the wavelengths each coordinate sees")
+    bottom.grid(alpha=0.3, axis="x")
     return fig
 
 

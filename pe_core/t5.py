@@ -1,0 +1,652 @@
+"""T5's relative position buckets and the attention bias they index, on any backend.
+
+T5 (Raffel et al., 2020) gives each head a learned scalar per *bucket* of the relative
+position ``r = key_position - query_position``. With ``B`` buckets (halved when
+bidirectional, the upper half for ``r > 0``) and ``a = |r|`` (or ``max(-r, 0)`` for
+causal attention), the first ``B/2`` buckets are exact (``a < max_exact``) and the
+others grow logarithmically up to ``max_distance``:
+
+    bucket(a) = max_exact + floor(log(a / max_exact) / log(max_distance / max_exact)
+                                  * (B - max_exact)),   clamped to B - 1.
+
+The codebases (Mesh TensorFlow, transformers' ``T5Attention._relative_position_bucket``,
+x-transformers' ``RelativePositionBias``) evaluate that formula in float32, and float32
+decides the buckets of the distances that sit on a boundary. pe_core never takes the
+log on the device: the bucket is ``max_exact`` plus the number of *thresholds* the
+distance reaches, integers found once on the host (:func:`bucket_thresholds`) by
+replaying the float32 arithmetic of transformers' PyTorch code. The result is
+transformers' bucket, bit for bit, for every integer distance, on every backend, traced
+or not (integer comparisons only). ``arithmetic="exact"`` uses the real-number
+boundaries instead. See ``docs/relative.md`` for where the two differ.
+
+>>> from pe_core.t5 import t5_relative_bucket
+>>> t5_relative_bucket([-200, -20, -3, 0, 3, 20, 200]).tolist()
+[15, 10, 3, 0, 19, 26, 31]
+"""
+
+from __future__ import annotations
+
+import decimal
+import functools
+import math
+import numbers
+from typing import Any, Literal
+
+import numpy as np
+
+from pe_core_backends import backend_of, canonical_backend, get_namespace
+
+__all__ = [
+    "ARITHMETICS",
+    "bucket_thresholds",
+    "t5_bucket_matrix",
+    "t5_relative_bias",
+    "t5_relative_bucket",
+]
+
+Arithmetic = Literal["float32", "exact"]
+
+#: The arithmetics :func:`t5_relative_bucket` can reproduce.
+ARITHMETICS: tuple[str, ...] = ("float32", "exact")
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_config(
+    bidirectional: object, num_buckets: object, max_distance: object, arithmetic: object
+) -> tuple[int, int]:
+    """``(buckets per side, max_exact)`` after validating the T5 options."""
+    if not isinstance(bidirectional, (bool, np.bool_)):
+        raise TypeError(f"bidirectional must be True or False. Received: {bidirectional!r}")
+    side = 2 if bidirectional else 1
+    if isinstance(num_buckets, bool) or not isinstance(num_buckets, numbers.Integral):
+        raise TypeError(f"num_buckets must be an integer. Received: {num_buckets!r}")
+    n = int(num_buckets) // side
+    if n < 2:
+        raise ValueError(
+            f"num_buckets must be at least {2 * side} when bidirectional={bool(bidirectional)} "
+            f"(at least one exact bucket per side). Received: {num_buckets!r}"
+        )
+    max_exact = n // 2
+    if isinstance(max_distance, bool) or not isinstance(max_distance, numbers.Integral):
+        raise TypeError(f"max_distance must be an integer. Received: {max_distance!r}")
+    if max_distance <= max_exact:
+        raise ValueError(
+            f"max_distance must exceed max_exact = {max_exact} (the exact buckets of "
+            f"num_buckets={num_buckets}). Received: {max_distance!r}"
+        )
+    if arithmetic not in ARITHMETICS:
+        raise ValueError(
+            f"Unknown arithmetic {arithmetic!r}. Expected one of: {', '.join(ARITHMETICS)}."
+        )
+    return n, max_exact
+
+
+# --------------------------------------------------------------------------- thresholds
+
+
+def _log_float32(x: np.float32) -> np.float32:
+    """``log(x)`` correctly rounded to float32 (Decimal's ``ln`` at 40 digits)."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 40
+        exact = decimal.Decimal(float(x)).ln()
+    guess = np.float32(float(exact))
+    candidates = (
+        np.nextafter(guess, np.float32(-np.inf)),
+        guess,
+        np.nextafter(guess, np.float32(np.inf)),
+    )
+    return min(candidates, key=lambda c: abs(decimal.Decimal(float(c)) - exact))
+
+
+def _float32_steps(a: int, n: int, max_exact: int, max_distance: int) -> int:
+    """transformers' ``(log(a.float() / max_exact) / math.log(max_distance / max_exact)
+    * (n - max_exact)).to(long)`` for one distance ``a >= max_exact``, step by step in
+    float32 as PyTorch computes it (each Python scalar rounded to float32 first)."""
+    f32 = np.float32
+    ratio = f32(f32(a) / f32(max_exact))
+    scaled = f32(_log_float32(ratio) / f32(math.log(max_distance / max_exact)))
+    return int(f32(scaled * f32(n - max_exact)))
+
+
+def _exact_reaches(a: int, k: int, n: int, max_exact: int, max_distance: int) -> bool:
+    """Whether ``floor(log(a / me) / log(md / me) * (n - me)) >= k`` in real numbers:
+    ``(a / me) ** (n - me) >= (md / me) ** k``, in integers."""
+    m = n - max_exact
+    return a**m * max_exact**k >= max_distance**k * max_exact**m
+
+
+@functools.lru_cache(maxsize=64)
+def bucket_thresholds(
+    num_buckets: int, max_distance: int, arithmetic: Arithmetic = "float32"
+) -> tuple[int, ...]:
+    """The distances at which the logarithmic buckets start, for one side.
+
+    Parameters
+    ----------
+    num_buckets : int
+        Buckets of one side: T5's ``num_buckets`` after halving when bidirectional.
+    max_distance : int
+        T5's ``max_distance``.
+    arithmetic : {"float32", "exact"}
+        ``"float32"``: the boundaries of transformers' PyTorch code, whose float32
+        arithmetic this replays (``float32(a) / max_exact``, a correctly rounded float32
+        log, division by ``float32(math.log(max_distance / max_exact))``, product with
+        ``num_buckets - max_exact``, truncation). ``"exact"``: the real-number
+        boundaries ``max_exact * (max_distance / max_exact) ** (k / (num_buckets -
+        max_exact))``, rounded up, found in integer arithmetic.
+
+    Returns
+    -------
+    tuple of int
+        ``t_1 < t_2 < ...``: a distance ``a >= max_exact`` falls in bucket
+        ``max_exact + #{k : a >= t_k}``, which never exceeds ``num_buckets - 1``.
+
+    Examples
+    --------
+    >>> bucket_thresholds(16, 128)  # T5's defaults: 32 buckets, bidirectional
+    (12, 16, 23, 32, 46, 64, 91)
+    """
+    max_exact = num_buckets // 2
+    thresholds: list[int] = []
+    ratio = max_distance / max_exact
+    steps = num_buckets - max_exact
+    for k in range(1, steps):  # buckets max_exact + 1 .. num_buckets - 1
+
+        def reaches(a: int, k: int = k) -> bool:
+            if arithmetic == "exact":
+                return _exact_reaches(a, k, num_buckets, max_exact, max_distance)
+            return _float32_steps(a, num_buckets, max_exact, max_distance) >= k
+
+        estimate = max_exact * ratio ** (k / steps)
+        lo = max(max_exact, min(math.floor(estimate * (1 - 1e-6)) - 2, 2**62))
+        if reaches(lo):
+            lo = max_exact  # never in practice; the search below stays correct
+        hi = max(lo + 1, min(math.ceil(estimate * (1 + 1e-6)) + 2, 2**62))
+        while not reaches(hi):
+            lo, hi = hi, 2 * hi
+            if hi > 2**63:
+                break
+        if hi > 2**63:
+            break  # unreachable by any 64-bit distance: neither are the next ones
+        while hi - lo > 1:  # reaches(hi) and not reaches(lo)
+            mid = (lo + hi) // 2
+            if reaches(mid):
+                hi = mid
+            else:
+                lo = mid
+        thresholds.append(hi)
+    return tuple(thresholds)
+
+
+def _thresholds(num_buckets: int, max_distance: int, arithmetic: str) -> tuple[int, ...]:
+    # A plain function (not the cache wrapper) so torch.compile can embed its result.
+    return bucket_thresholds(num_buckets, max_distance, arithmetic)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- kernel
+
+
+def _kernel(
+    xp: Any, rel: Any, n: int, max_exact: int, thresholds: tuple[int, ...], bidirectional: bool
+) -> Any:
+    """Buckets of the integer array ``rel`` on namespace ``xp``: comparisons only."""
+    dtype = xp.dtype(xp.dtype_of(rel))
+    if bidirectional:
+        distance = xp.abs(rel)
+    else:
+        distance = xp.where(rel < 0, -rel, xp.zeros_like(rel))
+    large = xp.zeros_like(distance) + max_exact
+    limit = np.iinfo(xp.dtype_of(rel)).max
+    for t in thresholds:
+        if t <= limit:
+            large = large + xp.astype(distance >= t, dtype)
+    bucket = xp.where(distance < max_exact, distance, large)
+    if bidirectional:
+        bucket = bucket + xp.astype(rel > 0, dtype) * n
+    return bucket
+
+
+def _as_relative(obj: Any, xp: Any, source: str | None, what: str) -> Any:
+    """``obj`` as an integer array of namespace ``xp`` (int64, int32 on JAX without x64)."""
+    if source is None:
+        if isinstance(obj, (bool, np.bool_)):
+            raise TypeError(f"{what} must be integers. Received: {obj!r}")
+        array = np.asarray(obj)
+        if array.size == 0:
+            array = array.astype(np.int64)
+        if array.dtype.kind not in "iu":
+            raise TypeError(f"{what} must be integers. Received dtype: {array.dtype}")
+        source, obj = "numpy", array.astype(np.int64, copy=False)
+    if source != xp.name:
+        values = get_namespace(source).concrete(obj)
+        if values is None:
+            raise TypeError(
+                f"{what} is a traced {source} value and cannot be moved to another backend; "
+                "call with backend=None (or the same backend) inside compiled code."
+            )
+        obj = values
+        if obj.dtype.kind in "iu":
+            obj = _fit_int(obj, xp, what)
+        obj = xp.asarray(obj)
+    name = xp.dtype_of(obj)
+    if xp.kind(name) != "int":
+        raise TypeError(f"{what} must be integers. Received dtype: {name}")
+    if name not in ("int32", "int64"):
+        wide = "int64" if xp.supports("int64") else "int32"
+        obj = xp.astype(obj, xp.dtype(wide))
+    return obj
+
+
+def _fit_int(values: np.ndarray, xp: Any, what: str) -> np.ndarray:
+    """Host integers as int64, or int32 where ``xp`` has no int64 (JAX without x64)."""
+    values = values.astype(np.int64, copy=False)
+    if xp.supports("int64"):
+        return values
+    info = np.iinfo(np.int32)
+    if values.size and not (info.min <= values.min() and values.max() <= info.max):
+        raise ValueError(
+            f"{what} do not fit in int32, the widest integer of backend {xp.name!r} now "
+            f"(enable jax_enable_x64 for int64). Received values from {values.min()} to "
+            f"{values.max()}"
+        )
+    return values.astype(np.int32)
+
+
+# --------------------------------------------------------------------------- front doors
+
+
+def t5_relative_bucket(
+    relative_position: Any,
+    *,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: str | None = None,
+    arithmetic: Arithmetic = "float32",
+) -> Any:
+    """T5's bucket of each relative position (``key_position - query_position``).
+
+    Equal to transformers' ``T5Attention._relative_position_bucket`` for every integer
+    relative position, on every backend.
+
+    Parameters
+    ----------
+    relative_position : int, sequence or integer array
+        Relative positions ``memory_position - context_position`` of any shape, from
+        NumPy, JAX, PyTorch or TensorFlow (traced values included).
+    bidirectional : bool
+        ``True`` (encoders): half the buckets for keys before the query, half for keys
+        after it (``r > 0``). ``False`` (decoders): keys after the query (``r > 0``)
+        share bucket 0 with ``r = 0``.
+    num_buckets : int
+        Buckets in all (T5: 32): at least 4 when bidirectional, 2 otherwise.
+    max_distance : int
+        Distances at or beyond it share the last bucket of their side (T5: 128); must
+        exceed ``max_exact``, a quarter of ``num_buckets`` when bidirectional (half
+        otherwise).
+    backend : {"numpy", "jax", "torch", "tensorflow"}, optional
+        Where to compute; the backend of ``relative_position`` by default (NumPy for
+        Python values).
+    arithmetic : {"float32", "exact"}
+        ``"float32"`` (default): transformers' buckets, whose float32 log decides the
+        distances on a boundary. ``"exact"``: the real-number boundaries.
+
+    Returns
+    -------
+    array
+        Integer buckets in ``[0, num_buckets)``, the shape of ``relative_position``
+        (int64; int32 on JAX without x64).
+
+    Raises
+    ------
+    TypeError
+        Non-integer relative positions or options.
+    ValueError
+        Too few buckets, ``max_distance <= max_exact``, an unknown arithmetic.
+
+    Examples
+    --------
+    >>> t5_relative_bucket(range(-2, 3)).tolist()  # exact buckets near 0
+    [2, 1, 0, 17, 18]
+    >>> t5_relative_bucket([5, -5, -200], bidirectional=False).tolist()
+    [0, 5, 31]
+    """
+    n, max_exact = _check_config(bidirectional, num_buckets, max_distance, arithmetic)
+    source = backend_of(relative_position)
+    name = canonical_backend(backend) if backend is not None else (source or "numpy")
+    xp = get_namespace(name)
+    rel = _as_relative(relative_position, xp, source, "relative_position")
+    # Host work, embedded as constants by tracing compilers (torch.compile).
+    thresholds = xp.host_constant(_thresholds, n, int(max_distance), arithmetic)
+    if xp.name == "jax" and not xp.is_tracing() and not xp.is_traced(rel):
+        # eager JAX: one compiled program, not one compilation per operation
+        program = _compiled_kernel(xp.name, n, max_exact, thresholds, bool(bidirectional))
+        return program(rel)
+    return _kernel(xp, rel, n, max_exact, thresholds, bool(bidirectional))
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled_kernel(
+    backend: str, n: int, max_exact: int, thresholds: tuple[int, ...], bidirectional: bool
+) -> Any:
+    xp = get_namespace(backend)
+    return xp.compile(lambda rel: _kernel(xp, rel, n, max_exact, thresholds, bidirectional))
+
+
+def t5_bucket_matrix(
+    query_length: int,
+    key_length: int,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: str | None = None,
+    like: Any = None,
+    arithmetic: Arithmetic = "float32",
+) -> Any:
+    """The buckets of ``key_position - query_position`` for every query and key.
+
+    Query ``i`` sits at position ``offset + i`` and key ``j`` at ``j``, as in
+    transformers' ``T5Attention.compute_bias(query_length, key_length,
+    past_seen_tokens=offset)``: ``offset`` is the number of cached tokens when decoding.
+
+    Parameters
+    ----------
+    query_length, key_length : int
+        Numbers of queries and keys, >= 1.
+    offset : int or integer array
+        Position of the first query: an int, or an integer array (any backend, traced
+        included) that is a scalar or holds one offset per example ``(batch,)``.
+    bidirectional, num_buckets, max_distance, arithmetic
+        As for :func:`t5_relative_bucket`.
+    backend : str, optional
+        Where to build the matrix; that of ``like``, else of an array ``offset``, else
+        NumPy.
+    like : array, optional
+        An array whose backend and device the matrix follows (e.g. the bias table).
+
+    Returns
+    -------
+    array
+        Integer buckets ``(query_length, key_length)``, or ``(batch, query_length,
+        key_length)`` for per-example offsets ``(batch,)``.
+
+    Examples
+    --------
+    >>> t5_bucket_matrix(2, 3).tolist()
+    [[0, 17, 18], [1, 0, 17]]
+    >>> t5_bucket_matrix(1, 3, offset=2, bidirectional=False).tolist()  # one decode step
+    [[2, 1, 0]]
+    """
+    xp, buckets, geometry = _diagonal_buckets(
+        query_length,
+        key_length,
+        offset,
+        bidirectional=bidirectional,
+        num_buckets=num_buckets,
+        max_distance=max_distance,
+        backend=backend,
+        like=like,
+        arithmetic=arithmetic,
+    )
+    return _expand_diagonals(xp, buckets, geometry)
+
+
+def _diagonal_buckets(
+    query_length: int,
+    key_length: int,
+    offset: Any,
+    *,
+    bidirectional: bool,
+    num_buckets: int,
+    max_distance: int,
+    backend: str | None,
+    like: Any,
+    arithmetic: Arithmetic,
+    like_backend: str | None = None,
+) -> tuple[Any, Any, Any]:
+    """The buckets of the ``q + k - 1`` diagonals and the diagonal of each (query, key).
+
+    ``key - query`` is constant along diagonals, so the buckets are computed once per
+    diagonal, ``(q + k - 1,)`` (``(batch, q + k - 1)`` for per-example offsets), and
+    expanded by :func:`_expand_diagonals` (the diagonal of query ``i`` and key ``j`` is
+    ``j - i + q - 1`` whatever the offset).
+    Returns ``(xp, buckets, geometry)`` for :func:`_expand_diagonals`; everything is
+    built where the result lives.
+    """
+    q_len = _length(query_length, "query_length")
+    k_len = _length(key_length, "key_length")
+    n, max_exact = _check_config(bidirectional, num_buckets, max_distance, arithmetic)
+    if isinstance(offset, bool):
+        raise TypeError(f"offset must be an int or an integer array. Received: {offset!r}")
+    offset_source = None if isinstance(offset, numbers.Integral) else backend_of(offset)
+    if offset_source is None and not isinstance(offset, numbers.Integral):
+        offset = np.asarray(offset)
+        offset_source = "numpy"
+    if like is not None and like_backend is None:
+        like_backend = backend_of(like)
+    if backend is None:
+        backend = like_backend if like_backend is not None else offset_source
+    xp = get_namespace(canonical_backend(backend) if backend is not None else "numpy")
+    thresholds = xp.host_constant(_thresholds, n, int(max_distance), arithmetic)
+    anchor = like if like_backend == xp.name else None
+    wide = "int64" if xp.supports("int64") else "int32"
+    diagonals = _arange(xp, q_len + k_len - 1, wide, anchor) - (q_len - 1)
+    if isinstance(offset, numbers.Integral):
+        if wide == "int32":
+            _fit_int(np.array([int(offset) + q_len - 1, int(offset) - k_len]), xp, "offset")
+        relative = diagonals - int(offset)
+    else:
+        shift = _as_relative(offset, xp, offset_source, "offset")
+        if xp.dtype_of(shift) != wide:
+            shift = xp.astype(shift, xp.dtype(wide))
+        rank = len(shift.shape)
+        if rank > 1:
+            raise ValueError(
+                "offset must be a scalar or hold one offset per example, shape (batch,). "
+                f"Received: offset of shape {tuple(shift.shape)}"
+            )
+        if rank == 1:
+            relative = xp.expand_dims(diagonals, 0) - xp.reshape(shift, (-1, 1))
+        else:
+            relative = diagonals - shift
+    buckets = _kernel(xp, relative, n, max_exact, thresholds, bool(bidirectional))
+    return xp, buckets, (q_len, k_len, wide, anchor)
+
+
+def _expand_diagonals(xp: Any, values: Any, geometry: tuple[int, int, str, Any]) -> Any:
+    """``(..., q + k - 1)`` per-diagonal values -> ``(..., q, k)`` with
+    ``out[..., i, j] = values[..., j - i + q - 1]`` (a Toeplitz expansion)."""
+    q_len, k_len, wide, anchor = geometry
+    if xp.name == "torch":
+        # windows values[s : s + k] for s = 0 .. q-1, the last query's first
+        return values.unfold(-1, k_len, 1).flip(-2)
+    if xp.name == "numpy":
+        windows = np.lib.stride_tricks.sliding_window_view(values, k_len, axis=-1)
+        return np.ascontiguousarray(windows[..., ::-1, :])
+    keys = xp.expand_dims(_arange(xp, k_len, wide, anchor), 0)
+    queries = xp.expand_dims(_arange(xp, q_len, wide, anchor), 1)
+    index = keys - queries + (q_len - 1)
+    if xp.name == "tensorflow":
+        import tensorflow as tf
+
+        return tf.gather(values, index, axis=len(values.shape) - 1)
+    return values[..., index]
+
+
+def _arange(xp: Any, n: int, dtype: str, like: Any) -> Any:
+    """``arange(n)`` of integer ``dtype`` on backend ``xp`` (on ``like``'s device)."""
+    if xp.name == "numpy":
+        return np.arange(n, dtype=dtype)
+    if xp.name == "torch":
+        import torch
+
+        device = like.device if isinstance(like, torch.Tensor) else None
+        return torch.arange(n, dtype=getattr(torch, dtype), device=device)
+    if xp.name == "jax":
+        import jax.numpy as jnp
+
+        return jnp.arange(n, dtype=dtype)
+    import tensorflow as tf
+
+    return tf.range(n, dtype=dtype)
+
+
+def t5_relative_bias(
+    query_length: int,
+    key_length: int,
+    table: Any,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    max_distance: int = 128,
+    arithmetic: Arithmetic = "float32",
+    backend: str | None = None,
+) -> Any:
+    """T5's position bias: the ``(num_buckets, n_heads)`` table indexed by the buckets.
+
+    The result of transformers' ``T5Attention.compute_bias(query_length, key_length,
+    past_seen_tokens=offset)`` with ``relative_attention_bias.weight = table``.
+
+    Parameters
+    ----------
+    query_length, key_length : int
+        Numbers of queries and keys, >= 1.
+    table : array
+        The learned bias table ``(num_buckets, n_heads)`` (``nn.Embedding.weight``):
+        NumPy, JAX, PyTorch or TensorFlow. Gradients flow to it (the bias is a gather).
+        ``num_buckets`` is its first axis.
+    offset : int or integer array
+        Position of the first query (cached tokens); an int, or per-example offsets
+        ``(batch,)``.
+    bidirectional, max_distance, arithmetic
+        As for :func:`t5_relative_bucket` (T5: encoders bidirectional, decoders not).
+    backend : str, optional
+        The table's backend, when the caller knows it (found from the table otherwise).
+
+    Returns
+    -------
+    array
+        ``(1, n_heads, query_length, key_length)`` (``(batch, ...)`` for per-example
+        offsets) on the table's backend and device, in its dtype: add it to the scores
+        ``(batch, n_heads, query_length, key_length)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = np.arange(64.0).reshape(32, 2)   # bucket b, head h -> 2 b + h
+    >>> t5_relative_bias(2, 3, table)[0, 1].tolist()  # head 1
+    [[1.0, 35.0, 37.0], [3.0, 1.0, 35.0]]
+    """
+    source = canonical_backend(backend) if backend is not None else backend_of(table)
+    if source is None:
+        table = np.asarray(table)
+        source = "numpy"
+    shape = tuple(table.shape)
+    if len(shape) != 2:
+        raise ValueError(f"table must have shape (num_buckets, n_heads). Received: shape {shape}")
+    if source == "jax" and not _tracing_jax(table, offset):
+        # Eager JAX: one compiled program per shape and configuration (the offset is
+        # an argument: decode steps reuse it), not one compilation per operation.
+        _length(query_length, "query_length")
+        _length(key_length, "key_length")
+        _check_config(bidirectional, int(shape[0]), max_distance, arithmetic)
+        program = _jax_bias_program(
+            int(query_length),
+            int(key_length),
+            bool(bidirectional),
+            int(max_distance),
+            arithmetic,
+            isinstance(offset, numbers.Integral),
+        )
+        if isinstance(offset, numbers.Integral):
+            if isinstance(offset, bool):
+                raise TypeError(f"offset must be an int or an integer array. Received: {offset!r}")
+            xp = get_namespace("jax")
+            offset = _fit_int(np.array(int(offset)), xp, "offset")
+        return program(table, offset)
+    xp, buckets, geometry = _diagonal_buckets(
+        query_length,
+        key_length,
+        offset,
+        bidirectional=bidirectional,
+        num_buckets=int(shape[0]),
+        max_distance=max_distance,
+        backend=source,
+        like=table,
+        arithmetic=arithmetic,
+        like_backend=source,
+    )
+    # One small gather per diagonal, then one expansion to (..., heads, q, k).
+    per_diagonal = _move_heads(source, _take_rows(source, table, buckets))
+    bias = _expand_diagonals(xp, per_diagonal, geometry)
+    return bias[None] if len(bias.shape) == 3 else bias
+
+
+def _tracing_jax(*arrays: Any) -> bool:
+    import jax
+
+    xp = get_namespace("jax")
+    return xp.is_tracing() or any(isinstance(a, jax.core.Tracer) for a in arrays)
+
+
+@functools.lru_cache(maxsize=32)
+def _jax_bias_program(
+    q_len: int,
+    k_len: int,
+    bidirectional: bool,
+    max_distance: int,
+    arithmetic: Arithmetic,
+    scalar_offset: bool,
+) -> Any:
+    import jax
+
+    def run(table: Any, offset: Any) -> Any:
+        return t5_relative_bias(
+            q_len,
+            k_len,
+            table,
+            offset=offset,
+            bidirectional=bidirectional,
+            max_distance=max_distance,
+            arithmetic=arithmetic,
+            backend="jax",
+        )
+
+    return jax.jit(run)
+
+
+def _take_rows(backend: str, table: Any, index: Any) -> Any:
+    """``table[index]`` (rows of a 2-D table, any index shape)."""
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.gather(table, index)
+    return table[index]
+
+
+def _move_heads(backend: str, values: Any) -> Any:
+    """``(..., L, heads)`` -> ``(..., heads, L)``."""
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        rank = len(values.shape)
+        return tf.transpose(values, [*range(rank - 2), rank - 1, rank - 2])
+    if backend == "torch":
+        return values.transpose(-1, -2)
+    if backend == "jax":
+        import jax.numpy as jnp
+
+        return jnp.swapaxes(values, -1, -2)
+    return np.swapaxes(values, -1, -2)
+
+
+def _length(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= 1. Received: {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be an integer >= 1. Received: {value}")
+    return int(value)
