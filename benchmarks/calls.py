@@ -73,6 +73,7 @@ from benchmarks.hf_rope import hf_apply_rotary_pos_emb, hf_inv_freq, hf_rotary_f
 #: bytes); retracing warnings and compiler modules at most the value.
 TARGETS: dict[str, float] = {
     "decode_step": 1.0,
+    "decode_joint": 1.0,
     "encode_few": 1.0,
     "encode_arbitrary": 1.0,
     "numpy_peak_memory": 1.5,
@@ -118,6 +119,7 @@ DECODE_POSITIONS = (4095, 17, 1000, 2048, 5, 300, 3071, 777)
 
 MEASUREMENTS = {
     "decode_step": "decode step: apply_rope on q and k",
+    "decode_joint": "decode step: apply_rope((q, k)) in one call",
     "encode_few": "encode, few positions",
     "encode_permuted": "encode, permuted positions",
     "encode_offsets": "encode, per-example offsets",
@@ -362,7 +364,7 @@ def torch_rows(cfg: dict[str, Any]) -> list[Row]:
 
     torch = common.setup_torch()
     probe = [contention_probe(torch)]
-    rows = [decode_row(torch, apply_rope, cfg)]
+    rows = [decode_row(torch, apply_rope, cfg), decode_row(torch, apply_rope, cfg, joint=True)]
     d = cfg["few_d"]
     for n in cfg["few"]:
         pos = torch.arange(n) + 1000
@@ -437,7 +439,9 @@ def contention_probe(torch: Any) -> float:
     return statistics.median(times)
 
 
-def decode_row(torch: Any, apply_rope: Callable[..., Any], cfg: dict[str, Any]) -> Row:
+def decode_row(
+    torch: Any, apply_rope: Callable[..., Any], cfg: dict[str, Any], joint: bool = False
+) -> Row:
     batch, heads, kv_heads, head_dim = cfg["decode"]
     gen = torch.Generator().manual_seed(0)
     q = torch.randn(batch, heads, 1, head_dim, generator=gen)
@@ -451,6 +455,8 @@ def decode_row(torch: Any, apply_rope: Callable[..., Any], cfg: dict[str, Any]) 
     def pe_core_step(step: int | None = None) -> Any:
         step = next(pe_core_steps) if step is None else step
         pos = (positions + step)[:, None, None]  # (batch, 1, 1): broadcast over heads
+        if joint:  # one call: the positions classified and cos/sin built once
+            return apply_rope((q, k), pos)
         return apply_rope(q, pos), apply_rope(k, pos)
 
     def hf_step(step: int | None = None) -> Any:
@@ -460,7 +466,8 @@ def decode_row(torch: Any, apply_rope: Callable[..., Any], cfg: dict[str, Any]) 
         return hf_apply_rotary_pos_emb(q, k, cos, sin)
 
     size = f"q {tuple(q.shape)}, k {tuple(k.shape)}"
-    row = time_row("decode_step", "torch", size, "decode_step", pe_core_step, hf_step, cfg, "HF")
+    key = "decode_joint" if joint else "decode_step"
+    row = time_row(key, "torch", size, key, pe_core_step, hf_step, cfg, "HF")
     if row["error"] is None:
         (pq, pk), (hq, hk) = pe_core_step(0), hf_step(0)
         row["max_abs_diff"] = max(_max_diff(pq, hq), _max_diff(pk, hk))
@@ -888,7 +895,9 @@ def report(results: dict[str, Any]) -> str:
         "`inv_freq[None, :, None].expand(...) @ position_ids[:, None, :].float()`, "
         "transpose, `cat((freqs, freqs), -1)`, `cos()`, `sin()`, cast to x's dtype) then "
         "`apply_rotary_pos_emb` (`q * cos + rotate_half(q) * sin`, the same for k, "
-        "cos/sin unsqueezed at dim 1), as Llama runs them every step.",
+        "cos/sin unsqueezed at dim 1), as Llama runs them every step. The second decode "
+        "row makes one call, `apply_rope((q, k), pos)`, which classifies the positions "
+        "and builds cos/sin once for both.",
         "- encode, few positions: `encode(arange(n) + 1000, d)` (int64); baseline: the "
         "textbook table at the same positions (`benchmarks/textbook.py`).",
         "- encode, permuted positions: a seeded permutation of `arange(n)`; per-example "

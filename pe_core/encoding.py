@@ -16,7 +16,7 @@ import numpy as np
 from pe_core import device_tables
 from pe_core.angles import reduced_turns, sin_cos_turns
 from pe_core.frequency import check_d, omegas
-from pe_core.host_tables import host_sin_cos
+from pe_core.host_tables import host_sin_cos, small_call_fits, small_sin_cos
 from pe_core.layout import assemble
 from pe_core.placement import Positions, prepare_positions
 from pe_core.positions import check_request_size, choose_backend, resolve_dtype
@@ -108,6 +108,18 @@ def encode(
     >>> encode(range(4096), 64, out=buffer) is buffer
     True
     """
+    if (
+        type(pos) is np.ndarray
+        and spec is None
+        and backend is None
+        and dtype is None
+        and out is None
+        and like is None
+        and not check_values
+    ):
+        table = _few_integer_positions(pos, d)
+        if table is not None:
+            return table
     spec = resolve_spec(spec)
     if spec.axes > 1:  # N-D coordinates: one 1-D encoding per axis, concatenated
         from pe_core.nd import encode_nd
@@ -151,6 +163,40 @@ def encode(
     if out is not None:
         return xp.copy_into(out, table)
     return table
+
+
+#: Most positions the lane of :func:`_few_integer_positions` takes.
+FEW_POSITIONS = 64
+
+
+def _few_integer_positions(pos: np.ndarray, d: Any) -> np.ndarray | None:
+    """The default encoding of a few NumPy integer positions, or ``None``.
+
+    The lane of the calls models make most (a decode step, a short prompt): float32
+    output of the default spec for up to :data:`FEW_POSITIONS` integer positions of
+    magnitude below :data:`~pe_core.host_tables.SMALL_MAX_INTEGER`, built by the same
+    float64 pass as the general host route (:func:`~pe_core.host_tables.small_sin_cos`)
+    without its dispatch. Anything else returns ``None`` and takes the general route.
+    """
+    if pos.dtype.kind not in "iu" or not 0 < pos.size <= FEW_POSITIONS:
+        return None
+    if type(d) is not int or d < 2 or d % 2:
+        return None
+    spec = _DEFAULT_SPEC
+    freqs = _default_omegas(d)
+    max_abs = max(abs(v) for v in pos.reshape(-1).tolist())
+    if not small_call_fits(pos.size, d // 2, max_abs, spec.offset, freqs, integral=True):
+        return None
+    table = small_sin_cos(pos, freqs, offset=spec.offset, layout=spec.layout)
+    return table.reshape(*pos.shape, d)
+
+
+_DEFAULT_SPEC = resolve_spec(None)
+
+
+@functools.lru_cache(maxsize=64)
+def _default_omegas(d: int) -> tuple[float, ...]:
+    return omegas(check_d(d, _DEFAULT_SPEC), _DEFAULT_SPEC)
 
 
 def _working(out_name: str, xp: Namespace | None = None) -> str:

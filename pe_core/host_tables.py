@@ -58,8 +58,27 @@ SMALL_MAX_PAIRS = 16_384
 _TWO_PI = 2.0 * math.pi
 
 
-@functools.lru_cache(maxsize=256)
+#: ``_turn_frequencies`` by the identity of the frequency tuple (the callers hold
+#: one tuple per schedule, from caches): no hashing of a long tuple per call.
+_TURNS_BY_ID: dict[int, tuple[tuple[float, ...], Any]] = {}
+
+
 def _turn_frequencies(
+    omegas: tuple[float, ...],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_turn_frequencies_of`, looked up by the tuple's identity first."""
+    hit = _TURNS_BY_ID.get(id(omegas))
+    if hit is not None and hit[0] is omegas:
+        return hit[1]
+    result = _turn_frequencies_of(omegas)
+    if len(_TURNS_BY_ID) >= 256:
+        _TURNS_BY_ID.clear()
+    _TURNS_BY_ID[id(omegas)] = (omegas, result)  # holds the tuple: its id stays unique
+    return result
+
+
+@functools.lru_cache(maxsize=256)
+def _turn_frequencies_of(
     omegas: tuple[float, ...],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``w / 2pi`` (turns per position) and ``frac(w / 2pi)``, alone and as ``hi + lo``.
@@ -141,6 +160,33 @@ def small_sin_cos(
     (dtype('float32'), True)
     """
     n_pairs = len(omegas)
+    angles = small_angles(values, omegas, offset=offset, rounded_once=rounded_once)
+    out = np.empty((angles.shape[0], 2 * n_pairs), angles.dtype)
+    if layout == "interleaved":
+        sin_slots, cos_slots = out[:, 0::2], out[:, 1::2]
+    else:
+        sin_slots, cos_slots = out[:, :n_pairs], out[:, n_pairs:]
+    np.sin(angles, out=sin_slots)
+    np.cos(angles, out=cos_slots)
+    return out
+
+
+def small_angles(
+    values: np.ndarray,
+    omegas: tuple[float, ...],
+    *,
+    offset: int | float = 0,
+    rounded_once: bool = False,
+) -> np.ndarray:
+    """The reduced angles ``(n_rows, len(omegas))`` in ``[-pi, pi]`` of
+    :func:`small_sin_cos`: float32, or float64 with ``rounded_once``.
+
+    Only for the inputs :func:`small_call_fits` accepts.
+
+    >>> a = small_angles(np.array([1, 7]), (1.0,))
+    >>> a.dtype, bool(np.allclose(a[:, 0], [1.0, 7.0 - 2 * np.pi]))
+    (dtype('float32'), True)
+    """
     f, phi, high, low = _turn_frequencies(omegas)
     flat = values.reshape(-1, 1).astype(np.float64)
     if offset:
@@ -154,16 +200,11 @@ def small_sin_cos(
     else:  # float32 results: one product, below 2**-28 turns
         turns = flat * phi
     turns -= np.rint(turns)  # exact: the reduced turn in [-1/2, 1/2]
-    turns *= _TWO_PI
-    angles = turns if rounded_once else turns.astype(np.float32)
-    out = np.empty((flat.shape[0], 2 * n_pairs), angles.dtype)
-    if layout == "interleaved":
-        sin_slots, cos_slots = out[:, 0::2], out[:, 1::2]
-    else:
-        sin_slots, cos_slots = out[:, :n_pairs], out[:, n_pairs:]
-    np.sin(angles, out=sin_slots)
-    np.cos(angles, out=cos_slots)
-    return out
+    if rounded_once:
+        turns *= _TWO_PI
+        return turns
+    # the product in float64, rounded once to float32 (one pass)
+    return np.multiply(turns, _TWO_PI, out=np.empty(turns.shape, np.float32), casting="same_kind")
 
 
 def host_sin_cos(

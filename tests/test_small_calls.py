@@ -1,0 +1,54 @@
+"""The lane for a few NumPy integer positions gives what the general route gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import pe_core
+from pe_core import encoding
+
+
+@given(
+    hnp.arrays(
+        st.sampled_from([np.int64, np.int32, np.uint16]),
+        hnp.array_shapes(min_dims=0, max_dims=2, max_side=8),
+        elements=st.integers(0, 2**15),
+    ),
+    st.sampled_from([2, 8, 64, 512]),
+)
+def test_lane_equals_the_general_route(pos: np.ndarray, d: int) -> None:
+    lane = encoding._few_integer_positions(pos, d)
+    general = pe_core.encode(pos, d, spec="vaswani")  # a named spec skips the lane
+    if pos.size == 0:
+        assert lane is None
+        return
+    assert lane is not None and lane.dtype == np.float32 and lane.shape == general.shape
+    np.testing.assert_array_equal(lane, general)
+    np.testing.assert_array_equal(pe_core.encode(pos, d), general)
+
+
+@pytest.mark.parametrize(
+    "pos, d",
+    [
+        (np.arange(65), 8),  # more than FEW_POSITIONS
+        (np.array([2**40]), 8),  # beyond the float64 pass: the exact route
+        (np.array([1.5]), 8),  # not integers
+        (np.array([3]), 7),  # odd d: the spec's odd_d policy decides
+    ],
+)
+def test_other_inputs_leave_the_lane(pos: np.ndarray, d: int) -> None:
+    assert encoding._few_integer_positions(pos, d) is None
+
+
+def test_large_positions_stay_exact() -> None:
+    got = pe_core.encode(np.array([2**40 + 3]), 2, dtype="float64")
+    assert abs(got[0, 0] - np.sin(float(2**40 + 3))) < 1e-6
+
+
+def test_odd_d_is_still_refused() -> None:
+    with pytest.raises(ValueError):
+        pe_core.encode(np.array([3]), 7)
