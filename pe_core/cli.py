@@ -2,19 +2,21 @@
 
 ``pe-core encode --positions 0:8 --dim 16`` prints the table (``--out FILE.npy``,
 ``FILE.csv`` or ``FILE.json`` saves it; ``--format`` chooses the format otherwise).
-``pe-core check`` runs the properties pe_core promises (agreement with a float64
-reference, exactness at large positions, boundedness, uniqueness, the linear relation,
-``shift``, the relative dot product, and compiled code) on every installed backend and
-prints a backend x property table; the exit status is 1 when anything fails.
+``pe-core check`` runs the checks of :mod:`pe_core.testing` (for ``encode``: agreement
+with a float64 reference, exactness at large positions, boundedness, uniqueness, the
+linear relation, ``shift``, the relative dot product, and compiled code; for
+``apply_rope``: agreement, relative scores, norms; and every backend against NumPy) on
+every installed backend and prints a backend x property table per function; the exit
+status is 1 when anything fails.
 ``pe-core plot heatmap|similarity|distance|spectrum --out FILE.png`` draws a figure
 (:mod:`pe_core.plots`; needs matplotlib: ``pip install 'pe-core[plot]'``).
 
-The checks use fixed grids and a fixed seed, not Hypothesis, so they are
+The checks run on fixed grids with a fixed seed, not Hypothesis, so they are
 deterministic and need no test dependencies (``mpmath`` only for the large-position
-reference; that column is skipped without it). Exit status: 0 on success, 1 when a
-check fails or a file cannot be written, 2 for bad arguments (values the library
-refuses included), with a one-line message and no traceback; ``python -m pe_core``
-is the same command.
+reference; that column is skipped without it); ``--thorough`` uses larger grids.
+Exit status: 0 on success, 1 when a check fails or a file cannot be written, 2 for
+bad arguments (values the library refuses included), with a one-line message and no
+traceback; ``python -m pe_core`` is the same command.
 
 >>> main(["encode", "--positions", "0:2", "--dim", "4"])
 # pe_core.encode(pos=range(0, 2), d=4, spec='vaswani', backend='numpy', dtype='float32') -> shape (2, 4)
@@ -28,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
+import importlib.util
 import json
 import logging
 import math
@@ -35,7 +39,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,8 +50,23 @@ from pe_core import __version__
 from pe_core.encoding import encode
 from pe_core.frequency import check_d, frequencies
 from pe_core.presets import DEFAULT_PRESET, PRESETS, resolve_spec
-from pe_core.relative import relative_matrix, shift
+from pe_core.relative import shift
+from pe_core.rope import apply_rope
 from pe_core.spec import Spec
+from pe_core.testing.checks import (
+    PropertyFailure,
+    check_agreement,
+    check_bounded,
+    check_cross_backend_agreement,
+    check_linear_relation,
+    check_relative_dot,
+    check_rope_agreement,
+    check_rope_norm,
+    check_rope_relative_scores,
+    check_shift,
+    check_uniqueness,
+)
+from pe_core.testing.references import exact_encoding, uniqueness_window
 from pe_core_backends import (
     FLOAT_DTYPES,
     backend_of,
@@ -195,9 +214,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "--dim",
         "-d",
         type=_dims_arg,
-        default=(64,),
-        help="comma list of feature counts (default: 64); an odd d is checked on presets "
-        "that zero-pad",
+        default=None,
+        help="comma list of feature counts, also RoPE's head_dim (default: 64; with "
+        "--thorough 2,63,64,512); an odd d is checked on presets that zero-pad",
     )
     chk.add_argument(
         "--spec",
@@ -208,7 +227,13 @@ def _build_parser() -> argparse.ArgumentParser:
     chk.add_argument(
         "--no-compiled",
         action="store_true",
-        help="skip the compiled column (jax.jit, torch.compile, tf.function)",
+        help="skip the compiled columns (jax.jit, torch.compile, tf.function)",
+    )
+    chk.add_argument(
+        "--thorough",
+        action="store_true",
+        help="larger grids, positions up to 1e300, more RoPE configurations, and every "
+        "case compiled (several minutes)",
     )
     chk.set_defaults(run=_run_check)
 
@@ -603,96 +628,188 @@ def _run_plot(args: argparse.Namespace) -> int:
 
 
 # -- pe-core check ----------------------------------------------------------------
+#
+# The properties are pe_core.testing's checks; this section only chooses fixed grids,
+# runs each check on each backend and prints the outcome.
 
-#: Column name -> what its number is, and the tolerance (float32 output). The dot
-#: product sums d products, so its tolerance is multiplied by sqrt(d).
-COLUMNS: dict[str, tuple[str, float]] = {
-    "agreement": (
-        "max |error| vs a float64 NumPy reference; positions 0..255 and fractional |p| < 1000",
-        1e-6,
-    ),
-    "large": (
-        "max |error| vs mpmath; positions up to 2**24, negative and fractional ones too",
-        1e-6,
-    ),
-    "bounded": ("how far any value of the first two columns leaves [-1, 1]", 0.0),
-    "unique": (
-        "how far the closest pair of 256 integer positions in [0, N) falls short of "
-        "2*sin(w_min/2), N = floor(2*pi/w_min)",
-        1e-6,
-    ),
-    "linear": (
-        "max |PE(p+k) - relative_matrix(k) @ PE(p)|, |k| < 2**22, integer and fractional p",
-        2e-6,
-    ),
-    "shift": ("max |shift(PE(p), k) - PE(p+k)|, same grid (same backend and dtype too)", 2e-6),
-    "rel-dot": ("max |PE(p)·PE(p+k) - sum_i cos(k*w_i)|, same grid", 2e-6),
-    "compiled": (
-        "max |error| vs mpmath under jax.jit / torch.compile / tf.function (also XLA), "
-        "first spec and d only",
-        1e-6,
-    ),
+#: Allowed error per value (float32 output); each check scales it as documented.
+ATOL = 1e-6
+#: Allowed difference between backends: a few float32 ulps (values up to sqrt(2)).
+ACROSS_ATOL = 5e-7
+#: One seed for every grid: every run checks the same values.
+_SEED = 20240607
+
+#: Column of the encode table -> what its number is (and the tolerance).
+COLUMNS: dict[str, str] = {
+    "agreement": "check_agreement: max |error| vs the float64 reference; positions 0..255 "
+    "and fractional |p| < 1000 (tol 1e-06)",
+    "large": "check_agreement vs mpmath: positions up to 2**24, negative and fractional "
+    "too; --thorough: to 2**63 and 1e300 (tol 1e-06)",
+    "bounded": "check_bounded: how far any value leaves [-1, 1] (tol 0)",
+    "unique": "check_uniqueness: how far the closest pair of integer positions in [0, N) "
+    "falls short of 2*sin(w_min/2), N = floor(2*pi/w_min) (tol 1e-06)",
+    "linear": "check_linear_relation: max |PE(p+k) - relative_matrix(k) @ PE(p)|, "
+    "|k| < 2**22, integer and fractional p (tol 3e-06)",
+    "shift": "check_shift: max |shift(PE(p), k) - PE(p+k)|, same backend and dtype (tol 3e-06)",
+    "rel-dot": "check_relative_dot(exact=True): max |PE(p)·PE(p+k) - sum_i cos(k*w_i)| "
+    "(tol 2e-06*sqrt(d))",
+    "compiled": "check_agreement under jax.jit / torch.compile / tf.function (also XLA), "
+    "float64 reference; first spec and d, --thorough: more (tol 1e-06)",
 }
+
+#: Column of the apply_rope table -> what its number is (and the tolerance).
+ROPE_COLUMNS: dict[str, str] = {
+    "agreement": "check_rope_agreement: max |error| vs the float64 reference, x in [-1, 1), "
+    "integer positions up to 2**24 and fractional ones (tol 1e-06)",
+    "relative": "check_rope_relative_scores: change of <rope(q, m), rope(k, n)> when m and "
+    "n move together, / |q||k| (tol 1e-06)",
+    "norm": "check_rope_norm: relative change of |x| under the rotation (tol 1e-06)",
+    "compiled": "check_rope_agreement under the compilers, --thorough only (tol 1e-06)",
+}
+
+_NEEDS_MPMATH = "needs mpmath: pip install 'pe-core[test]'"
 
 
 @dataclass
 class _Cell:
-    """The outcome of one property on one backend, over all (spec, d) cases."""
+    """The outcome of one property on one backend, over all its cases."""
 
     status: str = "PASS"  # PASS, FAIL, ERROR, SKIP or n/a
     error: float = 0.0
     notes: list[str] = field(default_factory=list)
 
-    def record(self, error: float, tolerance: float, where: str) -> None:
-        error = float(error) if math.isfinite(error) else math.inf
-        self.error = max(self.error, error)
-        if not error <= tolerance:
+    def run(self, where: str, body: Callable[[], float]) -> None:
+        """Run one check: a PropertyFailure fails the cell, another exception is an ERROR."""
+        try:
+            self.error = max(self.error, body())
+        except PropertyFailure as failure:
+            self.error = max(self.error, failure.error)
             self.status = "FAIL" if self.status != "ERROR" else self.status
-            self.notes.append(f"{where}: error {error:.3g} > tolerance {tolerance:g}")
-
-    def crash(self, exc: BaseException, where: str) -> None:
-        self.status = "ERROR"
-        self.notes.append(f"{where}: {type(exc).__name__}: {exc}")
-
-    @property
-    def failed(self) -> bool:
-        return self.status in ("FAIL", "ERROR")
+            worst = f"; worst: {failure.worst}" if failure.worst else ""
+            self.notes.append(
+                f"{where}: error {failure.error:.3g} > tolerance {failure.tolerance:g}{worst}"
+            )
+        except Exception as exc:
+            self.status = "ERROR"
+            self.notes.append(f"{where}: {type(exc).__name__}: {_one_line(exc)}")
 
     def text(self) -> str:
-        if self.status in ("SKIP", "n/a"):
+        if self.status in ("SKIP", "n/a", "ERROR"):
             return self.status
-        if self.status == "ERROR":
-            return "ERROR"
-        return f"{self.status} {_short(self.error)}"
-
-
-def _short(value: float) -> str:
-    if value == 0:
-        return "0"
-    if not math.isfinite(value):
-        return "inf"
-    return f"{value:.1e}"
+        if self.error == 0 or not math.isfinite(self.error):
+            return f"{self.status} {'0' if self.error == 0 else 'inf'}"
+        return f"{self.status} {self.error:.1e}"
 
 
 @dataclass(frozen=True)
-class _Case:
-    """One (spec, d) with its grids and backend-independent references."""
+class _EncodeCase:
+    """One (spec, d) of ``encode``, its fixed grids and their mpmath tables."""
 
     spec: Spec
     d: int
-    small: tuple[np.ndarray, ...]
-    small_ref: tuple[np.ndarray, ...]
-    large: tuple[np.ndarray, ...]
-    large_ref: tuple[np.ndarray, ...] | None
-    unique: np.ndarray
-    bound: float
+    small: tuple[np.ndarray, ...]  # against the float64 reference
+    large: tuple[np.ndarray, ...]  # against mpmath (and, joined to small, compiled)
+    huge: tuple[np.ndarray, ...]  # --thorough: beyond 2**24, against mpmath
+    exact: tuple[np.ndarray, ...] | None  # mpmath tables of large + huge; None: no mpmath
+    unique: np.ndarray | None  # None: check_uniqueness's own choice
     p: tuple[np.ndarray, ...]
     k: np.ndarray
-    dot_ref: np.ndarray
 
     @property
     def label(self) -> str:
         return f"spec={self.spec.name} d={self.d}"
+
+    @property
+    def variant(self) -> tuple[Any, int]:
+        return self.spec.name, self.d
+
+    def properties(self, name: str) -> dict[str, Callable[[], float] | None]:
+        """Column -> the checks of that column on backend ``name`` (``None``: skipped)."""
+        spec, d = self.spec, self.d
+
+        def fn(positions: np.ndarray, d: int) -> Any:
+            return _typed(encode(positions, d, spec=spec, backend=name), name, "encode")
+
+        def moved(encoding: Any, k: Any) -> Any:
+            return shift(encoding, k, spec)
+
+        def exact() -> float:
+            pairs = zip(self.large + self.huge, self.exact or (), strict=True)
+            return max(check_agreement(fn, spec, d, g, ATOL, reference=e) for g, e in pairs)
+
+        ps = self.p
+        return {
+            "agreement": lambda: max(check_agreement(fn, spec, d, g, ATOL) for g in self.small),
+            "large": None if self.exact is None else exact,
+            "bounded": lambda: max(
+                check_bounded(fn, spec, d, g, 0) for g in self.small + self.large + self.huge
+            ),
+            "unique": lambda: check_uniqueness(fn, spec, d, self.unique, atol=ATOL),
+            "linear": lambda: max(check_linear_relation(fn, spec, d, p, self.k, ATOL) for p in ps),
+            "shift": lambda: max(check_shift(fn, moved, spec, d, p, self.k, ATOL) for p in ps),
+            "rel-dot": lambda: max(
+                check_relative_dot(fn, spec, d, p, p[::-1], self.k, ATOL, exact=True) for p in ps
+            ),
+        }
+
+    def target(self, positions: Any) -> Any:
+        """What the compilers compile."""
+        return encode(positions, self.d, spec=self.spec)
+
+    def check_compiled(self, compiled: Callable[..., Any]) -> float:
+        """Both grids joined (one compilation per dtype), against the float64 reference."""
+        grids = (np.concatenate(pair) for pair in zip(self.small, self.large, strict=True))
+
+        def fn(positions: np.ndarray, d: int) -> Any:
+            return compiled(positions)
+
+        return max(check_agreement(fn, self.spec, self.d, g, ATOL) for g in grids)
+
+
+@dataclass(frozen=True)
+class _RopeCase:
+    """One configuration of ``apply_rope`` and its inputs: ``(x, positions)`` pairs."""
+
+    head_dim: int
+    options: dict[str, Any]  # base, layout, rotary_dim
+    inputs: tuple[tuple[np.ndarray, np.ndarray], ...]
+    shifts: np.ndarray
+
+    @property
+    def label(self) -> str:
+        defaults = {"layout": self.options["layout"], "base": 10000.0}
+        extra = "".join(
+            f" {key}={value:g}" for key, value in self.options.items() if defaults.get(key) != value
+        )
+        return f"rope layout={self.options['layout']} head_dim={self.head_dim}{extra}"
+
+    @property
+    def variant(self) -> tuple[Any, int]:
+        return tuple(self.options.items()), self.head_dim
+
+    def properties(self, name: str) -> dict[str, Callable[[], float] | None]:
+        def fn(x: np.ndarray, positions: np.ndarray) -> Any:
+            out = apply_rope(x, positions, backend=name, **self.options)
+            return _typed(out, name, "apply_rope")
+
+        q, m = self.inputs[0]  # the keys: the same vectors and positions, reversed
+        return {
+            "agreement": lambda: self.agreement(fn),
+            "relative": lambda: check_rope_relative_scores(
+                fn, q, q[::-1], m, m[::-1], self.shifts, atol=ATOL
+            ),
+            "norm": lambda: max(check_rope_norm(fn, x, p, atol=ATOL) for x, p in self.inputs),
+        }
+
+    def target(self, x: Any, positions: Any) -> Any:
+        return apply_rope(x, positions, **self.options)
+
+    def agreement(self, fn: Callable[..., Any]) -> float:
+        return max(
+            check_rope_agreement(fn, x, p, atol=ATOL, **self.options) for x, p in self.inputs
+        )
+
+    check_compiled = agreement  # the same inputs, compiled
 
 
 @contextlib.contextmanager
@@ -748,354 +865,233 @@ def _run_check(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     backends = args.backends or installed_backends()
-    specs = args.spec or tuple(PRESETS[name] for name in _ONE_AXIS_PRESETS)
-    cases, skipped = [], []
-    for spec in specs:
-        for d in args.dim:
-            if d % 2 and spec.odd_d == "raise":
-                skipped.append(f"{spec.name} d={d} (odd d needs odd_d='zero_pad')")
-                continue
-            cases.append(_make_case(spec, check_d(d, spec)))
-    if not cases:
-        raise ValueError(f"nothing to check: every combination was skipped: {', '.join(skipped)}")
-    print(
-        f"pe-core check: {len(cases)} case(s) "
-        f"({', '.join(sorted({c.spec.name or '?' for c in cases}))}; d in "
-        f"{', '.join(str(d) for d in dict.fromkeys(c.d for c in cases))}), float32 output, "
-        f"backends: {', '.join(backends)}"
-    )
-    if skipped:
-        print(f"skipped: {'; '.join(skipped)}")
-    results: dict[str, dict[str, _Cell]] = {}
+    cases, rope_cases = _plan(args, backends)
+    rope_compiled = _compiled_cases(rope_cases, args) if args.thorough else []
+    work = {
+        "encode": (COLUMNS, cases, _compiled_cases(cases, args)),
+        "apply_rope": (ROPE_COLUMNS, rope_cases, rope_compiled),
+    }
+    tables: dict[str, dict[str, dict[str, _Cell]]] = {title: {} for title in work}
     progress = _Progress()
     for name in backends:
-        results[name] = _check_backend(
-            name, cases, compiled=not args.no_compiled, progress=progress
-        )
-    _print_results(results)
-    failures = [
-        (b, col, cell) for b, row in results.items() for col, cell in row.items() if cell.failed
-    ]
-    if failures:
-        print(f"\n{len(failures)} check(s) failed:")
-        for backend, column, cell in failures:
-            for note in cell.notes[:5]:
-                print(f"  {backend} {column}: {note}")
-            if len(cell.notes) > 5:
-                print(f"  {backend} {column}: ... and {len(cell.notes) - 5} more")
-        return 1
-    print("\nall checks passed")
-    return 0
+        _import_backend(name, progress)
+        for title, (columns, todo, compiled) in work.items():
+            tables[title][name] = _check_row(name, columns, todo, compiled, progress)
+    across = _check_across(backends, cases, rope_cases, progress)
+    return _report(backends, tables, across)
 
 
-def _print_results(results: dict[str, dict[str, _Cell]]) -> None:
-    columns = list(COLUMNS)
-    width = max(len("backend"), *(len(name) for name in results)) + 2
-    cells = {b: {c: row[c].text() for c in columns} for b, row in results.items()}
-    col_width = {c: max(len(c), *(len(cells[b][c]) for b in cells)) + 2 for c in columns}
-    print()
-    print("backend".ljust(width) + "".join(c.ljust(col_width[c]) for c in columns).rstrip())
-    for backend in results:
-        line = backend.ljust(width) + "".join(
-            cells[backend][c].ljust(col_width[c]) for c in columns
-        )
-        print(line.rstrip())
-    print()
-    for column, (meaning, tolerance) in COLUMNS.items():
-        scale = "*sqrt(d)" if column == "rel-dot" else ""
-        print(f"  {column:<10} {meaning} (tol {tolerance:g}{scale})")
+# -- what to check --------------------------------------------------------------------
 
 
-# -- grids and references ---------------------------------------------------------
+def _plan(
+    args: argparse.Namespace, backends: Sequence[str]
+) -> tuple[list[_EncodeCase], list[_RopeCase]]:
+    """The cases of ``args`` (printed, with what is skipped)."""
+    specs = args.spec or tuple(PRESETS[name] for name in _ONE_AXIS_PRESETS)
+    dims = args.dim or ((64, 2, 63, 512) if args.thorough else (64,))
+    cases, rope_cases, skipped = [], [], []
+    for spec in specs:
+        for d in dims:
+            if d % 2 and spec.odd_d == "raise":
+                skipped.append(f"{spec.name} d={d} (odd d needs odd_d='zero_pad')")
+            else:
+                cases.append(_encode_case(spec, check_d(d, spec), args.thorough))
+    for d in dims:
+        if d % 2:
+            skipped.append(f"rope head_dim={d} (RoPE rotates pairs: head_dim must be even)")
+        else:
+            rope_cases += _rope_cases(d, args.thorough)
+    if not cases and not rope_cases:
+        raise ValueError(f"nothing to check: every combination was skipped: {', '.join(skipped)}")
+    names = ", ".join(sorted({c.spec.name or "?" for c in cases}))
+    print(
+        f"pe-core check: {len(cases)} case(s) ({names}; d in {_distinct(c.d for c in cases)}), "
+        f"float32 output, backends: {', '.join(backends)}"
+    )
+    layouts = _distinct(c.options["layout"] for c in rope_cases)
+    head_dims = _distinct(c.head_dim for c in rope_cases)
+    print(f"apply_rope: {len(rope_cases)} case(s) (layouts {layouts}; head_dim in {head_dims})")
+    if args.thorough:
+        print("thorough: larger grids, positions to 1e300, more cases compiled")
+    if skipped:
+        print(f"skipped: {'; '.join(skipped)}")
+    return cases, rope_cases
 
 
-def _make_case(spec: Spec, d: int) -> _Case:
-    rng = np.random.default_rng(20240607)  # one fixed seed: every run checks the same values
+def _distinct(values: Iterable[Any]) -> str:
+    return ", ".join(str(value) for value in dict.fromkeys(values))
+
+
+def _encode_case(spec: Spec, d: int, thorough: bool) -> _EncodeCase:
+    rng = np.random.default_rng(_SEED)
+    n = 4 if thorough else 1  # --thorough: larger grids
     # Fractional positions are float32 values, which every backend holds exactly (JAX
     # without x64 rounds float64 ones to float32 before pe_core sees them).
-    small = (
-        np.arange(256, dtype=np.int64),
-        np.concatenate([np.arange(-64, 64, 0.125), rng.uniform(-1000, 1000, 64)]).astype(
-            np.float32
-        ),
+    fractions = np.concatenate([np.arange(-64, 64, 0.125 / n), rng.uniform(-1000, 1000, 64 * n)])
+    small = (np.arange(256 * n, dtype=np.int64), fractions.astype(np.float32))
+    edges = [2**24, 2**24 - 1, 2**23 + 1, 10**6, 10**7, 12345678, 9999991, -(2**24), -7654321]
+    fractions = [2**23 - 0.5, 1e6 + 0.0625, -(3e6 + 0.25), 5e6 + 0.5]
+    large = (
+        np.concatenate([edges, rng.integers(2**20, 2**24, 23 * n)]).astype(np.int64),
+        np.concatenate([fractions, rng.uniform(-(2**24), 2**24, 28 * n)]).astype(np.float32),
     )
-    large_ints = np.concatenate(
-        [
-            [2**24, 2**24 - 1, 2**23 + 1, 10**6, 10**7, 12345678, 9999991, -(2**24), -7654321],
-            rng.integers(2**20, 2**24, 23),
-        ]
-    ).astype(np.int64)
-    large_floats = np.concatenate(
-        [[2**23 - 0.5, 1e6 + 0.0625, -(3e6 + 0.25), 5e6 + 0.5], rng.uniform(-(2**24), 2**24, 28)]
-    ).astype(np.float32)
-    large = (large_ints, large_floats)
-    window, bound = _uniqueness_window(d, spec)
-    unique = np.unique(
-        np.concatenate(
-            [np.arange(min(64, window)), np.arange(max(0, window - 64), window)]
-            + ([rng.integers(0, window, 128)] if window > 0 else [])
+    huge = _huge_positions(rng) if thorough else ()
+    exact = None
+    if _has_mpmath():  # beyond 2**24, the library's own float64 frequencies (exact_encoding)
+        exact = tuple(exact_encoding(g, d, spec) for g in large) + tuple(
+            exact_encoding(g, d, spec, frequencies=frequencies(d, spec)) for g in huge
         )
-    ).astype(np.int64)
+    window, _ = uniqueness_window(d, spec)
+    unique = None
+    if thorough and window > 1024:
+        unique = np.unique(np.concatenate([np.arange(256), rng.integers(0, window, 768)]))
     p = (
         np.array([0, 1, 2, 100, 12345, 2**21, 2**22], dtype=np.int64),
         np.array([0.5, 1000.5, 123456.5, -777.5], dtype=np.float32),
     )
     k = np.array([1, -1, 17, -1000, 65537, -(2**20) - 3, 2**22 - 1], dtype=np.int64)
-    w = frequencies(d, spec)
-    dot_ref = np.cos(k[:, None].astype(np.float64) * w).sum(axis=-1)  # angle error < 1e-9
-    return _Case(
-        spec=spec,
-        d=d,
-        small=small,
-        small_ref=tuple(_reference_encoding(x, d, spec) for x in small),
-        large=large,
-        large_ref=_exact_encoding(large, d, spec),
-        unique=unique,
-        bound=bound,
-        p=p,
-        k=k,
-        dot_ref=dot_ref,
+    if thorough:
+        p = (np.concatenate([p[0], rng.integers(0, 2**22, 57)]), p[1])
+        k = np.concatenate([k, rng.integers(-(2**22), 2**22, 9)])
+    return _EncodeCase(spec, d, small, large, huge, exact, unique, p, k)
+
+
+def _huge_positions(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """Host positions far beyond 2**24: int64 to 2**63, float64 to 1e300."""
+    ints = [2**31, 2**31 - 1, -(2**31) - 5, 2**40 + 7, -(2**53) + 1, 2**62 + 3, -(2**63)]
+    floats = [2.0**40 + 0.5, -(2.0**45) - 0.25, 2.0**52 + 1, 1e18, -3.5e30, 1e300]
+    return (
+        np.concatenate([ints, rng.integers(-(2**62), 2**62, 57)]).astype(np.int64),
+        np.concatenate([floats, rng.uniform(-(2**52), 2**52, 26)]).astype(np.float64),
     )
 
 
-def _lay_out(sin: np.ndarray, cos: np.ndarray, d: int, layout: str) -> np.ndarray:
-    if layout == "interleaved":
-        table = np.stack([sin, cos], axis=-1).reshape(sin.shape[:-1] + (2 * sin.shape[-1],))
-    else:
-        table = np.concatenate([sin, cos], axis=-1)
-    if d % 2:
-        table = np.concatenate([table, np.zeros(table.shape[:-1] + (1,))], axis=-1)
-    return table
+def _has_mpmath() -> bool:
+    return importlib.util.find_spec("mpmath") is not None
 
 
-def _schedule(d: int, spec: Spec) -> np.ndarray:
-    """The frequency schedule restated from the Spec docstring (not pe_core's code)."""
-    n = d // 2
-    if spec.frequencies is not None:
-        return np.asarray(spec.frequencies, dtype=np.float64)
-    i = np.arange(n, dtype=np.float64)
-    e = 2.0 * i / (2 * n) if spec.denominator == "d" else i / max(n - 1, 1)
-    return np.power(spec.min_timescale / spec.base, e) / spec.min_timescale
+def _rope_cases(head_dim: int, thorough: bool) -> list[_RopeCase]:
+    """Both layouts; --thorough adds rope_theta 500000 and a partial rotary_dim."""
+    rng = np.random.default_rng(_SEED)
+    n = 8 if thorough else 1
+    ints = [*range(24), 2**24, 2**24 - 1, 10**6, 12345678, -(2**20)]
+    fractions = [0.5, -3.25, 1000.125, 123456.5, *rng.uniform(-1000, 1000, 28 * n)]
+    positions = (
+        np.concatenate([ints, rng.integers(0, 2**24, 35 * n)]).astype(np.int64),
+        np.array(fractions, dtype=np.float32),
+    )
+    inputs = tuple(
+        (rng.uniform(-1, 1, (len(p), head_dim)).astype(np.float32), p) for p in positions
+    )
+    options: list[dict[str, Any]] = [{"base": 10000.0}]
+    if thorough:
+        options.append({"base": 500000.0})
+        if head_dim % 4 == 0:
+            options.append({"base": 10000.0, "rotary_dim": head_dim // 2})
+    shifts = np.array([1, -1, 17, -1000, 65537, 2**22 - 1], dtype=np.int64)
+    return [
+        _RopeCase(head_dim, {"layout": layout, **option}, inputs, shifts)
+        for layout in ("half", "interleaved")
+        for option in options
+    ]
 
 
-def _reference_encoding(positions: np.ndarray, d: int, spec: Spec) -> np.ndarray:
-    """float64 NumPy: accurate to ~|angle| * 2**-53, fine for the small grid."""
-    angles = (positions.astype(np.float64)[..., None] + spec.offset) * _schedule(d, spec)
-    return _lay_out(np.sin(angles), np.cos(angles), d, spec.layout)
+def _compiled_cases(cases: Sequence[Any], args: argparse.Namespace) -> Sequence[Any]:
+    """The first case; --thorough: every variant at the first size and the first variant
+    at every size (every spec at the first d, the first spec at every d)."""
+    if not cases or args.no_compiled:
+        return []
+    if not args.thorough:
+        return cases[:1]
+    variant, size = cases[0].variant
+    return [c for c in cases if c.variant[0] == variant or c.variant[1] == size]
 
 
-def _exact_encoding(
-    grids: tuple[np.ndarray, ...], d: int, spec: Spec
-) -> tuple[np.ndarray, ...] | None:
-    """mpmath at 200 bits from the float64 frequencies: exact to float64 rounding."""
-    try:
-        import mpmath
-    except ImportError:
-        return None
-    w = [mpmath.mpf(float(v)) for v in frequencies(d, spec)]
-    out = []
-    with mpmath.workprec(200):
-        offset = mpmath.mpf(float(spec.offset))
-        for grid in grids:
-            sin = np.empty(grid.shape + (len(w),))
-            cos = np.empty_like(sin)
-            for index, position in np.ndenumerate(grid):
-                shifted = mpmath.mpf(float(position)) + offset
-                for i, wi in enumerate(w):
-                    angle = shifted * wi
-                    sin[index + (i,)] = float(mpmath.sin(angle))
-                    cos[index + (i,)] = float(mpmath.cos(angle))
-            out.append(_lay_out(sin, cos, d, spec.layout))
-    return tuple(out)
+# -- running the checks ---------------------------------------------------------------
 
 
-def _uniqueness_window(d: int, spec: Spec) -> tuple[int, float]:
-    w = frequencies(d, spec)
-    w = w[w > 0]
-    if w.size == 0 or float(w.min()) >= 2 * math.pi:
-        return 0, 0.0
-    w_min = float(w.min())
-    return math.floor(2 * math.pi / w_min), 2 * math.sin(w_min / 2)
-
-
-# -- the checks -------------------------------------------------------------------
-
-
-def _max_error(got: np.ndarray, expected: np.ndarray) -> float:
-    if got.shape != expected.shape:
-        raise ValueError(f"shape {got.shape}, expected {expected.shape}")
-    err = np.abs(got.astype(np.float64) - expected)
-    return float(np.max(np.where(np.isfinite(err), err, np.inf))) if err.size else 0.0
-
-
-def _check_backend(
-    name: str, cases: list[_Case], *, compiled: bool, progress: _Progress | None = None
-) -> dict[str, _Cell]:
-    progress = progress or _Progress()
+def _import_backend(name: str, progress: _Progress) -> None:
     progress.begin(f"checking {name}: importing")
     try:
-        xp = get_namespace(name)
+        get_namespace(name)
     finally:
         progress.end()
-    row = {column: _Cell() for column in COLUMNS}
 
-    def run(column: str, where: str, body: Callable[[], float], d: int) -> None:
-        tolerance = COLUMNS[column][1] * (math.sqrt(d) if column == "rel-dot" else 1.0)
-        try:
-            error = body()
-        except Exception as exc:
-            row[column].crash(exc, where)
-        else:
-            row[column].record(error, tolerance, where)
-        progress.step(column if column != "compiled" else where.rsplit(" ", 1)[-1])
 
-    def enc(positions: np.ndarray, case: _Case) -> np.ndarray:
-        out = encode(positions, case.d, spec=case.spec, backend=name)
-        if backend_of(out) != name or xp.dtype_of(out) != "float32":
-            raise TypeError(f"encode returned {type(out).__name__} {xp.dtype_of(out)}")
-        return xp.to_numpy(out).astype(np.float64)
+def _typed(out: Any, name: str, what: str) -> Any:
+    """``out`` if it is a float32 array of backend ``name``; a TypeError otherwise."""
+    if backend_of(out) != name:
+        raise TypeError(f"{what} returned a {type(out).__name__}, not a {name} array")
+    dtype = get_namespace(name).dtype_of(out)
+    if dtype != "float32":
+        raise TypeError(f"{what} returned {name} {dtype}, not float32")
+    return out
 
+
+def _check_row(
+    name: str,
+    columns: dict[str, str],
+    cases: Sequence[Any],
+    compiled: Sequence[Any],
+    progress: _Progress,
+) -> dict[str, _Cell]:
+    """One backend's row of a table: every case, then the compiled ones."""
+    row = {column: _Cell() for column in columns}
     for case in cases:
-        progress.begin(f"checking {name} {case.label}:")
-        seen: list[np.ndarray] = []
-
-        def agreement(case: _Case = case, seen: list[np.ndarray] = seen) -> float:
-            errors = []
-            for grid, ref in zip(case.small, case.small_ref, strict=True):
-                seen.append(enc(grid, case))
-                errors.append(_max_error(seen[-1], ref))
-            return max(errors)
-
-        run("agreement", case.label, agreement, case.d)
-
-        if case.large_ref is None:
-            row["large"].status = "SKIP"
-            row["large"].notes.append("needs mpmath: pip install 'pe-core[test]'")
-        else:
-
-            def large(case: _Case = case, seen: list[np.ndarray] = seen) -> float:
-                errors = []
-                for grid, ref in zip(case.large, case.large_ref, strict=True):
-                    seen.append(enc(grid, case))
-                    errors.append(_max_error(seen[-1], ref))
-                return max(errors)
-
-            run("large", case.label, large, case.d)
-
-        def bounded(seen: list[np.ndarray] = seen) -> float:
-            if not seen:
-                raise RuntimeError("no encodings to check (the columns before failed)")
-            values = np.concatenate([s.reshape(-1) for s in seen])
-            if not np.all(np.isfinite(values)):
-                return math.inf
-            return max(0.0, float(np.max(np.abs(values))) - 1.0)
-
-        run("bounded", case.label, bounded, case.d)
-
-        def unique(case: _Case = case) -> float:
-            table = enc(case.unique, case)
-            closest = math.inf
-            for i in range(len(table) - 1):
-                distances = np.sqrt(np.sum((table[i + 1 :] - table[i]) ** 2, axis=-1))
-                closest = min(
-                    closest, float(np.min(np.where(np.isfinite(distances), distances, 0)))
-                )
-            return max(0.0, case.bound - closest)
-
-        run("unique", case.label, unique, case.d)
-
-        try:
-            here = [enc(p, case) for p in case.p]
-            there = [
-                [enc((p.astype(np.float64) + k).astype(p.dtype), case) for k in case.k]
-                for p in case.p
-            ]
-        except Exception as exc:
-            for column in ("linear", "shift", "rel-dot"):
-                row[column].crash(exc, case.label)
-            progress.end()
-            continue
-
-        def linear(case: _Case = case, here: Any = here, there: Any = there) -> float:
-            matrices = xp.to_numpy(relative_matrix(case.k, case.d, case.spec, backend=name))
-            errors = []
-            for e_p, targets in zip(here, there, strict=True):
-                for m, target in zip(matrices.astype(np.float64), targets, strict=True):
-                    errors.append(_max_error(target, e_p @ m.T))
-            return max(errors)
-
-        run("linear", case.label, linear, case.d)
-
-        def shifted(case: _Case = case, there: Any = there) -> float:
-            errors = []
-            for p, targets in zip(case.p, there, strict=True):
-                native = encode(p, case.d, spec=case.spec, backend=name)
-                for k, target in zip(case.k, targets, strict=True):
-                    moved = shift(native, int(k), case.spec)
-                    if backend_of(moved) != name or xp.dtype_of(moved) != "float32":
-                        raise TypeError(
-                            f"shift returned {type(moved).__name__} {xp.dtype_of(moved)} for "
-                            f"a {name} float32 input"
-                        )
-                    errors.append(_max_error(xp.to_numpy(moved), target))
-            return max(errors)
-
-        run("shift", case.label, shifted, case.d)
-
-        def rel_dot(case: _Case = case, here: Any = here, there: Any = there) -> float:
-            errors = []
-            for e_p, targets in zip(here, there, strict=True):
-                for exact, target in zip(case.dot_ref, targets, strict=True):
-                    errors.append(float(np.max(np.abs(np.sum(e_p * target, axis=-1) - exact))))
-            return max(errors)
-
-        run("rel-dot", case.label, rel_dot, case.d)
-        progress.end()
-
+        _check_case(name, case, row, progress)
     if name == "numpy":
         row["compiled"].status = "n/a"
     elif not compiled:
         row["compiled"].status = "SKIP"
-    elif cases[0].large_ref is None:
-        row["compiled"].status = "SKIP"
-        row["compiled"].notes.append("needs mpmath: pip install 'pe-core[test]'")
-    else:
-        case = cases[0]
-        progress.begin(f"checking {name} {case.label}: compiled with")
-        for label, fn in _compilers(name, case):
-
-            def compiled_error(fn: Callable[[Any], Any] = fn, case: _Case = case) -> float:
-                errors = []
-                for grid, ref in zip(case.large, case.large_ref, strict=True):
-                    got = xp.to_numpy(fn(_native(name, grid))).astype(np.float64)
-                    errors.append(_max_error(got, ref))
-                return max(errors)
-
-            run("compiled", f"{case.label} {label}", compiled_error, case.d)
-        progress.end()
+    for case in compiled if name != "numpy" else ():
+        _check_compiled(name, case, row["compiled"], progress)
     return row
 
 
-def _native(name: str, grid: np.ndarray) -> Any:
-    """The grid as the backend's own array (int32/float32: what every backend holds)."""
-    values = grid.astype(np.int32 if grid.dtype.kind == "i" else np.float32)
-    if name == "jax":
-        import jax.numpy as jnp
-
-        return jnp.asarray(values)
-    if name == "torch":
-        import torch
-
-        return torch.from_numpy(values.astype(np.int64) if values.dtype.kind == "i" else values)
-    import tensorflow as tf
-
-    return tf.constant(values)
+def _check_case(name: str, case: Any, row: dict[str, _Cell], progress: _Progress) -> None:
+    progress.begin(f"checking {name} {case.label}:")
+    for column, body in case.properties(name).items():
+        if body is None:
+            row[column].status = "SKIP"
+            row[column].notes.append(_NEEDS_MPMATH)
+            continue
+        row[column].run(case.label, body)
+        progress.step(column)
+    progress.end()
 
 
-def _compilers(name: str, case: _Case) -> list[tuple[str, Callable[[Any], Any]]]:
-    def fn(positions: Any) -> Any:
-        return encode(positions, case.d, spec=case.spec)
+def _check_compiled(name: str, case: Any, cell: _Cell, progress: _Progress) -> None:
+    """The case's agreement check on its function compiled by each of the backend's compilers."""
+    progress.begin(f"checking {name} {case.label}: compiled with")
+    for label, compiled in _compilers(name, _own_code(case.target)):
 
+        def on_device(*arrays: np.ndarray, compiled: Any = compiled) -> Any:
+            return compiled(*(_native(name, a) for a in arrays))
+
+        cell.run(f"{case.label} {label}", functools.partial(case.check_compiled, on_device))
+        progress.step(label)
+    progress.end()
+
+
+def _own_code(target: Callable[..., Any]) -> Callable[..., Any]:
+    """``target`` behind a function with a code object of its own: torch.compile caches
+    compilations per code object and, after a few, falls back to running eagerly."""
+
+    def fn(*arrays: Any) -> Any:
+        return target(*arrays)
+
+    fn.__code__ = fn.__code__.replace()
+    return fn
+
+
+def _native(name: str, values: np.ndarray) -> Any:
+    """``values`` as the backend's own array (int32/float32: what every backend holds)."""
+    kind = np.int32 if values.dtype.kind in "iu" else np.float32
+    return get_namespace(name).asarray(values.astype(kind))
+
+
+def _compilers(name: str, fn: Callable[..., Any]) -> list[tuple[str, Callable[..., Any]]]:
     if name == "jax":
         import jax
 
@@ -1110,6 +1106,102 @@ def _compilers(name: str, case: _Case) -> list[tuple[str, Callable[[Any], Any]]]
         ("tf.function", tf.function(fn, jit_compile=False, reduce_retracing=True)),
         ("tf.function(jit_compile=True)", tf.function(fn, jit_compile=True)),
     ]
+
+
+def _check_across(
+    backends: Sequence[str],
+    cases: list[_EncodeCase],
+    rope_cases: list[_RopeCase],
+    progress: _Progress,
+) -> dict[str, _Cell]:
+    """check_cross_backend_agreement: each backend against NumPy, on the first grids."""
+    if len(backends) < 2:
+        return {}
+    names = ["numpy", *(b for b in backends if b != "numpy")]
+    jobs = [
+        ("encode", case.label, functools.partial(_encode_on, grid, case))
+        for case in cases
+        for grid in case.small
+    ]
+    jobs += [
+        ("apply_rope", case.label, functools.partial(_rope_on, x, p, case))
+        for case in rope_cases
+        for x, p in case.inputs
+    ]
+    cells = {"encode": _Cell(), "apply_rope": _Cell()}
+    progress.begin(f"checking across backends ({', '.join(names)}):")
+    for what, where, fn in jobs:
+        check = functools.partial(check_cross_backend_agreement, fn, names, atol=ACROSS_ATOL)
+        cells[what].run(where, check)
+    progress.step("encode apply_rope")
+    progress.end()
+    return cells
+
+
+def _encode_on(grid: np.ndarray, case: _EncodeCase, backend: str) -> Any:
+    return encode(grid, case.d, spec=case.spec, backend=backend)
+
+
+def _rope_on(x: np.ndarray, positions: np.ndarray, case: _RopeCase, backend: str) -> Any:
+    return apply_rope(x, positions, backend=backend, **case.options)
+
+
+# -- the report -----------------------------------------------------------------------
+
+
+def _print_check_table(
+    title: str, rows: dict[str, dict[str, _Cell]], columns: dict[str, str]
+) -> None:
+    width = max(len("backend"), *(len(name) for name in rows)) + 2
+    cells = {b: {c: row[c].text() for c in columns} for b, row in rows.items()}
+    col_width = {c: max(len(c), *(len(cells[b][c]) for b in cells)) + 2 for c in columns}
+    print(f"\n{title}")
+    print("backend".ljust(width) + "".join(c.ljust(col_width[c]) for c in columns).rstrip())
+    for backend, row in cells.items():
+        print(
+            (backend.ljust(width) + "".join(row[c].ljust(col_width[c]) for c in columns)).rstrip()
+        )
+    print()
+    for column, meaning in columns.items():
+        print(f"  {column:<10} {meaning}")
+
+
+def _report(
+    backends: Sequence[str],
+    tables: dict[str, dict[str, dict[str, _Cell]]],
+    across: dict[str, _Cell],
+) -> int:
+    """Print the tables, the line across backends and the failures; the exit status."""
+    _print_check_table("pe_core.encode", tables["encode"], COLUMNS)
+    _print_check_table("pe_core.apply_rope", tables["apply_rope"], ROPE_COLUMNS)
+    if across:
+        others = ", ".join(b for b in backends if b != "numpy")
+        cells = ", ".join(f"{what} {cell.text()}" for what, cell in across.items())
+        what = f"check_cross_backend_agreement, {others} vs numpy, tol {ACROSS_ATOL:g}"
+        print(f"\nacross backends ({what}): {cells}")
+    else:
+        print("\nacross backends: n/a (one backend checked)")
+    named: dict[str, _Cell] = {}
+    for title, rows in tables.items():
+        prefix = " rope" if title == "apply_rope" else ""
+        named |= {f"{b}{prefix} {c}": cell for b, row in rows.items() for c, cell in row.items()}
+    named |= {f"across backends {what}": cell for what, cell in across.items()}
+    return _print_failures(
+        {where: c for where, c in named.items() if c.status in ("FAIL", "ERROR")}
+    )
+
+
+def _print_failures(failures: dict[str, _Cell]) -> int:
+    if not failures:
+        print("\nall checks passed")
+        return 0
+    print(f"\n{len(failures)} check(s) failed:")
+    for where, cell in failures.items():
+        for note in cell.notes[:5]:
+            print(f"  {where}: {note}")
+        if len(cell.notes) > 5:
+            print(f"  {where}: ... and {len(cell.notes) - 5} more")
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,9 +17,10 @@ from pe_core import cli
 from pe_core_backends import installed_backends
 
 
-def table_row(out: str, backend: str) -> dict[str, str]:
-    """The cells of ``backend``'s row in the ``pe-core check`` table, by column name."""
+def table_row(out: str, backend: str, table: str = "pe_core.encode") -> dict[str, str]:
+    """The cells of ``backend``'s row in a ``pe-core check`` table, by column name."""
     lines = out.splitlines()
+    lines = lines[lines.index(table) + 1 :]
     header = next(line for line in lines if line.startswith("backend "))
     columns = header.split()[1:]
     row = next(line for line in lines if line.split()[:1] == [backend])
@@ -341,13 +342,25 @@ def test_check_numpy(capsys):
     assert cells.pop("compiled") == "n/a"
     assert all(cell.startswith("PASS") for cell in cells.values()), cells
     assert "5 case(s)" in out and out.rstrip().endswith("all checks passed")
+    rope = table_row(out, "numpy", "pe_core.apply_rope")
+    assert list(rope) == list(cli.ROPE_COLUMNS)
+    assert rope.pop("compiled") == "n/a"
+    assert all(cell.startswith("PASS") for cell in rope.values()), rope
+    assert "across backends: n/a (one backend checked)" in out
     # progress: a line per case, each property named as it is done, and the time
     progress = [line for line in captured.err.splitlines() if line.startswith("checking numpy")]
     assert progress[0].startswith("checking numpy: importing (")
     columns = " ".join(c for c in cli.COLUMNS if c != "compiled")
-    assert len(progress) == 6
-    for line in progress[1:]:
+    rope_columns = " ".join(c for c in cli.ROPE_COLUMNS if c != "compiled")
+    encode_lines = [line for line in progress if " spec=" in line]
+    rope_lines = [line for line in progress if " rope " in line]
+    assert len(progress) == 1 + len(encode_lines) + len(rope_lines)
+    assert len(encode_lines) == 5 and len(rope_lines) == 2
+    for line in encode_lines:
         assert re.fullmatch(rf"checking numpy spec=\w+ d=64: {columns} \(\d+\.\d s\)", line), line
+    for line, layout in zip(rope_lines, ("half", "interleaved"), strict=True):
+        pattern = rf"checking numpy rope layout={layout} head_dim=64: {rope_columns} \(\d+\.\d s\)"
+        assert re.fullmatch(pattern, line), line
 
 
 def test_check_progress_names_the_compiler(capsys):
@@ -370,8 +383,8 @@ def test_check_quiets_frameworks_for_its_run_only(monkeypatch, capsys):
         seen["level"] = logging.getLogger("tensorflow").getEffectiveLevel()
         return real(*args, **kwargs)
 
-    real = cli._check_backend
-    monkeypatch.setattr(cli, "_check_backend", spy)
+    real = cli._import_backend
+    monkeypatch.setattr(cli, "_import_backend", spy)
     level = logging.getLogger("tensorflow").level
     assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "4"]) == 0
     assert seen == {"env": "2", "level": logging.ERROR}
@@ -387,7 +400,9 @@ def test_check_odd_dim_skips_presets_without_zero_pad(capsys):
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "skipped: vaswani d=9" in out
+    assert "rope head_dim=9 (RoPE rotates pairs: head_dim must be even)" in out
     assert "3 case(s)" in out
+    assert "apply_rope: 2 case(s) (layouts half, interleaved; head_dim in 2)" in out
 
 
 @pytest.mark.slow
@@ -436,9 +451,106 @@ def test_check_without_mpmath_skips_the_exact_columns(monkeypatch, capsys):
     assert table_row(capsys.readouterr().out, "numpy")["large"] == "SKIP"
 
 
-def test_exact_reference_matches_float64_on_small_positions():
-    spec = pe_core.PRESETS["fairseq"]
-    grids = (np.arange(-50, 50), np.linspace(-3, 3, 13))
-    exact = cli._exact_encoding(grids, 17, spec)
-    for grid, table in zip(grids, exact, strict=True):
-        np.testing.assert_allclose(table, cli._reference_encoding(grid, 17, spec), atol=1e-13)
+def test_check_reports_broken_rope(monkeypatch, capsys):
+    """1.01 x the rotation: not the reference, not a rotation, but still relative."""
+    real_rope = cli.apply_rope
+    monkeypatch.setattr(cli, "apply_rope", lambda x, p, **kw: 1.01 * real_rope(x, p, **kw))
+    assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "8"]) == 1
+    out = capsys.readouterr().out
+    cells = table_row(out, "numpy", "pe_core.apply_rope")
+    assert cells["agreement"].startswith("FAIL") and cells["norm"].startswith("FAIL"), cells
+    assert cells["relative"].startswith("PASS"), cells
+    assert all(c.startswith("PASS") or c == "n/a" for c in table_row(out, "numpy").values())
+    assert "numpy rope norm: rope layout=half head_dim=8: error 0.01 > tolerance 1e-06" in out
+
+
+def test_check_reports_rope_that_is_not_relative(monkeypatch, capsys):
+    def absolute(x, p, **kwargs):  # adds an absolute position signal: scores see m and n
+        return x + 0.1 * pe_core.encode(np.asarray(p) % 1000, x.shape[-1], backend="numpy")
+
+    monkeypatch.setattr(cli, "apply_rope", absolute)
+    assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "8"]) == 1
+    cells = table_row(capsys.readouterr().out, "numpy", "pe_core.apply_rope")
+    assert cells["relative"].startswith("FAIL"), cells
+
+
+def test_check_rope_output_of_the_wrong_dtype_is_an_error(monkeypatch, capsys):
+    real_rope = cli.apply_rope
+    monkeypatch.setattr(
+        cli, "apply_rope", lambda x, p, **kw: real_rope(x, p, **kw).astype(np.float64)
+    )
+    assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "4"]) == 1
+    out = capsys.readouterr().out
+    assert table_row(out, "numpy", "pe_core.apply_rope")["agreement"] == "ERROR"
+    assert "TypeError: apply_rope returned numpy float64, not float32" in out
+
+
+def test_check_across_backends_catches_a_backend_that_differs(monkeypatch, capsys):
+    """A backend 7e-7 away from NumPy: beyond the 5e-7 allowed across backends."""
+    other = next((b for b in ("torch", "jax") if b in installed_backends()), None)
+    if other is None:
+        pytest.skip("needs a second backend")
+    real_encode = cli.encode
+
+    def nudged(pos, d, **kwargs):
+        out = real_encode(pos, d, **kwargs)
+        return out + 7e-7 if kwargs.get("backend") == other else out
+
+    monkeypatch.setattr(cli, "encode", nudged)
+    argv = ["check", "--backends", f"numpy,{other}", "--spec", "whisper", "--dim", "8"]
+    assert cli.main([*argv, "--no-compiled"]) == 1
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("across backends"))
+    assert f"{other} vs numpy" in line and "encode FAIL" in line and "apply_rope PASS" in line
+    assert "across backends encode: spec=whisper d=8: error" in out
+    assert table_row(out, other)["compiled"] == "SKIP"
+
+
+def test_check_thorough_on_numpy(capsys):
+    """--thorough: positions to 1e300 against mpmath, more RoPE configurations."""
+    pytest.importorskip("mpmath")
+    argv = ["check", "--backends", "numpy", "--spec", "vaswani,fairseq", "--dim", "8"]
+    assert cli.main([*argv, "--thorough"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("pe-core check: 2 case(s)")
+    assert "apply_rope: 6 case(s)" in out and "thorough:" in out
+    assert all(c.startswith("PASS") or c == "n/a" for c in table_row(out, "numpy").values())
+
+
+def test_check_runs_pe_core_testing_checks(monkeypatch, capsys):
+    """The CLI has no reference of its own: every column calls pe_core.testing."""
+    called = set()
+    for name in dir(cli):
+        real = getattr(cli, name)
+        if name.startswith("check_") and real.__module__.startswith("pe_core.testing"):
+
+            def spy(*args, _name=name, _real=real, **kwargs):
+                called.add(_name)
+                return _real(*args, **kwargs)
+
+            monkeypatch.setattr(cli, name, spy)
+    assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "4"]) == 0
+    assert called == {
+        "check_agreement",
+        "check_bounded",
+        "check_uniqueness",
+        "check_linear_relation",
+        "check_shift",
+        "check_relative_dot",
+        "check_rope_agreement",
+        "check_rope_relative_scores",
+        "check_rope_norm",
+    }
+    assert not hasattr(cli, "_exact_encoding") and not hasattr(cli, "_reference_encoding")
+
+
+def test_each_compiled_case_gets_a_code_object_of_its_own():
+    """torch.compile caches per code object and gives up after a few recompilations
+    (with fullgraph=True, an error): every case must compile its own function."""
+
+    def target(positions):
+        return positions
+
+    first, second = cli._own_code(target), cli._own_code(target)
+    assert first.__code__ is not second.__code__
+    assert first(3) == second(3) == 3
