@@ -13,13 +13,18 @@ from pe_core.alibi import alibi_bias, alibi_slopes
 from pe_core.codes import binary_encode, learned_table_init, normalized_positions
 from pe_core.encoding import encode
 from pe_core.frequency import frequencies
+from pe_core.nd import grid, grid_encoding
 from pe_core.positions import LowPrecisionPositionsWarning
 from pe_core.presets import PRESET_SOURCES, PRESETS
 from pe_core.relative import relative_matrix, shift
 from pe_core.rope import apply_rope
 from pe_core.rope_layout import rope_permutation
+from pe_core.rope_nd import mrope_position_ids, rope_sections
 from pe_core.rope_scaling import ntk_aware_base, rope_frequencies, xpos_scale
+from pe_core.rope_spec import RopeSpec
 from pe_core.spec import Spec
+from pe_core.t5 import t5_bucket_matrix, t5_relative_bias, t5_relative_bucket
+from pe_core.transformer_xl import transformer_xl_embedding
 
 __version__ = "0.1.0"
 
@@ -27,6 +32,7 @@ __all__ = [
     "PRESETS",
     "PRESET_SOURCES",
     "LowPrecisionPositionsWarning",
+    "RopeSpec",
     "Spec",
     "alibi_bias",
     "alibi_slopes",
@@ -34,12 +40,20 @@ __all__ = [
     "binary_encode",
     "encode",
     "frequencies",
+    "grid",
+    "grid_encoding",
     "learned_table_init",
+    "mrope_position_ids",
     "normalized_positions",
     "ntk_aware_base",
     "relative_matrix",
     "rope_frequencies",
     "rope_permutation",
+    "rope_sections",
     "shift",
+    "t5_bucket_matrix",
+    "t5_relative_bias",
+    "t5_relative_bucket",
+    "transformer_xl_embedding",
     "xpos_scale",
 ]

@@ -21,13 +21,13 @@ queries are the last ``q_len`` of the ``k_len`` positions (KV-cache decoding).
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 
 from pe_core import device_tables
 from pe_core.positions import check_request_size, choose_backend, resolve_dtype
+from pe_core.validation import finite_real, positive_int
 from pe_core_backends import backend_of
 
 __all__ = ["alibi_bias", "alibi_slopes"]
@@ -70,18 +70,8 @@ def alibi_slopes(n_heads: int, *, alibi_bias_max: float = 8.0) -> np.ndarray:
     >>> s[8:].tolist() == [2.0 ** (-k / 2) for k in (1, 3, 5, 7)]
     True
     """
-    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)):
-        raise TypeError(f"n_heads must be an integer >= 1, got {n_heads!r}.")
-    n = int(n_heads)
-    if n < 1:
-        raise ValueError(f"n_heads must be an integer >= 1, got {n}.")
-    if (
-        isinstance(alibi_bias_max, bool)
-        or not isinstance(alibi_bias_max, numbers.Real)
-        or not (np.isfinite(alibi_bias_max) and alibi_bias_max > 0)
-    ):
-        raise ValueError(f"alibi_bias_max must be a finite number > 0, got {alibi_bias_max!r}.")
-    top = float(alibi_bias_max)
+    n = positive_int(n_heads, "n_heads")
+    top = finite_real(alibi_bias_max, "alibi_bias_max", greater_than=0)
     p = 1 << (n.bit_length() - 1)  # largest power of two <= n
     k = np.arange(1, p + 1, dtype=np.float64)
     slopes = np.power(2.0, -top * k / p)
@@ -210,8 +200,4 @@ def _host_bias(
 
 
 def _length(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= 1. Received: {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be an integer >= 1. Received: {value}")
-    return int(value)
+    return positive_int(value, name)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from pe_core.positions import as_positions, choose_backend, resolve_dtype
+from pe_core.validation import finite_real, positive_int
 from pe_core_backends import Namespace, get_namespace
 
 __all__ = ["binary_encode", "learned_table_init", "normalized_positions"]
@@ -71,7 +72,7 @@ def binary_encode(pos: Any, d: int, *, backend: str | None = None, dtype: Any = 
     ...
     ValueError: pos must be < 2**d = 8 (d=3 bits); found 8 at index (). Use a larger d.
     """
-    d = _positive_int(d, "d")
+    d = positive_int(d, "d")
     xp, source = choose_backend(pos, backend)
     values = _host_values(pos, source)
     if values.dtype.kind == "f":
@@ -117,7 +118,7 @@ def normalized_positions(length: int, *, backend: str | None = None, dtype: Any 
     >>> normalized_positions(1).tolist()
     [0.0]
     """
-    length = _positive_int(length, "length")
+    length = positive_int(length, "length")
     xp, _ = choose_backend(None, backend)
     values = np.arange(length, dtype=np.float64) / max(length - 1, 1)
     return _to_backend(xp, values, dtype)
@@ -175,16 +176,11 @@ def learned_table_init(
     >>> bool((learned_table_init(512, 768) == t).all())  # deterministic
     True
     """
-    n_positions = _positive_int(n_positions, "n_positions")
-    d = _positive_int(d, "d")
+    n_positions = positive_int(n_positions, "n_positions")
+    d = positive_int(d, "d")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer. Received: {seed!r}")
-    if (
-        isinstance(std, bool)
-        or not isinstance(std, numbers.Real)
-        or not (np.isfinite(std) and std > 0)
-    ):
-        raise ValueError(f"std must be a finite number > 0. Received: {std!r}")
+    std = finite_real(std, "std", greater_than=0)
     xp, _ = choose_backend(None, backend)
     rng = np.random.default_rng(int(seed))
     values = rng.standard_normal((n_positions, d))
@@ -196,14 +192,6 @@ def learned_table_init(
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= 1. Received: {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be an integer >= 1. Received: {value}")
-    return int(value)
 
 
 def _host_values(pos: Any, source: str | None) -> np.ndarray:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 
 import numpy as np
 
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
+from pe_core.validation import positive_int
 from pe_core_backends import Namespace
 
 
@@ -29,11 +29,7 @@ def check_d(d: object, spec: Spec) -> int:
         from pe_core.nd import check_nd_d
 
         return check_nd_d(d, spec)
-    if isinstance(d, bool) or not isinstance(d, numbers.Integral):
-        raise TypeError(f"d must be a positive integer (the number of features). Received: {d!r}")
-    d = int(d)
-    if d <= 0:
-        raise ValueError(f"d must be a positive integer (the number of features). Received: d={d}")
+    d = positive_int(d, "d", what="the number of features")
     if d % 2 and spec.odd_d == "raise":
         raise ValueError(
             f"d must be even for a Spec with odd_d='raise'. Received: d={d}. Use an even d, "

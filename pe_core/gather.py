@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from pe_core.angles import reduced_angles
+from pe_core.rope_layout import TABLE_LAYOUTS
 from pe_core_backends import Namespace, get_namespace
 
 #: Below this many output rows the lookup does not pay off (compute directly).
@@ -52,7 +53,7 @@ CHUNK_BYTES = 512 * 1024
 MAX_ABS_POSITION = 2**53
 
 FORMS = ("sin_cos", "cos_sin")
-LAYOUTS = ("interleaved", "split")
+LAYOUTS = TABLE_LAYOUTS  # one definition: pe_core.rope_layout
 
 
 def gather_plan(values: np.ndarray, n_pairs: int) -> tuple[int, int, int] | None:
@@ -202,9 +203,9 @@ def gathered_unit_complex(
     True
     """
     if form not in FORMS:
-        raise ValueError(f"form must be one of {FORMS}. Received: {form!r}")
+        raise ValueError(f"Unknown form {form!r}. Expected one of: {', '.join(FORMS)}.")
     if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}. Received: {layout!r}")
+        raise ValueError(f"Unknown layout {layout!r}. Expected one of: {', '.join(LAYOUTS)}.")
     if working not in ("float32", "float64"):
         raise ValueError(f"working must be 'float32' or 'float64'. Received: {working!r}")
     if not xp.mutable:

@@ -25,7 +25,6 @@ PyTorch, generic elsewhere).
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -35,9 +34,13 @@ import numpy as np
 
 from pe_core import device_tables
 from pe_core.angles import exact_cos_sin
-from pe_core.host_tables import host_sin_cos
+from pe_core.host_tables import host_sin_cos, small_angles, small_call_fits
 from pe_core.placement import Positions, prepare_positions
-from pe_core.rope_scaling import config_mapping, rope_config_for_layer, rope_frequencies
+from pe_core.rope_layout import LAYOUTS
+from pe_core.rope_scaling import needs_seq_len, scaling_rope_type
+from pe_core.rope_spec import RopeSpec, freeze, rope_constants
+from pe_core.rope_spec import scaling_for_layer as _scaling_for_layer
+from pe_core.validation import choice, finite_real
 from pe_core_backends import (
     Namespace,
     backend_of,
@@ -48,12 +51,6 @@ from pe_core_backends import (
 )
 
 __all__ = ["LAYOUTS", "apply_rope"]
-
-#: The pair layouts :func:`apply_rope` knows.
-LAYOUTS: tuple[str, ...] = ("half", "interleaved")
-
-#: rope_types whose frequencies depend on the largest position (``seq_len``).
-_SEQ_LEN_TYPES = ("dynamic", "longrope")
 
 #: Elements per block of the blocked PyTorch CPU path for float16/bfloat16 inputs: each
 #: block is widened into two float32 scratch buffers of 1 MiB that stay in cache.
@@ -76,6 +73,7 @@ def apply_rope(
     sections: Sequence[int] | None = None,
     section_layout: str = "contiguous",
     frequencies: str | Sequence[float] | None = None,
+    spec: RopeSpec | None = None,
 ) -> Any:
     """Rotate queries or keys ``x`` by their positions ``pos`` (rotary embedding).
 
@@ -85,6 +83,9 @@ def apply_rope(
         Queries or keys of shape ``(..., seq, head_dim)`` (any number of leading
         axes, e.g. ``(batch, heads, seq, head_dim)``) from NumPy, JAX, PyTorch or
         TensorFlow, in float16, bfloat16, float32 or float64. ``head_dim`` must be even.
+        A tuple or list of arrays (``(q, k)``) rotates each at the same positions and
+        returns a tuple: the positions are classified and cos/sin built once (a decode
+        step's queries and keys in one call; their leading axes may differ).
     pos : int, float, sequence, range or array
         Positions, broadcasting against ``x.shape[:-1]`` = ``(..., seq)``: ``(seq,)``
         for one sequence, ``(batch, 1, seq)`` for per-example positions (packed
@@ -154,11 +155,15 @@ def apply_rope(
         ``"per_axis"`` gives axis ``a`` its own schedule over ``2 * s_a`` features (FLUX
         ``EmbedND``, axial RoPE); a sequence gives every pair's angular frequency (e.g.
         :func:`~pe_core.rope_nd.pixel_frequencies`).
+    spec : RopeSpec, optional
+        ``base``, ``layout``, ``rotary_dim``, ``scaling`` and ``layer_type`` as one
+        frozen, validated :class:`~pe_core.rope_spec.RopeSpec` (validated once, when it
+        is built; layers hold one). Those five arguments must then keep their defaults.
 
     Returns
     -------
-    array
-        Same shape, dtype, backend and device as ``x``. With ``theta = pos * w_j``
+    array or tuple of arrays
+        Same shape, dtype, backend and device as ``x`` (a tuple for a tuple ``x``). With ``theta = pos * w_j``
         and the pair ``(a, b)`` = features ``(j, j + r/2)`` (half) or ``(2j, 2j+1)``
         (interleaved): ``a' = a cos(theta) - b sin(theta)``,
         ``b' = b cos(theta) + a sin(theta)``, exactly Hugging Face's
@@ -212,6 +217,10 @@ def apply_rope(
     >>> bool(np.isclose(a, apply_rope(q, 1004) @ apply_rope(k, 1000)))
     True
     """
+    if spec is not None:
+        base, layout, rotary_dim, scaling, layer_type = _unpack_spec(
+            spec, base, layout, rotary_dim, scaling, layer_type
+        )
     if scaling is not None and (layer_type is not None or not isinstance(scaling, Mapping)):
         scaling = _scaling_for_layer(scaling, layer_type)
     elif layer_type is not None:
@@ -222,19 +231,89 @@ def apply_rope(
     if sections is not None or frequencies is not None or section_layout != "contiguous":
         from pe_core.rope_nd import apply_rope_nd  # N-D RoPE: its own module
 
-        return apply_rope_nd(
-            x,
-            pos,
-            sections=sections,
-            section_layout=section_layout,
-            frequencies=frequencies,
-            base=base,
-            layout=layout,
-            rotary_dim=rotary_dim,
-            scaling=scaling,
-            backend=backend,
-            check_values=check_values,
+        def nd(x: Any) -> Any:
+            return apply_rope_nd(
+                x,
+                pos,
+                sections=sections,
+                section_layout=section_layout,
+                frequencies=frequencies,
+                base=base,
+                layout=layout,
+                rotary_dim=rotary_dim,
+                scaling=scaling,
+                backend=backend,
+                check_values=check_values,
+            )
+
+        return tuple(nd(item) for item in x) if isinstance(x, (tuple, list)) else nd(x)
+    if isinstance(x, (tuple, list)):  # (q, k): one set of factors for all of them
+        return _apply_rope_each(
+            tuple(x), pos, base, layout, rotary_dim, scaling, backend, check_values
         )
+    xp, x, cos, sin, layout, rotary_dim, working = _rope_factors(
+        x, pos, base, layout, rotary_dim, scaling, backend, check_values
+    )
+    return xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working)
+
+
+def _apply_rope_each(
+    xs: tuple[Any, ...],
+    pos: Any,
+    base: float,
+    layout: str,
+    rotary_dim: int | None,
+    scaling: Any,
+    backend: str | None,
+    check_values: bool,
+) -> tuple[Any, ...]:
+    """``apply_rope`` of every array in ``xs`` at the same positions, sharing cos/sin.
+
+    The positions are classified and the factors built once, from the first array;
+    the others must share its backend, dtype and ``head_dim`` (their leading axes may
+    differ, e.g. 32 query heads and 8 key heads), else they are rotated one by one.
+    """
+    if not xs:
+        raise ValueError("x is an empty sequence; pass an array or a tuple of arrays.")
+    xp, first, cos, sin, layout_, rotary_dim_, working = _rope_factors(
+        xs[0], pos, base, layout, rotary_dim, scaling, backend, check_values
+    )
+    out = [xp.rotate_pairs(first, cos, sin, layout_, rotary_dim_, working)]
+    head_dim, dtype = xp.shape(first)[-1], xp.dtype_of(first)
+    pos_shape = tuple(xp.shape(cos))[:-1]
+    for x in xs[1:]:
+        xp_x, x = _as_input(x, backend)
+        shape = xp_x.shape(x)
+        if xp_x is xp and shape and shape[-1] == head_dim and xp.dtype_of(x) == dtype:
+            _check_broadcast(pos_shape, shape)
+            out.append(xp.rotate_pairs(x, cos, sin, layout_, rotary_dim_, working))
+        else:  # another backend, dtype or head_dim: its own factors
+            out.append(
+                apply_rope(
+                    x,
+                    pos,
+                    base=base,
+                    layout=layout,
+                    rotary_dim=rotary_dim,
+                    scaling=scaling,
+                    backend=backend,
+                    check_values=check_values,
+                )
+            )
+    return tuple(out)
+
+
+def _rope_factors(
+    x: Any,
+    pos: Any,
+    base: float,
+    layout: str,
+    rotary_dim: int | None,
+    scaling: Any,
+    backend: str | None,
+    check_values: bool,
+) -> tuple[Namespace, Any, Any, Any, str, int, str]:
+    """Validate one 1-D call and build its ``cos``/``sin`` (prepare → plan)."""
     layout = _check_layout(layout)
     xp, x = _as_input(x, backend)
     shape = xp.shape(x)
@@ -256,12 +335,11 @@ def apply_rope(
     )
     _check_broadcast(positions.shape, shape)
 
-    frozen = _freeze(scaling) if scaling is not None else None
     seq_len = None
-    if frozen is not None and _rope_type(scaling) in _SEQ_LEN_TYPES:
-        seq_len = _seq_len(xp, positions, _rope_type(scaling), check_values)
+    if needs_seq_len(scaling):
+        seq_len = _seq_len(xp, positions, str(scaling_rope_type(scaling)), check_values)
     inv_freq, attention_factor = xp.host_constant(
-        _rope_constants, frozen, base, head_dim, rotary_dim, seq_len
+        _scaling_constants, scaling, base, head_dim, rotary_dim, seq_len
     )
     rotary_dim = 2 * len(inv_freq)
 
@@ -273,7 +351,7 @@ def apply_rope(
         cos, sin = exact_cos_sin(
             xp, positions.array, inv_freq, working=working, scale=attention_factor
         )
-    return xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working)
+    return xp, x, cos, sin, layout, rotary_dim, working
 
 
 def _host_float64(xp: Namespace, x: Any) -> bool:
@@ -319,6 +397,21 @@ def _host_factors(
     assert values is not None and positions.max_abs is not None
     n = len(inv_freq)
     rounded_once = xp.dtype_of(x) in ("float16", "bfloat16")
+    if (
+        working == "float32"
+        and not rounded_once
+        and not xp.on_accelerator(x)
+        and small_call_fits(
+            values.size, n, positions.max_abs, 0, inv_freq, integral=values.dtype.kind in "iu"
+        )
+    ):
+        # a few positions off an accelerator (decode steps): one float64 pass, no cache
+        angles = small_angles(values, inv_freq).reshape(*values.shape, n)
+        cos, sin = np.cos(angles), np.sin(angles)
+        if attention_factor != 1.0:
+            cos *= np.float32(attention_factor)
+            sin *= np.float32(attention_factor)
+        return xp.from_host(cos, like=x), xp.from_host(sin, like=x)
 
     def build() -> tuple[np.ndarray, np.ndarray]:
         table = host_sin_cos(
@@ -348,10 +441,35 @@ def _host_factors(
 # --------------------------------------------------------------------------- validation
 
 
+_SPEC_CONFLICT = (
+    "Pass the rope configuration either as spec= or as {name}=, not both (spec already "
+    "holds base, layout, rotary_dim, scaling and layer_type)."
+)
+
+
+def _unpack_spec(
+    spec: object,
+    base: float,
+    layout: str,
+    rotary_dim: int | None,
+    scaling: Any,
+    layer_type: str | None,
+) -> tuple[float, str, int | None, Any, None]:
+    """``(base, layout, rotary_dim, scaling, None)`` of ``spec`` (scaling reduced to its
+    layer type); the plain arguments must keep their defaults."""
+    if not isinstance(spec, RopeSpec):
+        raise TypeError(f"spec must be a RopeSpec or None. Received: {spec!r}")
+    given = {"base": base != 10000.0, "layout": layout != "half"}
+    given |= {"rotary_dim": rotary_dim is not None, "scaling": scaling is not None}
+    given["layer_type"] = layer_type is not None
+    for name, is_given in given.items():
+        if is_given:
+            raise ValueError(_SPEC_CONFLICT.format(name=name))
+    return spec.base, spec.layout, spec.rotary_dim, spec.resolved_scaling, None
+
+
 def _check_layout(layout: object) -> str:
-    if layout not in LAYOUTS:
-        raise ValueError(f"Unknown layout {layout!r}. Expected one of: {', '.join(LAYOUTS)}.")
-    return str(layout)
+    return choice(layout, "layout", LAYOUTS)
 
 
 def _as_input(x: Any, backend: str | None) -> tuple[Namespace, Any]:
@@ -413,13 +531,9 @@ def _check_rotary_dim(rotary_dim: object, head_dim: int) -> int | None:
 
 
 def _check_base(base: object) -> float:
-    if (
-        isinstance(base, bool)
-        or not isinstance(base, numbers.Real)
-        or not (math.isfinite(base) and base > 1)
-    ):
-        raise ValueError(f"base (rope_theta) must be a finite number > 1. Received: {base!r}")
-    return float(base)
+    if type(base) is float and 1.0 < base < math.inf:  # the common case, checked cheaply
+        return base
+    return finite_real(base, "base (rope_theta)", greater_than=1)
 
 
 def _check_broadcast(pos_shape: tuple[int, ...], x_shape: tuple[int, ...]) -> None:
@@ -442,111 +556,10 @@ def _check_broadcast(pos_shape: tuple[int, ...], x_shape: tuple[int, ...]) -> No
         )
 
 
-def _freeze(obj: Any) -> Any:
-    """A hashable copy of a config mapping (for caches and compiler constants)."""
-    if isinstance(obj, Mapping):
-        return ("__mapping__", tuple(sorted((str(k), _freeze(v)) for k, v in obj.items())))
-    if isinstance(obj, np.ndarray):
-        obj = obj.tolist()
-    if isinstance(obj, (list, tuple)):
-        return ("__sequence__", tuple(_freeze(v) for v in obj))
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
-
-
-def _thaw(obj: Any) -> Any:
-    if isinstance(obj, tuple) and len(obj) == 2 and obj[0] == "__mapping__":
-        return {k: _thaw(v) for k, v in obj[1]}
-    if isinstance(obj, tuple) and len(obj) == 2 and obj[0] == "__sequence__":
-        return [_thaw(v) for v in obj[1]]
-    return obj
-
-
-def _rope_type(scaling: Mapping[str, Any]) -> str | None:
-    if not isinstance(scaling, Mapping):
-        return None
-    if "rope_type" in scaling or "type" in scaling:
-        return scaling.get("rope_type") or scaling.get("type")
-    raw = scaling.get("rope_scaling") or scaling.get("rope_parameters") or {}
-    if isinstance(raw, Mapping):
-        return raw.get("rope_type") or raw.get("type")
-    return None
-
-
-def _scaling_for_layer(scaling: Any, layer_type: str | None) -> Any:
-    """``scaling`` read from a config object, and reduced to ``layer_type``'s rope."""
-    if not isinstance(scaling, Mapping):
-        if not callable(getattr(scaling, "to_dict", None)):
-            return scaling  # refused later with the usual message
-        scaling = config_mapping(scaling, "scaling")
-    if layer_type is None:
-        return scaling
-    if "rope_type" in scaling or "type" in scaling:
-        raise ValueError(
-            f"layer_type={layer_type!r} selects a layer's rope from a model config, but "
-            "scaling is a rope-parameters dict (it has a 'rope_type'/'type' key): pass the "
-            "whole config, or drop layer_type."
-        )
-    return rope_config_for_layer(scaling, layer_type)
-
-
-def _rope_constants(
-    frozen: Any, base: float, head_dim: int, rotary_dim: int | None, seq_len: int | None
+def _scaling_constants(
+    scaling: Any, base: float, head_dim: int, rotary_dim: int | None, seq_len: int | None
 ) -> tuple[tuple[float, ...], float]:
-    # A plain function (not the cache wrapper) so torch.compile can embed its result.
-    return _cached_rope_constants(frozen, base, head_dim, rotary_dim, seq_len)
-
-
-@functools.lru_cache(maxsize=256)
-def _cached_rope_constants(
-    frozen: Any, base: float, head_dim: int, rotary_dim: int | None, seq_len: int | None
-) -> tuple[tuple[float, ...], float]:
-    """``(inv_freq, attention_factor)`` as Python floats."""
-    dim = head_dim if rotary_dim is None else rotary_dim
-    if frozen is None:
-        inv_freq, attention_factor = rope_frequencies({"head_dim": dim, "rope_theta": base})
-        return tuple(float(v) for v in inv_freq), float(attention_factor)
-    scaling = _thaw(frozen)
-    if not isinstance(scaling, Mapping):
-        raise TypeError(
-            "scaling must be a mapping: a rope-parameters dict with 'rope_type', or a model "
-            f"config. Received: {type(scaling).__name__}"
-        )
-    if "rope_type" in scaling or "type" in scaling:
-        params = dict(scaling)
-        config: dict[str, Any] = {"rope_theta": base, "rope_parameters": params}
-        if "max_position_embeddings" in params:
-            config["max_position_embeddings"] = params.pop("max_position_embeddings")
-        has_partial = params.get("partial_rotary_factor") is not None
-        config["head_dim"] = head_dim if has_partial else dim
-    else:
-        config = dict(scaling)
-        if not any(
-            config.get(key) is not None
-            for key in (
-                "head_dim",
-                "qk_rope_head_dim",
-                "hidden_size",
-                "num_attention_heads",
-                "n_embd",
-                "n_head",
-            )
-        ):
-            config["head_dim"] = head_dim
-        if config.get("rope_theta") is None and config.get("rotary_emb_base") is None:
-            config["rope_theta"] = base
-    inv_freq, attention_factor = rope_frequencies(config, seq_len=seq_len)
-    got = 2 * len(inv_freq)
-    if rotary_dim is not None and got != rotary_dim:
-        raise ValueError(
-            f"scaling gives a rotary dimension of {got} (from its head_dim and "
-            f"partial_rotary_factor) but rotary_dim={rotary_dim}. Drop one of them or make "
-            "them agree."
-        )
-    if got > head_dim:
-        raise ValueError(
-            f"scaling gives a rotary dimension of {got}, larger than head_dim={head_dim} "
-            "(the last axis of x)."
-        )
-    return tuple(float(v) for v in inv_freq), float(attention_factor)
+    """:func:`~pe_core.rope_spec.rope_constants` of ``scaling`` as given (frozen here, on
+    the host: compilers embed the result and never trace the freezing)."""
+    frozen = freeze(scaling) if scaling is not None else None
+    return rope_constants(frozen, base, head_dim, rotary_dim, seq_len)

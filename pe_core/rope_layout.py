@@ -20,16 +20,34 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LAYOUTS", "rope_permutation"]
+from pe_core.validation import choice, positive_int
 
-#: The pair layouts :func:`rope_permutation` knows.
+__all__ = ["LAYOUTS", "TABLE_LAYOUTS", "rope_permutation", "table_layout"]
+
+#: The RoPE pair layouts (:func:`pe_core.rope.apply_rope`, the layers,
+#: :func:`rope_permutation`): the one definition every module imports.
 LAYOUTS: tuple[str, ...] = ("half", "interleaved")
+
+#: The sin/cos table layouts (:class:`pe_core.Spec`, :mod:`pe_core.layout`):
+#: ``"split"`` ``[s0, s1, ... | c0, c1, ...]`` and ``"interleaved"`` ``[s0, c0, s1, c1, ...]``.
+TABLE_LAYOUTS: tuple[str, ...] = ("interleaved", "split")
+
+#: The table layout whose columns pair up as a RoPE layout's features do: RoPE's
+#: ``"half"`` (features ``j`` and ``j + r/2``) is the tables' ``"split"``.
+_TABLE_LAYOUT = {"half": "split", "interleaved": "interleaved"}
+
+
+def table_layout(layout: str) -> str:
+    """The sin/cos table layout that pairs features as RoPE ``layout`` does.
+
+    >>> table_layout("half"), table_layout("interleaved")
+    ('split', 'interleaved')
+    """
+    return _TABLE_LAYOUT[choice(layout, "layout", LAYOUTS)]
 
 
 def _check_layout(value: object, name: str) -> str:
-    if value not in LAYOUTS:
-        raise ValueError(f"Unknown {name} {value!r}. Expected one of: {', '.join(LAYOUTS)}.")
-    return str(value)
+    return choice(value, name, LAYOUTS)
 
 
 def rope_permutation(
@@ -72,6 +90,8 @@ def rope_permutation(
 
     Raises
     ------
+    TypeError
+        ``head_dim`` not an integer.
     ValueError
         Unknown layout; a non-positive ``head_dim``; an odd rotary dimension,
         or one larger than ``head_dim``.
@@ -90,9 +110,7 @@ def rope_permutation(
     """
     from_layout = _check_layout(from_layout, "from_layout")
     to_layout = _check_layout(to_layout, "to_layout")
-    if isinstance(head_dim, bool) or not isinstance(head_dim, (int, np.integer)) or head_dim < 1:
-        raise ValueError(f"head_dim must be a positive integer, got {head_dim!r}.")
-    head_dim = int(head_dim)
+    head_dim = positive_int(head_dim, "head_dim")
     rot = head_dim if rotary_dim is None else rotary_dim
     if isinstance(rot, bool) or not isinstance(rot, (int, np.integer)) or not 0 <= rot <= head_dim:
         raise ValueError(f"rotary_dim must be an integer in [0, head_dim={head_dim}], got {rot!r}.")

@@ -63,7 +63,13 @@ from pe_core import rope as _rope
 from pe_core.angles import exact_cos_sin
 from pe_core.host_tables import host_sin_cos
 from pe_core.placement import Positions, prepare_positions
-from pe_core.rope_scaling import rope_frequencies
+from pe_core.rope_scaling import (
+    SCALING_TYPES,
+    needs_seq_len,
+    rope_frequencies,
+    scaling_rope_type,
+)
+from pe_core.rope_spec import freeze, rope_constants
 from pe_core_backends import Namespace, backend_of, get_namespace
 
 __all__ = [
@@ -81,9 +87,6 @@ SECTION_LAYOUTS: tuple[str, ...] = ("contiguous", "interleaved")
 
 #: The frequency schedules ``frequencies=`` names.
 _NAMED_FREQUENCIES = ("per_axis",)
-
-#: rope_types that choose their frequencies from the largest position.
-_SEQ_LEN_TYPES = ("dynamic", "longrope")
 
 #: Qwen2-VL's token ids of image and video placeholders (also Qwen2.5-VL, Qwen3-VL).
 QWEN2_VL_IMAGE_TOKEN_ID = 151655
@@ -384,17 +387,16 @@ def apply_rope_nd(
         )
     _rope._check_broadcast(tuple(positions.shape[:-1]), shape)
 
-    rope_type = _rope._rope_type(scaling) if scaling is not None else None
-    if rope_type in _SEQ_LEN_TYPES:
+    if needs_seq_len(scaling):
+        rope_type = scaling_rope_type(scaling)
+        fit = ", ".join(t for t, entry in sorted(SCALING_TYPES.items()) if not entry.needs_seq_len)
         raise ValueError(
             f"scaling with rope_type {rope_type!r} chooses its frequencies from the "
             "sequence length max(pos) + 1, which N-D positions do not define. Expected a "
-            "rope_type that does not depend on it: default, linear, yarn or llama3 "
-            "('mrope' is read as 'default')."
+            f"rope_type that does not depend on it: {fit} ('mrope' is read as 'default')."
         )
-    frozen = _rope._freeze(scaling) if scaling is not None else None
     plan = xp.host_constant(
-        _plan, frozen, base, head_dim, rotary_dim, sections, section_layout, frequencies
+        _plan, scaling, base, head_dim, rotary_dim, sections, section_layout, frequencies
     )
     if positions.placement == "host":
         cos, sin = _host_factors(xp, positions, plan, working, x)
@@ -426,9 +428,10 @@ def _check_frequencies(frequencies: object) -> Any:
     return tuple(values)
 
 
-def _plan(*args: Any) -> tuple:
-    # A plain function (not the cache wrapper) so torch.compile can embed its result.
-    return _cached_plan(*args)
+def _plan(scaling: Any, *args: Any) -> tuple:
+    # A plain function (not the cache wrapper) so torch.compile can embed its result;
+    # it freezes scaling on the host (a hashable cache key), never traced.
+    return _cached_plan(freeze(scaling) if scaling is not None else None, *args)
 
 
 @functools.lru_cache(maxsize=256)
@@ -451,7 +454,7 @@ def _cached_plan(
     axes = _pair_axes(sections, section_layout)
     attention_factor = 1.0
     if frequencies is None:
-        omegas, attention_factor = _rope._rope_constants(frozen, base, head_dim, rotary_dim, None)
+        omegas, attention_factor = rope_constants(frozen, base, head_dim, rotary_dim, None)
         if len(omegas) != n:
             raise ValueError(
                 f"sections={sections} hold {n} rotary pairs, but the rotary dimension is "
@@ -498,7 +501,7 @@ def _per_axis_frequencies(
 ) -> tuple[list[tuple[float, ...]], float]:
     params: dict[str, Any] | None = None
     if frozen is not None:
-        scaling = _rope._thaw(frozen)
+        scaling = frozen  # a FrozenMapping: read as a mapping
         if not isinstance(scaling, Mapping):
             raise TypeError(f"scaling must be a mapping. Received: {type(scaling).__name__}")
         if "rope_type" not in scaling and "type" not in scaling:

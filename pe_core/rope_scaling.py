@@ -21,34 +21,31 @@ length-extrapolation scale).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from pe_core.validation import positive_int
+
 __all__ = [
-    "ROPE_KEYS",
     "ROPE_TYPES",
+    "SCALING_TYPES",
     "MissingRopeKeyError",
+    "RopeScalingType",
+    "ScalingInputs",
+    "allowed_keys",
     "config_mapping",
+    "needs_seq_len",
     "ntk_aware_base",
     "rope_config_for_layer",
     "rope_frequencies",
+    "scaling_rope_type",
     "xpos_scale",
 ]
-
-#: The ``rope_type`` values :func:`rope_frequencies` understands, sorted.
-ROPE_TYPES: tuple[str, ...] = (
-    "default",
-    "dynamic",
-    "linear",
-    "llama3",
-    "longrope",
-    "proportional",
-    "yarn",
-)
 
 #: Keys every rope dict may hold. ``max_position_embeddings`` may sit in the rope dict
 #: (as :func:`pe_core.rope.apply_rope` takes it) or in the config. The M-RoPE keys (Qwen2-VL ``mrope_section``, Qwen3-VL
@@ -69,46 +66,9 @@ _COMMON_KEYS = (
 #: ``"default"`` (the frequencies are plain RoPE's).
 _TYPE_ALIASES = {"mrope": "default"}
 
-#: The keys a rope dict of each ``rope_type`` may hold (transformers' required and
-#: optional keys). Any other key with a value is an error, never ignored.
-ROPE_KEYS: dict[str, frozenset[str]] = {
-    rope_type: frozenset({*_COMMON_KEYS, *extra})
-    for rope_type, extra in {
-        "default": (),
-        "dynamic": ("factor",),
-        "linear": ("factor",),
-        "llama3": (
-            "factor",
-            "low_freq_factor",
-            "high_freq_factor",
-            "original_max_position_embeddings",
-        ),
-        "longrope": (
-            "short_factor",
-            "long_factor",
-            "factor",
-            "attention_factor",
-            "original_max_position_embeddings",
-        ),
-        "proportional": ("factor",),
-        "yarn": (
-            "factor",
-            "original_max_position_embeddings",
-            "attention_factor",
-            "beta_fast",
-            "beta_slow",
-            "mscale",
-            "mscale_all_dim",
-            "truncate",
-        ),
-    }.items()
-}
-
 #: ``rope_theta`` used when neither the rope dict nor the config sets one
 #: (transformers' ``RotaryEmbeddingConfigMixin.default_theta``).
 DEFAULT_THETA = 10000.0
-
-_KNOWN = ", ".join(ROPE_TYPES)
 
 #: Top-level synonyms of older configs: (current key, legacy key), read as one value
 #: (a disagreement is an error). GPT-NeoX/Pythia: ``rotary_pct``, ``rotary_emb_base``;
@@ -140,6 +100,61 @@ class MissingRopeKeyError(KeyError, ValueError):
         return str(self.args[0]) if self.args else ""
 
 
+class ScalingInputs(NamedTuple):
+    """What a scaling type's function reads (see :data:`SCALING_TYPES`)."""
+
+    #: The whole config mapping (for ``max_position_embeddings`` and the like).
+    config: Mapping[str, Any]
+    #: The rope dict of the type (``rope_parameters``/``rope_scaling``).
+    params: Mapping[str, Any]
+    #: ``rope_theta``, a finite float > 1.
+    theta: float
+    #: Features per head.
+    head_dim: int
+    #: Rotated pairs: ``rotary_dim // 2``.
+    pairs: int
+    #: Current sequence length, or ``None`` (only types with ``needs_seq_len`` get one).
+    seq_len: int | None
+    #: Whether the rope dict came from a per-layer-type nesting.
+    nested: bool
+
+    @property
+    def rotary_dim(self) -> int:
+        """Rotated features: ``2 * pairs``."""
+        return 2 * self.pairs
+
+
+@dataclasses.dataclass(frozen=True)
+class RopeScalingType:
+    """One ``rope_type``: how it computes its frequencies and which keys it reads.
+
+    Parameters
+    ----------
+    compute : callable
+        ``compute(inputs: ScalingInputs) -> (inv_freq, attention_factor)``: float64
+        ``inv_freq`` of ``inputs.pairs`` entries (radians per position) and the factor
+        cos/sin are multiplied by.
+    required : tuple of str
+        Keys the rope dict must hold (a missing one raises :class:`MissingRopeKeyError`).
+    optional : tuple of str
+        Other keys it may hold (besides the common ones: ``rope_theta``,
+        ``partial_rotary_factor``, ...). Any key outside both is an error.
+    needs_seq_len : bool
+        The frequencies depend on the sequence length: :func:`pe_core.apply_rope` passes
+        ``seq_len = max(pos) + 1`` (known positions only) and N-D RoPE refuses the type.
+
+    Examples
+    --------
+    >>> SCALING_TYPES["linear"].required, SCALING_TYPES["dynamic"].needs_seq_len
+    (('factor',), True)
+    """
+
+    compute: Callable[[ScalingInputs], tuple[np.ndarray, float]]
+    required: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+    needs_seq_len: bool = False
+
+
 # --------------------------------------------------------------------------- validation
 
 
@@ -164,14 +179,8 @@ def _real(
     return out
 
 
-def _positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-    return int(value)
-
-
 def _even_rotary_dim(value: Any, name: str = "rotary_dim") -> int:
-    dim = _positive_int(value, name)
+    dim = positive_int(value, name)
     if dim % 2:
         raise ValueError(f"{name} must be even (RoPE rotates pairs of features), got {dim}.")
     return dim
@@ -313,17 +322,25 @@ def _checked_rope_type(params: Mapping[str, Any]) -> str:
             f"type={legacy!r} (its legacy name) disagree."
         )
     rope_type = rope_type or legacy or "default"
-    if rope_type not in ROPE_TYPES:
-        raise ValueError(f"Unknown rope_type {rope_type!r}. Expected one of: {_KNOWN}.")
-    unknown = sorted(
-        k for k, v in params.items() if k not in ROPE_KEYS[rope_type] and v is not None
-    )
+    if rope_type not in SCALING_TYPES:
+        known = ", ".join(sorted(SCALING_TYPES))
+        raise ValueError(f"Unknown rope_type {rope_type!r}. Expected one of: {known}.")
+    allowed = allowed_keys(rope_type)
+    unknown = sorted(k for k, v in params.items() if k not in allowed and v is not None)
     if unknown:
         raise ValueError(
             f"Unknown key {unknown[0]!r} in the rope parameters of rope_type {rope_type!r} "
-            f"(unknown keys: {unknown}). Expected keys: {', '.join(sorted(ROPE_KEYS[rope_type]))}."
+            f"(unknown keys: {unknown}). Expected keys: {', '.join(sorted(allowed))}."
         )
+    _check_required(params, str(rope_type))
     return str(rope_type)
+
+
+def _check_required(params: Mapping[str, Any], rope_type: str) -> None:
+    """Raise :class:`MissingRopeKeyError` for the first required key ``params`` lacks."""
+    for key in SCALING_TYPES[rope_type].required:
+        if key not in params:
+            _require(params, key, rope_type)
 
 
 def rope_config_for_layer(config: Any, layer_type: str) -> dict[str, Any]:
@@ -380,7 +397,7 @@ def _layer_head_dim(config: Mapping[str, Any], layer_type: str | None) -> int | 
             i = int(index)
             if 0 <= i < len(types) and types[i] == layer_type and isinstance(overrides, Mapping):
                 if overrides.get("head_dim") is not None:
-                    dims.add(_positive_int(overrides["head_dim"], "per_layer_config head_dim"))
+                    dims.add(positive_int(overrides["head_dim"], "per_layer_config head_dim"))
         if len(dims) > 1:
             raise ValueError(
                 f"per_layer_config gives the {layer_type!r} layers different head dims "
@@ -388,7 +405,7 @@ def _layer_head_dim(config: Mapping[str, Any], layer_type: str | None) -> int | 
             )
         return dims.pop() if dims else None
     if layer_type == "full_attention" and config.get("global_head_dim") is not None:
-        return _positive_int(config["global_head_dim"], "global_head_dim")
+        return positive_int(config["global_head_dim"], "global_head_dim")
     return None
 
 
@@ -398,7 +415,7 @@ def _head_dim(config: Mapping[str, Any], layer_type: str | None = None) -> int:
         return layer_dim
     for key in ("head_dim", "qk_rope_head_dim"):
         if config.get(key) is not None:
-            return _positive_int(config[key], key)
+            return positive_int(config[key], key)
     hidden, heads = _top(config, "hidden_size"), _top(config, "num_attention_heads")
     if hidden is None or heads is None:
         raise MissingRopeKeyError(
@@ -406,7 +423,7 @@ def _head_dim(config: Mapping[str, Any], layer_type: str | None = None) -> int:
             "'num_attention_heads' (GPT-J style: 'n_embd' and 'n_head'); got keys "
             f"{sorted(config)}."
         )
-    return _positive_int(hidden, "hidden_size") // _positive_int(heads, "num_attention_heads")
+    return positive_int(hidden, "hidden_size") // positive_int(heads, "num_attention_heads")
 
 
 def _max_positions(
@@ -426,7 +443,7 @@ def _max_positions(
             f"rope_type '{rope_type}' requires the key 'max_position_embeddings' in the config, "
             "but it is missing."
         )
-    return _positive_int(value, "max_position_embeddings")
+    return positive_int(value, "max_position_embeddings")
 
 
 def _original_max_positions(
@@ -441,7 +458,7 @@ def _original_max_positions(
     """
     for source in (params,) if nested else (config, params):
         if source.get("original_max_position_embeddings") is not None:
-            return _positive_int(
+            return positive_int(
                 source["original_max_position_embeddings"], "original_max_position_embeddings"
             )
     return _max_positions(config, rope_type, params)
@@ -513,15 +530,19 @@ def _factor(value: Any, rope_type: str, name: str = "factor") -> float:
 # --------------------------------------------------------------------------- rope types
 
 
-def _linear(params: Mapping[str, Any], theta: float, dim: int) -> tuple[np.ndarray, float]:
+def _default(a: ScalingInputs) -> tuple[np.ndarray, float]:
+    return _base_inv_freq(a.theta, a.rotary_dim), 1.0
+
+
+def _linear(a: ScalingInputs) -> tuple[np.ndarray, float]:
+    params, theta, dim = a.params, a.theta, a.rotary_dim
     factor = _factor(_require(params, "factor", "linear"), "linear")
     return _base_inv_freq(theta, dim) / factor, 1.0
 
 
-def _proportional(
-    params: Mapping[str, Any], theta: float, head_dim: int, pairs: int
-) -> tuple[np.ndarray, float]:
+def _proportional(a: ScalingInputs) -> tuple[np.ndarray, float]:
     """transformers' ``_compute_proportional_rope_parameters`` (Gemma 4 full attention)."""
+    params, theta, head_dim, pairs = a.params, a.theta, a.head_dim, a.pairs
     if head_dim % 2:
         raise ValueError(
             f"rope_type 'proportional' rotates the whole head in pairs; head_dim={head_dim} is odd."
@@ -534,13 +555,8 @@ def _proportional(
     return inv_freq / factor, 1.0
 
 
-def _dynamic(
-    config: Mapping[str, Any],
-    params: Mapping[str, Any],
-    theta: float,
-    dim: int,
-    seq_len: int | None,
-) -> tuple[np.ndarray, float]:
+def _dynamic(a: ScalingInputs) -> tuple[np.ndarray, float]:
+    config, params, theta, dim, seq_len = a.config, a.params, a.theta, a.rotary_dim, a.seq_len
     factor = _factor(_require(params, "factor", "dynamic"), "dynamic")
     if dim <= 2:
         raise ValueError(
@@ -558,9 +574,8 @@ def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
     return 0.1 * mscale * math.log(scale) + 1.0
 
 
-def _yarn(
-    config: Mapping[str, Any], params: Mapping[str, Any], theta: float, dim: int, nested: bool
-) -> tuple[np.ndarray, float]:
+def _yarn(a: ScalingInputs) -> tuple[np.ndarray, float]:
+    config, params, theta, dim, nested = a.config, a.params, a.theta, a.rotary_dim, a.nested
     if "factor" not in params:
         raise MissingRopeKeyError(
             "rope_type 'yarn' requires the key 'factor' in rope_parameters/rope_scaling, "
@@ -634,14 +649,9 @@ def _factor_list(params: Mapping[str, Any], key: str, dim: int) -> np.ndarray:
     return values
 
 
-def _longrope(
-    config: Mapping[str, Any],
-    params: Mapping[str, Any],
-    theta: float,
-    dim: int,
-    seq_len: int | None,
-    nested: bool,
-) -> tuple[np.ndarray, float]:
+def _longrope(a: ScalingInputs) -> tuple[np.ndarray, float]:
+    config, params, theta, dim, nested = a.config, a.params, a.theta, a.rotary_dim, a.nested
+    seq_len = a.seq_len
     short_factor = _factor_list(params, "short_factor", dim)
     long_factor = _factor_list(params, "long_factor", dim)
     original = _original_max_positions(config, params, "longrope", nested)
@@ -663,9 +673,8 @@ def _longrope(
     return 1.0 / (ext_factors * theta**exponents), attention_factor
 
 
-def _llama3(
-    config: Mapping[str, Any], params: Mapping[str, Any], theta: float, dim: int, nested: bool
-) -> tuple[np.ndarray, float]:
+def _llama3(a: ScalingInputs) -> tuple[np.ndarray, float]:
+    config, params, theta, dim, nested = a.config, a.params, a.theta, a.rotary_dim, a.nested
     factor = _factor(_require(params, "factor", "llama3"), "llama3")
     low_freq_factor = _real(
         _require(params, "low_freq_factor", "llama3"),
@@ -696,30 +705,82 @@ def _llama3(
     return np.where(is_medium, smoothed, inv_freq_llama), 1.0
 
 
-def _by_type(
-    rope_type: str,
-    config: Mapping[str, Any],
-    params: Mapping[str, Any],
-    theta: float,
-    head_dim: int,
-    pairs: int,
-    seq_len: int | None,
-    nested: bool,
-) -> tuple[np.ndarray, float]:
-    rotary_dim = 2 * pairs
-    if rope_type == "default":
-        return _base_inv_freq(theta, rotary_dim), 1.0
-    if rope_type == "linear":
-        return _linear(params, theta, rotary_dim)
-    if rope_type == "proportional":
-        return _proportional(params, theta, head_dim, pairs)
-    if rope_type == "dynamic":
-        return _dynamic(config, params, theta, rotary_dim, seq_len)
-    if rope_type == "yarn":
-        return _yarn(config, params, theta, rotary_dim, nested)
-    if rope_type == "longrope":
-        return _longrope(config, params, theta, rotary_dim, seq_len, nested)
-    return _llama3(config, params, theta, rotary_dim, nested)
+#: Every ``rope_type`` :func:`rope_frequencies` understands: its function and keys.
+#: Adding a scaling type is adding one entry here (see :class:`RopeScalingType`);
+#: :func:`pe_core.rope.apply_rope`, :mod:`pe_core.rope_nd` and the layers read this table.
+SCALING_TYPES: dict[str, RopeScalingType] = {
+    "default": RopeScalingType(_default),
+    "dynamic": RopeScalingType(_dynamic, required=("factor",), needs_seq_len=True),
+    "linear": RopeScalingType(_linear, required=("factor",)),
+    "llama3": RopeScalingType(
+        _llama3,
+        required=("factor", "low_freq_factor", "high_freq_factor"),
+        optional=("original_max_position_embeddings",),
+    ),
+    "longrope": RopeScalingType(
+        _longrope,
+        required=("short_factor", "long_factor"),
+        optional=("factor", "attention_factor", "original_max_position_embeddings"),
+        needs_seq_len=True,
+    ),
+    "proportional": RopeScalingType(_proportional, optional=("factor",)),
+    "yarn": RopeScalingType(
+        _yarn,
+        required=("factor",),
+        optional=(
+            "original_max_position_embeddings",
+            "attention_factor",
+            "beta_fast",
+            "beta_slow",
+            "mscale",
+            "mscale_all_dim",
+            "truncate",
+        ),
+    ),
+}
+
+#: The built-in ``rope_type`` values, sorted (:data:`SCALING_TYPES` holds the live set).
+ROPE_TYPES: tuple[str, ...] = tuple(sorted(SCALING_TYPES))
+
+
+def allowed_keys(rope_type: str) -> frozenset[str]:
+    """The keys a rope dict of ``rope_type`` may hold: the common keys and the type's own.
+
+    >>> sorted(allowed_keys("linear") - allowed_keys("default"))
+    ['factor']
+    """
+    entry = SCALING_TYPES[rope_type]
+    return frozenset({*_COMMON_KEYS, *entry.required, *entry.optional})
+
+
+def scaling_rope_type(scaling: Any) -> str | None:
+    """The ``rope_type`` of a rope dict or of a model config's flat rope dict, or ``None``.
+
+    >>> scaling_rope_type({"rope_type": "dynamic", "factor": 2.0})
+    'dynamic'
+    >>> scaling_rope_type({"head_dim": 8, "rope_scaling": {"type": "linear", "factor": 2.0}})
+    'linear'
+    """
+    if not isinstance(scaling, Mapping):
+        return None
+    if "rope_type" in scaling or "type" in scaling:
+        rope_type = scaling.get("rope_type") or scaling.get("type")
+    else:
+        raw = scaling.get("rope_scaling") or scaling.get("rope_parameters") or {}
+        rope_type = (raw.get("rope_type") or raw.get("type")) if isinstance(raw, Mapping) else None
+    return _TYPE_ALIASES.get(rope_type, rope_type) if isinstance(rope_type, str) else rope_type
+
+
+def needs_seq_len(scaling: Any) -> bool:
+    """Whether ``scaling``'s frequencies depend on the sequence length (``seq_len``).
+
+    Read from :data:`SCALING_TYPES` (``dynamic`` and ``longrope`` among the built-ins).
+
+    >>> needs_seq_len({"rope_type": "dynamic", "factor": 2.0}), needs_seq_len(None)
+    (True, False)
+    """
+    entry = SCALING_TYPES.get(scaling_rope_type(scaling))  # type: ignore[arg-type]
+    return entry is not None and entry.needs_seq_len
 
 
 # --------------------------------------------------------------------------- public API
@@ -813,7 +874,7 @@ def rope_frequencies(
     """
     config = config_mapping(config)
     if seq_len is not None:
-        seq_len = _positive_int(seq_len, "seq_len")
+        seq_len = positive_int(seq_len, "seq_len")
     params, nested = _select(config, layer_type)
     rope_type = _checked_rope_type(params)
 
@@ -830,9 +891,8 @@ def rope_frequencies(
     )
     try:
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            inv_freq, attention_factor = _by_type(
-                rope_type, config, params, theta, head_dim, pairs, seq_len, nested
-            )
+            inputs = ScalingInputs(config, params, theta, head_dim, pairs, seq_len, nested)
+            inv_freq, attention_factor = SCALING_TYPES[rope_type].compute(inputs)
     except OverflowError:
         raise ValueError(overflow) from None
 

@@ -11,13 +11,16 @@ import numbers
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
+from pe_core.rope_layout import TABLE_LAYOUTS
+from pe_core.validation import choice, positive_int
+
 Denominator = Literal["d", "half_minus_one"]
 Layout = Literal["interleaved", "split"]
 OddDPolicy = Literal["raise", "zero_pad", "truncate"]
 AxisOrder = Literal["forward", "reversed"]
 
 _DENOMINATORS = ("d", "half_minus_one")
-_LAYOUTS = ("interleaved", "split")
+_LAYOUTS = TABLE_LAYOUTS  # one definition: pe_core.rope_layout
 _ODD_D = ("raise", "zero_pad", "truncate")
 _AXIS_ORDERS = ("forward", "reversed")
 
@@ -160,11 +163,7 @@ class Spec:
 
 def _check_axes(axes: object, odd_d: str) -> int:
     """``axes`` as a Python int (NumPy integers accepted), validated."""
-    if isinstance(axes, bool) or not isinstance(axes, numbers.Integral):
-        raise TypeError(f"Spec.axes must be a positive int (coordinate axes). Received: {axes!r}")
-    axes = int(axes)
-    if axes < 1:
-        raise ValueError(f"Spec.axes must be a positive int (coordinate axes). Received: {axes!r}")
+    axes = positive_int(axes, "Spec.axes", what="coordinate axes")
     if odd_d == "truncate" and axes == 1:
         raise ValueError(
             "Spec.odd_d='truncate' applies to N-D specs (axes > 1). Received: axes=1. "
@@ -189,5 +188,4 @@ def _real(value: object) -> float | None:
 
 
 def _check_choice(attr: str, value: object, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"Spec.{attr} must be one of: {', '.join(allowed)}. Received: {value!r}")
+    choice(value, f"Spec.{attr}", allowed)

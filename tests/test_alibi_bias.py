@@ -124,7 +124,7 @@ def test_dtypes(backend, dtype):
         ((0, 3, 2), {}, ValueError, r"q_len must be an integer >= 1. Received: 0"),
         ((2, 0, 2), {}, ValueError, r"k_len must be an integer >= 1. Received: 0"),
         ((4, 3, 2), {}, ValueError, r"q_len must not exceed k_len.*q_len=4, k_len=3"),
-        ((2, 3, 0), {}, ValueError, r"n_heads must be an integer >= 1, got 0"),
+        ((2, 3, 0), {}, ValueError, r"n_heads must be an integer >= 1. Received: 0"),
         ((2.0, 3, 2), {}, TypeError, r"q_len must be an integer >= 1. Received: 2.0"),
         ((2, 3, True), {}, TypeError, r"n_heads must be an integer >= 1"),
         ((2, 3, 2), {"backend": "tf2"}, ValueError, r"Unknown backend 'tf2'"),

@@ -87,7 +87,7 @@ def test_properties(n):
 
 @pytest.mark.parametrize("bad", [0, -3])
 def test_error_non_positive(bad):
-    with pytest.raises(ValueError, match=f"n_heads must be an integer >= 1, got {bad}"):
+    with pytest.raises(ValueError, match=f"n_heads must be an integer >= 1. Received: {bad}"):
         alibi_slopes(bad)
 
 

@@ -217,7 +217,7 @@ def test_rotary_under_scan() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"d_model": 0}, ValueError, "d_model must be a positive integer.*Received: 0"),
+        ({"d_model": 0}, ValueError, "d_model must be an integer >= 1.*Received: 0"),
         ({"d_model": 9}, ValueError, "d must be even.*d=9"),
         ({"d_model": 8, "spec": "bert"}, ValueError, "Unknown preset 'bert'"),
         ({"d_model": 8, "dropout": 1.0}, ValueError, r"dropout must be a number in \[0, 1\)"),

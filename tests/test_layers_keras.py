@@ -152,7 +152,7 @@ def test_a_model_trains() -> None:
 
 @inner
 def test_constructors_validate() -> None:
-    with pytest.raises(ValueError, match=r"d_model must be a positive integer.*Received: 0"):
+    with pytest.raises(ValueError, match=r"d_model must be an integer >= 1.*Received: 0"):
         SinusoidalEncoding(0)
     with pytest.raises(ValueError, match=r"d must be even.*d=9"):
         SinusoidalEncoding(9)

@@ -212,7 +212,7 @@ def test_layer_arguments_are_checked() -> None:
     pytest.importorskip("torch")
     from pe_core.layers.torch import AlibiBias, T5RelativeBias
 
-    with pytest.raises(ValueError, match="n_heads must be a positive integer"):
+    with pytest.raises(ValueError, match="n_heads must be an integer >= 1"):
         T5RelativeBias(0)
     with pytest.raises(ValueError, match="max_distance must exceed"):
         T5RelativeBias(2, max_distance=4)

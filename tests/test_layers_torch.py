@@ -242,8 +242,8 @@ def test_compile_decoding_one_token_at_a_time() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"d_model": 0}, ValueError, "d_model must be a positive integer.*Received: 0"),
-        ({"d_model": 2.5}, TypeError, "d_model must be a positive integer.*Received: 2.5"),
+        ({"d_model": 0}, ValueError, "d_model must be an integer >= 1.*Received: 0"),
+        ({"d_model": 2.5}, TypeError, "d_model must be an integer >= 1.*Received: 2.5"),
         ({"d_model": True}, TypeError, "Received: True"),
         ({"d_model": 7}, ValueError, "d must be even.*d=7"),
         ({"d_model": 8, "spec": "bert"}, ValueError, "Unknown preset 'bert'"),
@@ -336,7 +336,7 @@ def test_rotary_compiles_without_recompiles() -> None:
     ("kwargs", "error", "match"),
     [
         ({"head_dim": 7}, ValueError, "head_dim must be even.*Received: 7"),
-        ({"head_dim": 0}, ValueError, "head_dim must be a positive integer.*Received: 0"),
+        ({"head_dim": 0}, ValueError, "head_dim must be an integer >= 1.*Received: 0"),
         (
             {"head_dim": 8, "base": 1.0},
             ValueError,

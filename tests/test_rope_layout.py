@@ -144,7 +144,7 @@ def test_odd_head_dim_is_fine_when_only_even_part_rotates():
             "Unknown from_layout 'neox'. Expected one of: half, interleaved.",
         ),
         ((8, "half", "gptj"), {}, "Unknown to_layout 'gptj'. Expected one of: half, interleaved."),
-        ((0, "half", "interleaved"), {}, "head_dim must be a positive integer"),
+        ((0, "half", "interleaved"), {}, "head_dim must be an integer >= 1"),
         ((7, "half", "interleaved"), {}, "head_dim must be even"),
         ((8, "half", "interleaved"), {"rotary_dim": 3}, "rotary_dim must be even"),
         (

@@ -857,9 +857,11 @@ def test_error_llama3_band_order():
         rope_frequencies(cfg)
 
 
-@pytest.mark.parametrize("bad", [0, -5, 2.5, True])
-def test_error_bad_seq_len(bad):
-    with pytest.raises(ValueError, match="seq_len must be a positive integer"):
+@pytest.mark.parametrize(
+    ("bad", "error"), [(0, ValueError), (-5, ValueError), (2.5, TypeError), (True, TypeError)]
+)
+def test_error_bad_seq_len(bad, error):
+    with pytest.raises(error, match=r"seq_len must be an integer >= 1\. Received: "):
         rope_frequencies(DYNAMIC, seq_len=bad)
 
 
@@ -982,7 +984,7 @@ def test_xpos_shape_and_formula():
     ("kwargs", "match"),
     [
         ({"rotary_dim": 5}, "rotary_dim must be even"),
-        ({"rotary_dim": 0}, "rotary_dim must be a positive integer"),
+        ({"rotary_dim": 0}, "rotary_dim must be an integer >= 1"),
         ({"rotary_dim": 8, "scale_base": 0.0}, "scale_base must be > 0"),
         ({"rotary_dim": 8, "gamma": 0.0}, "gamma must be > 0"),
     ],

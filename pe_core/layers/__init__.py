@@ -11,9 +11,12 @@ Each offers the same two layers, thin wrappers around :func:`pe_core.encode` and
 :func:`pe_core.rope.apply_rope`, so a model gives the same numbers in every framework:
 
 * ``SinusoidalEncoding(d_model, *, spec=None, dropout=0.0, max_len=None)`` adds the
-  encoding of positions ``offset, offset + 1, ...`` to ``(batch, seq, d_model)`` inputs;
+  encoding of positions ``offset, offset + 1, ...`` to ``(batch, seq, d_model)`` inputs
+  (PyTorch: ``SinusoidalEncoding(d_model, dropout, max_len, *, spec=None,
+  batch_first=True)``, the textbook module's argument order, and seq-first inputs with
+  ``batch_first=False``);
 * ``RotaryEmbedding(head_dim, *, base=10000.0, layout="half", rotary_dim=None,
-  scaling=None)`` rotates queries and keys ``(..., seq, head_dim)``.
+  scaling=None, layer_type=None)`` rotates queries and keys ``(..., seq, head_dim)``.
 
 This module holds what does not depend on a framework (einops' layer design): the
 mixins :class:`SinusoidalEncodingConfig` and :class:`RotaryEmbeddingConfig` validate and
@@ -50,18 +53,27 @@ import numpy as np
 
 from pe_core.frequency import check_d
 from pe_core.presets import PRESETS, resolve_spec
+from pe_core.rope_layout import LAYOUTS
+from pe_core.rope_spec import RopeSpec, thaw
 from pe_core.spec import Spec
+from pe_core.validation import positive_int
 
 __all__ = [
     "MIN_BUCKET",
     "ROPE_LAYOUTS",
+    "AlibiBiasConfig",
+    "PatchEncodingConfig",
     "RotaryEmbeddingConfig",
+    "RotaryEmbeddingNDConfig",
     "SinusoidalEncodingConfig",
+    "T5RelativeBiasConfig",
     "cached_table",
     "check_dropout",
     "check_features",
+    "check_grid_shape",
     "check_max_len",
     "check_rope_arguments",
+    "patch_grid",
     "per_example_shape",
     "sequence_bucket",
     "spec_from_config",
@@ -72,7 +84,7 @@ __all__ = [
 MIN_BUCKET = 16
 
 #: The pair layouts RoPE layers accept (see :mod:`pe_core.rope_layout`).
-ROPE_LAYOUTS: tuple[str, ...] = ("half", "interleaved")
+ROPE_LAYOUTS: tuple[str, ...] = LAYOUTS
 
 
 # --------------------------------------------------------------------------- validation
@@ -119,11 +131,7 @@ def check_max_len(max_len: object) -> int | None:
 
 
 def _check_positive_int(value: object, name: str, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer ({what}). Received: {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive integer ({what}). Received: {value!r}")
-    return int(value)
+    return positive_int(value, name, what=what)
 
 
 def check_features(actual: int, expected: int, name: str) -> None:
@@ -142,17 +150,20 @@ def check_features(actual: int, expected: int, name: str) -> None:
 
 
 def check_rope_arguments(
-    head_dim: int, base: float, layout: str, rotary_dim: int | None, scaling: Any
+    head_dim: int,
+    base: float,
+    layout: str,
+    rotary_dim: int | None,
+    scaling: Any,
+    layer_type: str | None = None,
 ) -> None:
     """Raise now what :func:`pe_core.rope.apply_rope` would raise at call time.
 
-    Rotates one NumPy row at position 0 with these arguments (rope types that depend on
-    the sequence length are checked with a length of 1).
+    Builds the :class:`~pe_core.rope_spec.RopeSpec` of these arguments and its
+    frequencies for ``head_dim`` (rope types that depend on the sequence length are
+    checked with their init-time frequencies).
     """
-    from pe_core.rope import apply_rope
-
-    row = np.zeros((1, head_dim), dtype=np.float32)
-    apply_rope(row, 0, base=base, layout=layout, rotary_dim=rotary_dim, scaling=scaling)
+    RotaryEmbeddingConfig.rope_spec_for(head_dim, base, layout, rotary_dim, scaling, layer_type)
 
 
 def per_example_shape(
@@ -374,7 +385,12 @@ class RotaryEmbeddingConfig:
     scaling : dict, optional
         Context-extension scaling (a rope-parameters dict such as
         ``{"rope_type": "linear", "factor": 2.0}``, or a whole model config), handed to
-        :func:`pe_core.rope.apply_rope` unchanged and checked at construction.
+        :func:`pe_core.rope.apply_rope` unchanged and checked at construction. A
+        transformers ``PretrainedConfig`` (anything with ``to_dict()``) is stored as its
+        ``to_dict()``.
+    layer_type : str, optional
+        With a model config whose rope differs per layer type (Gemma 3): the layer
+        type whose rope this layer applies, e.g. ``"sliding_attention"``.
 
     Examples
     --------
@@ -391,6 +407,9 @@ class RotaryEmbeddingConfig:
     layout: str
     rotary_dim: int | None
     scaling: Any
+    layer_type: str | None
+    #: The validated configuration that :func:`pe_core.rope.apply_rope` receives.
+    rope_spec: RopeSpec
 
     def __init__(
         self,
@@ -400,49 +419,64 @@ class RotaryEmbeddingConfig:
         layout: str = "half",
         rotary_dim: int | None = None,
         scaling: Any = None,
+        layer_type: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        values = self.validate_rotary(head_dim, base, layout, rotary_dim, scaling)
-        self.head_dim, self.base, self.layout, self.rotary_dim, self.scaling = values
+        self.head_dim, self.rope_spec = self.rope_spec_for(
+            head_dim, base, layout, rotary_dim, scaling, layer_type
+        )
+        spec = self.rope_spec
+        self.base, self.layout, self.rotary_dim = spec.base, spec.layout, spec.rotary_dim
+        self.scaling = None if spec.scaling is None else thaw(spec.scaling)
+        self.layer_type = spec.layer_type
 
     @staticmethod
     def validate_rotary(
-        head_dim: object, base: object, layout: object, rotary_dim: object, scaling: object
+        head_dim: object,
+        base: object,
+        layout: object,
+        rotary_dim: object,
+        scaling: object,
+        layer_type: object = None,
     ) -> tuple[int, float, str, int | None, Any]:
-        """Validated ``(head_dim, base, layout, rotary_dim, scaling)``."""
-        head_dim = _check_positive_int(head_dim, "head_dim", "features per head")
-        if head_dim % 2:
-            raise ValueError(
-                f"head_dim must be even: RoPE rotates pairs of features. Received: {head_dim}"
-            )
-        if (
-            isinstance(base, bool)
-            or not isinstance(base, numbers.Real)
-            or not (math.isfinite(float(base)) and float(base) > 1)
-        ):
-            raise ValueError(f"base (rope_theta) must be a finite number > 1. Received: {base!r}")
-        if layout not in ROPE_LAYOUTS:
-            raise ValueError(
-                f"Unknown layout {layout!r}. Expected one of: {', '.join(ROPE_LAYOUTS)}."
-            )
-        if rotary_dim is not None:
-            rotary_dim = _check_positive_int(rotary_dim, "rotary_dim", "features rotated per head")
-            if rotary_dim % 2 or rotary_dim > head_dim:
-                raise ValueError(
-                    f"rotary_dim must be even and at most head_dim={head_dim}. "
-                    f"Received: {rotary_dim}"
-                )
-        if scaling is not None:
-            if not isinstance(scaling, Mapping):
+        """Validated ``(head_dim, base, layout, rotary_dim, scaling)`` (``layer_type`` is
+        checked with them: a string or ``None``); see :meth:`rope_spec_for`."""
+        head_dim, spec = RotaryEmbeddingConfig.rope_spec_for(
+            head_dim, base, layout, rotary_dim, scaling, layer_type
+        )
+        plain = None if spec.scaling is None else thaw(spec.scaling)
+        return head_dim, spec.base, spec.layout, spec.rotary_dim, plain
+
+    @staticmethod
+    def rope_spec_for(
+        head_dim: object,
+        base: object,
+        layout: object,
+        rotary_dim: object,
+        scaling: object,
+        layer_type: object = None,
+    ) -> tuple[int, RopeSpec]:
+        """``(head_dim, spec)``: the validated :class:`~pe_core.rope_spec.RopeSpec` of
+        these arguments, with its frequencies built once for ``head_dim`` (so a bad
+        ``scaling`` raises now, not at the first call)."""
+        head_dim = positive_int(head_dim, "head_dim", what="features per head")
+        if scaling is not None and not isinstance(scaling, Mapping):
+            if not callable(getattr(scaling, "to_dict", None)):
                 raise TypeError(
                     "scaling must be None or a dict (rope parameters such as "
                     "{'rope_type': 'linear', 'factor': 2.0}, or a model config). "
                     f"Received: {scaling!r}"
                 )
-            scaling = dict(scaling)
-        check_rope_arguments(head_dim, float(base), str(layout), rotary_dim, scaling)
-        return head_dim, float(base), str(layout), rotary_dim, scaling
+        spec = RopeSpec(
+            base=base,  # type: ignore[arg-type]
+            layout=layout,  # type: ignore[arg-type]
+            rotary_dim=rotary_dim,  # type: ignore[arg-type]
+            scaling=scaling,  # type: ignore[arg-type]
+            layer_type=layer_type,  # type: ignore[arg-type]
+        )
+        spec.constants(head_dim)  # head_dim even, rotary_dim fits, scaling computes
+        return head_dim, spec
 
     def check_input_features(self, n_features: int) -> None:
         """Raise ``ValueError`` naming both sizes unless ``n_features == head_dim``."""
@@ -456,6 +490,7 @@ class RotaryEmbeddingConfig:
             "layout": self.layout,
             "rotary_dim": self.rotary_dim,
             "scaling": None if self.scaling is None else dict(self.scaling),
+            "layer_type": self.layer_type,
         }
 
     def rotary_repr(self) -> str:
@@ -465,4 +500,484 @@ class RotaryEmbeddingConfig:
             parts.append(f"rotary_dim={self.rotary_dim}")
         if self.scaling is not None:
             parts.append(f"scaling={self.scaling!r}")
+        if self.layer_type is not None:
+            parts.append(f"layer_type={self.layer_type!r}")
         return ", ".join(parts)
+
+
+# --------------------------------------------------------------------------- relative bias
+
+
+class T5RelativeBiasConfig:
+    """Configuration of the ``T5RelativeBias`` layers (a framework-neutral mixin).
+
+    Parameters
+    ----------
+    n_heads : int
+        Attention heads: the learned table is ``(num_buckets, n_heads)``.
+    num_buckets : int
+        T5's ``relative_attention_num_buckets`` (32).
+    max_distance : int
+        T5's ``relative_attention_max_distance`` (128).
+    bidirectional : bool
+        ``True`` for encoders (T5's ``not is_decoder``), ``False`` for decoders.
+
+    Examples
+    --------
+    >>> T5RelativeBiasConfig(8).t5_config()
+    {'n_heads': 8, 'num_buckets': 32, 'max_distance': 128, 'bidirectional': True}
+    >>> T5RelativeBiasConfig(8, num_buckets=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: num_buckets must be at least 4 when bidirectional=True (at least one exact bucket per side). Received: 2
+    """
+
+    n_heads: int
+    num_buckets: int
+    max_distance: int
+    bidirectional: bool
+
+    def __init__(
+        self,
+        n_heads: int,
+        *,
+        num_buckets: int = 32,
+        max_distance: int = 128,
+        bidirectional: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        values = self.validate_t5(n_heads, num_buckets, max_distance, bidirectional)
+        self.n_heads, self.num_buckets, self.max_distance, self.bidirectional = values
+
+    @staticmethod
+    def validate_t5(
+        n_heads: object, num_buckets: object, max_distance: object, bidirectional: object
+    ) -> tuple[int, int, int, bool]:
+        """Validated ``(n_heads, num_buckets, max_distance, bidirectional)``."""
+        from pe_core.t5 import t5_relative_bucket
+
+        heads = _check_positive_int(n_heads, "n_heads", "attention heads")
+        t5_relative_bucket(
+            0,
+            bidirectional=bidirectional,  # type: ignore[arg-type]
+            num_buckets=num_buckets,  # type: ignore[arg-type]
+            max_distance=max_distance,  # type: ignore[arg-type]
+        )
+        return heads, int(num_buckets), int(max_distance), bool(bidirectional)  # type: ignore[call-overload]
+
+    def t5_config(self) -> dict[str, Any]:
+        """The constructor arguments as JSON-ready data."""
+        return {
+            "n_heads": self.n_heads,
+            "num_buckets": self.num_buckets,
+            "max_distance": self.max_distance,
+            "bidirectional": self.bidirectional,
+        }
+
+    def t5_repr(self) -> str:
+        """``n_heads=..., num_buckets=..., ...`` for ``repr``."""
+        return ", ".join(f"{k}={v!r}" for k, v in self.t5_config().items())
+
+
+class AlibiBiasConfig:
+    """Configuration of the ``AlibiBias`` layers (a framework-neutral mixin).
+
+    Parameters
+    ----------
+    n_heads : int, optional
+        Attention heads (required by the PyTorch and Flax layers, which are called with
+        lengths; the Keras layer reads it from the scores when ``None``).
+    alibi_bias_max : float
+        The slope rule's ``8`` (keras-hub ``AlibiBias(alibi_bias_max)``): head ``k`` of
+        ``p`` (a power of two) has slope ``2 ** (-alibi_bias_max * k / p)``; see
+        :func:`pe_core.alibi_slopes`.
+    causal : bool
+        As for :func:`pe_core.alibi_bias`: ``True`` includes the causal mask (``-inf``
+        for keys after the query); ``False`` is the symmetric ``-slope * |distance|``.
+
+    Examples
+    --------
+    >>> AlibiBiasConfig(4, alibi_bias_max=16).alibi_config()
+    {'n_heads': 4, 'alibi_bias_max': 16.0, 'causal': True}
+    """
+
+    n_heads: int | None
+    alibi_bias_max: float
+    causal: bool
+
+    def __init__(
+        self,
+        n_heads: int | None = None,
+        *,
+        alibi_bias_max: float = 8.0,
+        causal: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        values = self.validate_alibi(n_heads, alibi_bias_max, causal)
+        self.n_heads, self.alibi_bias_max, self.causal = values
+
+    @staticmethod
+    def validate_alibi(
+        n_heads: object, alibi_bias_max: object, causal: object
+    ) -> tuple[int | None, float, bool]:
+        """Validated ``(n_heads, alibi_bias_max, causal)``."""
+        from pe_core.alibi import alibi_slopes
+
+        heads = None if n_heads is None else _check_positive_int(n_heads, "n_heads", "heads")
+        alibi_slopes(1, alibi_bias_max=alibi_bias_max)  # type: ignore[arg-type]
+        if not isinstance(causal, (bool, np.bool_)):
+            raise TypeError(f"causal must be True or False. Received: {causal!r}")
+        return heads, float(alibi_bias_max), bool(causal)  # type: ignore[arg-type]
+
+    def alibi_config(self) -> dict[str, Any]:
+        """The constructor arguments as JSON-ready data."""
+        return {
+            "n_heads": self.n_heads,
+            "alibi_bias_max": self.alibi_bias_max,
+            "causal": self.causal,
+        }
+
+    def alibi_repr(self) -> str:
+        """``n_heads=..., alibi_bias_max=..., causal=...`` for ``repr``."""
+        return ", ".join(f"{k}={v!r}" for k, v in self.alibi_config().items())
+
+
+# --------------------------------------------------------------------------- N-D layers
+
+
+def check_grid_shape(grid_shape: object) -> tuple[int, ...] | None:
+    """Validate a grid shape: ``None`` or a non-empty sequence of positive ints.
+
+    >>> check_grid_shape([14, 14])
+    (14, 14)
+    >>> check_grid_shape((4, 0))
+    Traceback (most recent call last):
+    ...
+    ValueError: grid_shape must be None or a non-empty sequence of positive integers. Received: (4, 0)
+    """
+    if grid_shape is None:
+        return None
+    message = (
+        "grid_shape must be None or a non-empty sequence of positive integers. "
+        f"Received: {grid_shape!r}"
+    )
+    if isinstance(grid_shape, (str, bytes)) or not hasattr(grid_shape, "__iter__"):
+        raise TypeError(message)
+    sizes = tuple(grid_shape)  # type: ignore[call-overload]
+    if not sizes or any(isinstance(n, bool) or not isinstance(n, numbers.Integral) for n in sizes):
+        raise TypeError(message) if sizes else ValueError(message)
+    if any(n <= 0 for n in sizes):
+        raise ValueError(message)
+    return tuple(int(n) for n in sizes)
+
+
+class PatchEncodingConfig:
+    """Configuration of the ``SinusoidalPatchEncoding`` layers (a framework-neutral mixin).
+
+    Parameters
+    ----------
+    d_model : int
+        Features of the patch tokens.
+    grid_shape : sequence of int, optional
+        The patch grid ``(H, W)`` (or ``(T, H, W)``, ...) for inputs whose tokens are
+        flattened, ``(batch, H * W, d_model)``. Inputs ``(batch, H, W, d_model)`` carry
+        their grid in their shape.
+    spec : Spec or str, optional
+        An N-D :class:`~pe_core.Spec` or preset (``"mae_2d"``, ``"tensor2tensor_2d"``,
+        ...) whose ``axes`` is the number of grid axes; ``Spec(axes=k)`` (the paper's
+        frequencies per axis) for a ``k``-axis grid by default.
+    dropout : float
+        Dropout rate after the addition, in ``[0, 1)``.
+
+    Examples
+    --------
+    >>> config = PatchEncodingConfig(64, grid_shape=(14, 14), spec="mae_2d")
+    >>> config.spec_for(2).name, config.grid_shape
+    ('mae_2d', (14, 14))
+    >>> PatchEncodingConfig(64, grid_shape=(2, 3, 4), spec="mae_2d")
+    Traceback (most recent call last):
+    ...
+    ValueError: The spec encodes 2 coordinate axes but the patch grid has 3 axes (grid_shape (2, 3, 4)). Use a spec with axes=3.
+    """
+
+    d_model: int
+    grid_shape: tuple[int, ...] | None
+    spec: Spec | None
+    dropout: float
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        grid_shape: Any = None,
+        spec: Spec | str | dict[str, Any] | None = None,
+        dropout: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        values = self.validate_patch(d_model, grid_shape, spec, dropout)
+        self.d_model, self.grid_shape, self.spec, self.dropout = values
+
+    @staticmethod
+    def validate_patch(
+        d_model: object, grid_shape: object, spec: object, dropout: object
+    ) -> tuple[int, tuple[int, ...] | None, Spec | None, float]:
+        """Validated ``(d_model, grid_shape, spec, dropout)`` (``spec`` ``None`` = default)."""
+        d = _check_positive_int(d_model, "d_model", "the number of features")
+        shape = check_grid_shape(grid_shape)
+        resolved = None if spec is None else spec_from_config(spec)  # type: ignore[arg-type]
+        if shape is not None:
+            _check_patch_spec(d, resolved or Spec(axes=len(shape)), shape)
+        elif resolved is not None:
+            check_d(d, resolved)
+        return d, shape, resolved, check_dropout(dropout)
+
+    def spec_for(self, axes: int, shape: tuple[int, ...] | None = None) -> Spec:
+        """The spec of a ``axes``-axis grid (raises if the layer's spec has other axes)."""
+        spec = self.spec if self.spec is not None else Spec(axes=axes)
+        if spec.axes != axes:
+            _check_patch_spec(self.d_model, spec, shape or (None,) * axes)  # type: ignore[arg-type]
+        return spec
+
+    def patch_config(self) -> dict[str, Any]:
+        """The constructor arguments as JSON-ready data."""
+        return {
+            "d_model": self.d_model,
+            "grid_shape": None if self.grid_shape is None else list(self.grid_shape),
+            "spec": None if self.spec is None else spec_to_config(self.spec),
+            "dropout": self.dropout,
+        }
+
+    def patch_repr(self) -> str:
+        """``d_model=..., grid_shape=..., ...`` for ``repr``."""
+        parts = [f"d_model={self.d_model}"]
+        if self.grid_shape is not None:
+            parts.append(f"grid_shape={self.grid_shape}")
+        if self.spec is not None:
+            parts.append(f"spec={spec_to_config(self.spec)!r}")
+        if self.dropout:
+            parts.append(f"dropout={self.dropout}")
+        return ", ".join(parts)
+
+
+def _check_patch_spec(d: int, spec: Spec, shape: tuple[int, ...]) -> None:
+    if spec.axes != len(shape):
+        raise ValueError(
+            f"The spec encodes {spec.axes} coordinate axes but the patch grid has "
+            f"{len(shape)} axes (grid_shape {shape}). Use a spec with axes={len(shape)}."
+        )
+    check_d(d, spec)
+
+
+class RotaryEmbeddingNDConfig:
+    """Configuration of the ``RotaryEmbeddingND`` layers (a framework-neutral mixin).
+
+    Parameters
+    ----------
+    head_dim : int
+        Features per head of the queries and keys.
+    sections : sequence of int
+        Rotary pairs per coordinate axis (``sum(sections) == head_dim / 2``, or
+        ``rotary_dim / 2``), as for ``pe_core.apply_rope(..., sections=...)``.
+    base : float
+        RoPE base, > 1.
+    layout : {"half", "interleaved"}
+        Pair layout (see :mod:`pe_core.rope_layout`).
+    section_layout : {"contiguous", "interleaved"}
+        Which pairs follow which axis (M-RoPE contiguous, Qwen3-VL interleaved).
+    frequencies : None, "per_axis" or sequence of float
+        The pair frequencies: the 1-D schedule, one schedule per axis, or explicit.
+    rotary_dim : int, optional
+        Rotate only the first ``rotary_dim`` features.
+    grid_shape : sequence of int, optional
+        A default grid: without explicit positions, token ``t`` of a sequence of
+        ``prod(grid_shape)`` tokens gets the coordinates of ``pe_core.grid(grid_shape)``
+        in row-major order.
+
+    Examples
+    --------
+    >>> RotaryEmbeddingNDConfig(8, (2, 2), grid_shape=(4, 4)).sections
+    (2, 2)
+    >>> RotaryEmbeddingNDConfig(8, (2, 1))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
+    """
+
+    head_dim: int
+    sections: tuple[int, ...]
+    base: float
+    layout: str
+    section_layout: str
+    frequencies: str | tuple[float, ...] | None
+    rotary_dim: int | None
+    grid_shape: tuple[int, ...] | None
+
+    def __init__(
+        self,
+        head_dim: int,
+        sections: Any,
+        *,
+        base: float = 10000.0,
+        layout: str = "half",
+        section_layout: str = "contiguous",
+        frequencies: Any = None,
+        rotary_dim: int | None = None,
+        grid_shape: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        values = self.validate_rope_nd(
+            head_dim, sections, base, layout, section_layout, frequencies, rotary_dim, grid_shape
+        )
+        (
+            self.head_dim,
+            self.sections,
+            self.base,
+            self.layout,
+            self.section_layout,
+            self.frequencies,
+            self.rotary_dim,
+            self.grid_shape,
+        ) = values
+
+    @staticmethod
+    def validate_rope_nd(
+        head_dim: object,
+        sections: object,
+        base: object,
+        layout: object,
+        section_layout: object,
+        frequencies: object,
+        rotary_dim: object,
+        grid_shape: object,
+    ) -> tuple[Any, ...]:
+        """Validated arguments, in constructor order (checked by rotating one row)."""
+        from pe_core.rope import apply_rope
+
+        d = _check_positive_int(head_dim, "head_dim", "features per head")
+        if isinstance(sections, (str, bytes)) or not hasattr(sections, "__iter__"):
+            raise TypeError(
+                f"sections must be a sequence of pair counts, one per axis. Received: {sections!r}"
+            )
+        parts = tuple(sections)  # type: ignore[call-overload]
+        if frequencies is not None and not isinstance(frequencies, str):
+            frequencies = tuple(float(w) for w in frequencies)  # type: ignore[attr-defined]
+        shape = check_grid_shape(grid_shape)
+        if shape is not None and len(shape) != len(parts):
+            raise ValueError(
+                f"grid_shape has {len(shape)} axes but sections has {len(parts)} "
+                f"(one per axis). Received: grid_shape={shape}, sections={parts}"
+            )
+        row = np.zeros((1, d), dtype=np.float32)
+        apply_rope(
+            row,
+            np.zeros((1, len(parts)), dtype=np.int64),
+            base=base,  # type: ignore[arg-type]
+            layout=layout,  # type: ignore[arg-type]
+            rotary_dim=rotary_dim,  # type: ignore[arg-type]
+            sections=parts,
+            section_layout=section_layout,  # type: ignore[arg-type]
+            frequencies=frequencies,  # type: ignore[arg-type]
+        )
+        return (
+            d,
+            tuple(int(s) for s in parts),
+            float(base),  # type: ignore[arg-type]
+            str(layout),
+            str(section_layout),
+            frequencies,
+            None if rotary_dim is None else int(rotary_dim),  # type: ignore[call-overload]
+            shape,
+        )
+
+    def rope_nd_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`pe_core.rope.apply_rope` for this layer."""
+        return {
+            "base": self.base,
+            "layout": self.layout,
+            "rotary_dim": self.rotary_dim,
+            "sections": self.sections,
+            "section_layout": self.section_layout,
+            "frequencies": self.frequencies,
+        }
+
+    def grid_positions(self, length: int) -> np.ndarray:
+        """``pe_core.grid(grid_shape)`` flattened to ``(length, axes)`` (host integers)."""
+        from pe_core.nd import grid
+
+        if self.grid_shape is None:
+            raise ValueError(
+                "Pass positions (..., seq, axes), or build the layer with grid_shape=."
+            )
+        if math.prod(self.grid_shape) != length:
+            raise ValueError(
+                f"The sequence has {length} tokens but grid_shape {self.grid_shape} holds "
+                f"{math.prod(self.grid_shape)}."
+            )
+        return np.asarray(grid(self.grid_shape)).reshape(length, len(self.grid_shape))
+
+    def rope_nd_config(self) -> dict[str, Any]:
+        """The constructor arguments as JSON-ready data."""
+        frequencies = self.frequencies
+        return {
+            "head_dim": self.head_dim,
+            "sections": list(self.sections),
+            "base": self.base,
+            "layout": self.layout,
+            "section_layout": self.section_layout,
+            "frequencies": list(frequencies) if isinstance(frequencies, tuple) else frequencies,
+            "rotary_dim": self.rotary_dim,
+            "grid_shape": None if self.grid_shape is None else list(self.grid_shape),
+        }
+
+    def rope_nd_repr(self) -> str:
+        """``head_dim=..., sections=..., ...`` for ``repr``."""
+        parts = [f"head_dim={self.head_dim}", f"sections={self.sections}"]
+        for key in ("base", "layout", "section_layout", "frequencies", "rotary_dim", "grid_shape"):
+            value = getattr(self, key)
+            default = {"base": 10000.0, "layout": "half", "section_layout": "contiguous"}
+            if value is not None and value != default.get(key):
+                parts.append(f"{key}={value!r}")
+        return ", ".join(parts)
+
+
+def patch_grid(
+    config: PatchEncodingConfig, x_shape: tuple[int, ...], grid_shape: Any
+) -> tuple[tuple[int, ...], bool]:
+    """``(grid shape, flattened?)`` of patch tokens of shape ``x_shape``.
+
+    ``(batch, N, d)`` inputs are flattened grids of ``grid_shape`` (the call's, else the
+    layer's), ``(batch, H, W, ..., d)`` inputs carry their grid; raises naming the
+    mismatch.
+
+    >>> patch_grid(PatchEncodingConfig(8, grid_shape=(2, 3)), (4, 6, 8), None)
+    ((2, 3), True)
+    >>> patch_grid(PatchEncodingConfig(8), (4, 2, 3, 8), None)
+    ((2, 3), False)
+    """
+    if len(x_shape) < 3:
+        raise ValueError(
+            "x must have shape (batch, H * W, d_model) or (batch, H, W, d_model). "
+            f"Received: shape {x_shape}"
+        )
+    check_features(x_shape[-1], config.d_model, "d_model")
+    shape = check_grid_shape(grid_shape) or config.grid_shape
+    if len(x_shape) == 3 and shape is not None:
+        if math.prod(shape) != x_shape[1]:
+            raise ValueError(
+                f"The input has {x_shape[1]} patch tokens but the grid {shape} holds "
+                f"{math.prod(shape)}."
+            )
+        return shape, True
+    spatial = tuple(int(n) for n in x_shape[1:-1])
+    if len(x_shape) == 3:
+        raise ValueError(
+            "Flattened patch tokens (batch, H * W, d_model) need a grid_shape (the layer's "
+            f"or forward's). Received: shape {x_shape}"
+        )
+    if check_grid_shape(grid_shape) is not None and shape != spatial:
+        raise ValueError(f"grid_shape {shape} does not match the input's grid {spatial}.")
+    return spatial, False

@@ -29,18 +29,38 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-from flax.core import FrozenDict
 
+from pe_core.alibi import alibi_bias
 from pe_core.encoding import encode
-from pe_core.layers import RotaryEmbeddingConfig, SinusoidalEncodingConfig, per_example_shape
+from pe_core.layers import (
+    AlibiBiasConfig,
+    PatchEncodingConfig,
+    RotaryEmbeddingConfig,
+    RotaryEmbeddingNDConfig,
+    SinusoidalEncodingConfig,
+    T5RelativeBiasConfig,
+    check_features,
+    patch_grid,
+    per_example_shape,
+)
+from pe_core.nd import grid
 from pe_core.rope import apply_rope
 from pe_core.spec import Spec
+from pe_core.t5 import t5_relative_bias
 
 __all__ = [
+    "AlibiBias",
+    "LinenAlibiBias",
     "LinenRotaryEmbedding",
+    "LinenRotaryEmbeddingND",
     "LinenSinusoidalEncoding",
+    "LinenSinusoidalPatchEncoding",
+    "LinenT5RelativeBias",
     "RotaryEmbedding",
+    "RotaryEmbeddingND",
     "SinusoidalEncoding",
+    "SinusoidalPatchEncoding",
+    "T5RelativeBias",
 ]
 
 Offset = int | jax.Array
@@ -78,7 +98,7 @@ def _sinusoidal(config: SinusoidalEncodingConfig, x: jax.Array, offset: object) 
     config.check_input_features(x.shape[-1])
     offset = _check_offset(offset)
     length = x.shape[-2]
-    if isinstance(offset, int):
+    if isinstance(offset, int) and isinstance(length, int):  # not symbolic (jax.export)
         rows = config.cache_rows(offset, length)
         if rows is not None and x.dtype != jnp.float64:
             return jnp.asarray(rows, dtype=x.dtype)
@@ -103,7 +123,7 @@ def _rope_positions(x: jax.Array, positions: Any, offset: object) -> Any:
         if not isinstance(offset, int) or offset != 0:
             raise ValueError("Pass either positions or offset, not both.")
         return positions
-    if isinstance(offset, int):
+    if isinstance(offset, int) and isinstance(x.shape[-2], int):  # not symbolic
         return range(offset, offset + x.shape[-2])  # exact on the host when not traced
     return _positions(offset, x.shape[-2], x.shape)
 
@@ -114,35 +134,9 @@ def _rope(config: RotaryEmbeddingConfig, q: Any, k: Any, positions: Any, offset:
         if x.ndim < 2:
             raise ValueError(f"q and k must have shape (..., seq, head_dim). Received: {x.shape}")
         config.check_input_features(x.shape[-1])
-    scaling = _thaw(config.scaling)
     return tuple(
-        apply_rope(
-            x,
-            _rope_positions(x, positions, offset),
-            base=config.base,
-            layout=config.layout,
-            rotary_dim=config.rotary_dim,
-            scaling=scaling,
-        )
-        for x in (q, k)
+        apply_rope(x, _rope_positions(x, positions, offset), spec=config.rope_spec) for x in (q, k)
     )
-
-
-def _hashable(obj: Any) -> Any:
-    """``scaling`` as hashable data (Flax keeps module attributes in hashable graphs)."""
-    if isinstance(obj, Mapping):
-        return FrozenDict({k: _hashable(v) for k, v in obj.items()})
-    if isinstance(obj, (list, tuple)):
-        return tuple(_hashable(v) for v in obj)
-    return obj
-
-
-def _thaw(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return {k: _thaw(v) for k, v in obj.items()}
-    if isinstance(obj, tuple):
-        return [_thaw(v) for v in obj]
-    return obj
 
 
 # --------------------------------------------------------------------------- NNX
@@ -234,6 +228,9 @@ class RotaryEmbedding(RotaryEmbeddingConfig, nnx.Module):
     scaling : dict, optional
         Context-extension rope parameters or a model config, as for
         :func:`~pe_core.rope.apply_rope`.
+    layer_type : str, optional
+        With a model config whose rope differs per layer type (Gemma 3): the layer
+        type whose rope to apply, e.g. ``"sliding_attention"``.
 
     Notes
     -----
@@ -262,9 +259,17 @@ class RotaryEmbedding(RotaryEmbeddingConfig, nnx.Module):
         layout: str = "half",
         rotary_dim: int | None = None,
         scaling: Mapping[str, Any] | None = None,
+        layer_type: str | None = None,
     ) -> None:
-        super().__init__(head_dim, base=base, layout=layout, rotary_dim=rotary_dim, scaling=scaling)
-        self.scaling = _hashable(self.scaling)
+        super().__init__(
+            head_dim,
+            base=base,
+            layout=layout,
+            rotary_dim=rotary_dim,
+            scaling=scaling,
+            layer_type=layer_type,
+        )
+        self.scaling = self.rope_spec.scaling  # hashable: Flax keeps it in its graphs
 
     def __call__(
         self, q: jax.Array, k: jax.Array, positions: Any = None, offset: Offset = 0
@@ -341,17 +346,406 @@ class LinenRotaryEmbedding(RotaryEmbeddingConfig, nn.Module):
     layout: str = "half"
     rotary_dim: int | None = None
     scaling: Mapping[str, Any] | None = None
+    layer_type: str | None = None
 
     def __post_init__(self) -> None:
-        values = self.validate_rotary(
-            self.head_dim, self.base, self.layout, self.rotary_dim, self.scaling
+        head_dim, spec = self.rope_spec_for(
+            self.head_dim, self.base, self.layout, self.rotary_dim, self.scaling, self.layer_type
         )
+        object.__setattr__(self, "rope_spec", spec)
+        values = (head_dim, spec.base, spec.layout, spec.rotary_dim, spec.scaling)
         names = ("head_dim", "base", "layout", "rotary_dim", "scaling")
         for name, value in zip(names, values, strict=True):
-            object.__setattr__(self, name, _hashable(value) if name == "scaling" else value)
+            object.__setattr__(self, name, value)
         super().__post_init__()
 
     def __call__(
         self, q: jax.Array, k: jax.Array, positions: Any = None, offset: Offset = 0
     ) -> tuple[jax.Array, jax.Array]:
         return _rope(self, q, k, positions, offset)
+
+
+# --------------------------------------------------------------------------- relative bias
+
+
+def _t5_bias(config: T5RelativeBiasConfig, table: Any, q_len: int, k_len: int, offset: Any) -> Any:
+    return t5_relative_bias(
+        q_len,
+        k_len,
+        table,
+        offset=offset,
+        bidirectional=config.bidirectional,
+        max_distance=config.max_distance,
+        backend="jax",
+    )
+
+
+def _alibi(config: AlibiBiasConfig, q_len: int, k_len: int, dtype: Any) -> jax.Array:
+    assert config.n_heads is not None
+    bias = alibi_bias(
+        q_len,
+        k_len,
+        config.n_heads,
+        causal=config.causal,
+        alibi_bias_max=config.alibi_bias_max,
+        backend="jax",
+        dtype=dtype,
+    )
+    return bias[None]
+
+
+class T5RelativeBias(T5RelativeBiasConfig, nnx.Module):
+    """T5's learned relative position bias (NNX), with :func:`pe_core.t5.t5_relative_bias`.
+
+    Parameters
+    ----------
+    n_heads : int
+        Attention heads.
+    num_buckets, max_distance, bidirectional
+        T5's ``relative_attention_num_buckets`` (32), ``relative_attention_max_distance``
+        (128) and ``not is_decoder``.
+    rngs : nnx.Rngs
+        For the initial table, an ``nnx.Embed(num_buckets, n_heads)`` named
+        ``relative_attention_bias`` (its ``embedding`` is T5's weight).
+
+    Notes
+    -----
+    ``__call__(query_length, key_length, offset=0)`` returns the bias ``(1, n_heads,
+    query_length, key_length)`` (``(batch, ...)`` for per-example offsets); the lengths
+    are Python ints (static under ``jax.jit``), ``offset`` an int or a JAX integer array
+    (traced is fine).
+
+    Examples
+    --------
+    >>> from flax import nnx
+    >>> layer = T5RelativeBias(4, rngs=nnx.Rngs(0))
+    >>> layer(3, 5).shape
+    (1, 4, 3, 5)
+    """
+
+    def __init__(
+        self,
+        n_heads: int,
+        *,
+        num_buckets: int = 32,
+        max_distance: int = 128,
+        bidirectional: bool = True,
+        rngs: nnx.Rngs,
+    ) -> None:
+        super().__init__(
+            n_heads, num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional
+        )
+        self.relative_attention_bias = nnx.Embed(self.num_buckets, self.n_heads, rngs=rngs)
+
+    def __call__(self, query_length: int, key_length: int, offset: Any = 0) -> jax.Array:
+        table = self.relative_attention_bias.embedding[...]
+        return _t5_bias(self, table, query_length, key_length, offset)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.t5_repr()})"
+
+
+class AlibiBias(AlibiBiasConfig, nnx.Module):
+    """The ALiBi bias of :func:`pe_core.alibi_bias` (NNX), with ``alibi_bias_max``.
+
+    ``__call__(query_length, key_length, dtype=jnp.float32)`` returns ``(1, n_heads,
+    query_length, key_length)``, queries the last ``query_length`` keys; a constant of
+    the compiled program under ``jax.jit``. No variables.
+
+    Examples
+    --------
+    >>> AlibiBias(2)(1, 3)[0, :, 0].tolist()  # one decode step, slopes 1/16 and 1/256
+    [[-0.125, -0.0625, 0.0], [-0.0078125, -0.00390625, 0.0]]
+    """
+
+    def __init__(self, n_heads: int, *, alibi_bias_max: float = 8.0, causal: bool = True) -> None:
+        if n_heads is None:
+            raise TypeError("n_heads must be a positive integer (attention heads). Received: None")
+        super().__init__(n_heads, alibi_bias_max=alibi_bias_max, causal=causal)
+
+    def __call__(self, query_length: int, key_length: int, dtype: Any = jnp.float32) -> jax.Array:
+        return _alibi(self, query_length, key_length, dtype)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.alibi_repr()})"
+
+
+class LinenT5RelativeBias(T5RelativeBiasConfig, nn.Module):
+    """T5's learned relative position bias (linen); the twin of :class:`T5RelativeBias`.
+
+    The table is the param ``relative_attention_bias`` ``(num_buckets, n_heads)``,
+    initialised with ``nn.initializers.normal(1.0)`` like ``nn.Embed``'s default
+    variance. ``__call__(query_length, key_length, offset=0)``.
+
+    Examples
+    --------
+    >>> import jax
+    >>> layer = LinenT5RelativeBias(4)
+    >>> variables = layer.init(jax.random.key(0), 3, 5)
+    >>> variables["params"]["relative_attention_bias"].shape, layer.apply(variables, 3, 5).shape
+    ((32, 4), (1, 4, 3, 5))
+    """
+
+    n_heads: int
+    num_buckets: int = 32
+    max_distance: int = 128
+    bidirectional: bool = True
+
+    def __post_init__(self) -> None:
+        values = self.validate_t5(
+            self.n_heads, self.num_buckets, self.max_distance, self.bidirectional
+        )
+        names = ("n_heads", "num_buckets", "max_distance", "bidirectional")
+        for name, value in zip(names, values, strict=True):
+            object.__setattr__(self, name, value)
+        super().__post_init__()
+
+    @nn.compact
+    def __call__(self, query_length: int, key_length: int, offset: Any = 0) -> jax.Array:
+        table = self.param(
+            "relative_attention_bias",
+            nn.initializers.normal(1.0),
+            (self.num_buckets, self.n_heads),
+        )
+        return _t5_bias(self, table, query_length, key_length, offset)
+
+
+class LinenAlibiBias(AlibiBiasConfig, nn.Module):
+    """The ALiBi bias (linen); the twin of :class:`AlibiBias`.
+
+    Examples
+    --------
+    >>> LinenAlibiBias(4, alibi_bias_max=16).apply({}, 2, 2).shape
+    (1, 4, 2, 2)
+    """
+
+    n_heads: int
+    alibi_bias_max: float = 8.0
+    causal: bool = True
+
+    def __post_init__(self) -> None:
+        values = self.validate_alibi(self.n_heads, self.alibi_bias_max, self.causal)
+        for name, value in zip(("n_heads", "alibi_bias_max", "causal"), values, strict=True):
+            object.__setattr__(self, name, value)
+        super().__post_init__()
+
+    def __call__(self, query_length: int, key_length: int, dtype: Any = jnp.float32) -> jax.Array:
+        return _alibi(self, query_length, key_length, dtype)
+
+
+# --------------------------------------------------------------------------- N-D layers
+
+
+def _patch_encoding(config: PatchEncodingConfig, x: Any, grid_shape: Any) -> jax.Array:
+    x = jnp.asarray(x)
+    shape, flat = patch_grid(config, tuple(x.shape), grid_shape)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        raise TypeError(f"x must be a floating array. Received dtype: {x.dtype}")
+    spec = config.spec_for(len(shape), shape)
+    pe = encode(grid(shape), config.d_model, spec=spec, backend="jax", dtype=x.dtype)
+    return x + (jnp.reshape(pe, (-1, config.d_model)) if flat else pe)
+
+
+def _rope_nd(config: RotaryEmbeddingNDConfig, q: Any, k: Any, positions: Any) -> Any:
+    q, k = jnp.asarray(q), jnp.asarray(k)
+    for x in (q, k):
+        if x.ndim < 2:
+            raise ValueError(f"q and k must have shape (..., seq, head_dim). Received: {x.shape}")
+        check_features(x.shape[-1], config.head_dim, "head_dim")
+    kwargs = config.rope_nd_kwargs()
+    return tuple(
+        apply_rope(
+            x, config.grid_positions(x.shape[-2]) if positions is None else positions, **kwargs
+        )
+        for x in (q, k)
+    )
+
+
+class SinusoidalPatchEncoding(PatchEncodingConfig, nnx.Module):
+    """Adds the N-D sinusoidal encoding of a patch grid to patch tokens (NNX).
+
+    Parameters
+    ----------
+    d_model : int
+        Features of the patch tokens.
+    grid_shape : sequence of int, optional
+        The grid of flattened inputs ``(batch, H * W, d_model)``; inputs ``(batch, H,
+        W, d_model)`` carry it in their shape.
+    spec : Spec or str, optional
+        An N-D spec or preset (``"mae_2d"``); ``Spec(axes=k)`` by default.
+    dropout : float
+        Dropout rate after the addition.
+    rngs : nnx.Rngs, optional
+        For dropout.
+
+    Notes
+    -----
+    ``__call__(x, grid_shape=None, *, deterministic=None, rngs=None)``. The encoding is
+    built exactly on the host: a constant of the program under ``jax.jit``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> SinusoidalPatchEncoding(8, grid_shape=(2, 3), spec="mae_2d")(jnp.zeros((1, 6, 8))).shape
+    (1, 6, 8)
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        grid_shape: Any = None,
+        spec: Spec | str | None = None,
+        dropout: float = 0.0,
+        rngs: nnx.Rngs | None = None,
+    ) -> None:
+        super().__init__(d_model, grid_shape=grid_shape, spec=spec, dropout=dropout)
+        self.dropout_layer = nnx.Dropout(self.dropout, rngs=rngs) if self.dropout else None
+
+    def __call__(
+        self,
+        x: jax.Array,
+        grid_shape: Any = None,
+        *,
+        deterministic: bool | None = None,
+        rngs: nnx.Rngs | None = None,
+    ) -> jax.Array:
+        x = _patch_encoding(self, x, grid_shape)
+        if self.dropout_layer is None:
+            return x
+        return self.dropout_layer(x, deterministic=deterministic, rngs=rngs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.patch_repr()})"
+
+
+class RotaryEmbeddingND(RotaryEmbeddingNDConfig, nnx.Module):
+    """N-D rotary embedding (NNX): rotary pairs split among coordinate axes.
+
+    ``__call__(q, k, positions=None)``: ``positions`` ``(..., seq, len(sections))``, or
+    ``None`` for the layer's ``grid_shape`` flattened row-major. See the PyTorch
+    layer for the parameters.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> rope = RotaryEmbeddingND(8, (2, 2), grid_shape=(2, 3))
+    >>> q, k = rope(jnp.ones((1, 6, 8)), jnp.ones((1, 6, 8)))
+    >>> q.shape
+    (1, 6, 8)
+    """
+
+    def __init__(
+        self,
+        head_dim: int,
+        sections: Any,
+        *,
+        base: float = 10000.0,
+        layout: str = "half",
+        section_layout: str = "contiguous",
+        frequencies: Any = None,
+        rotary_dim: int | None = None,
+        grid_shape: Any = None,
+    ) -> None:
+        super().__init__(
+            head_dim,
+            sections,
+            base=base,
+            layout=layout,
+            section_layout=section_layout,
+            frequencies=frequencies,
+            rotary_dim=rotary_dim,
+            grid_shape=grid_shape,
+        )
+
+    def __call__(
+        self, q: jax.Array, k: jax.Array, positions: Any = None
+    ) -> tuple[jax.Array, jax.Array]:
+        return _rope_nd(self, q, k, positions)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.rope_nd_repr()})"
+
+
+class LinenSinusoidalPatchEncoding(PatchEncodingConfig, nn.Module):
+    """The linen twin of :class:`SinusoidalPatchEncoding`:
+    ``__call__(x, grid_shape=None, *, deterministic=True)``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> LinenSinusoidalPatchEncoding(8).apply({}, jnp.zeros((1, 2, 3, 8))).shape
+    (1, 2, 3, 8)
+    """
+
+    d_model: int
+    grid_shape: tuple[int, ...] | None = None
+    spec: Spec | str | None = None
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        values = self.validate_patch(self.d_model, self.grid_shape, self.spec, self.dropout)
+        for name, value in zip(("d_model", "grid_shape", "spec", "dropout"), values, strict=True):
+            object.__setattr__(self, name, value)
+        super().__post_init__()
+
+    @nn.compact
+    def __call__(
+        self, x: jax.Array, grid_shape: Any = None, *, deterministic: bool = True
+    ) -> jax.Array:
+        x = _patch_encoding(self, x, grid_shape)
+        if not self.dropout:
+            return x
+        return nn.Dropout(rate=self.dropout)(x, deterministic=deterministic)
+
+
+class LinenRotaryEmbeddingND(RotaryEmbeddingNDConfig, nn.Module):
+    """The linen twin of :class:`RotaryEmbeddingND`: ``__call__(q, k, positions=None)``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> rope = LinenRotaryEmbeddingND(8, (2, 2), frequencies="per_axis")
+    >>> q, k = rope.apply({}, jnp.ones((3, 8)), jnp.ones((3, 8)), jnp.zeros((3, 2), int))
+    >>> bool(jnp.all(q == 1.0))  # coordinates (0, 0): not rotated
+    True
+    """
+
+    head_dim: int
+    sections: tuple[int, ...]
+    base: float = 10000.0
+    layout: str = "half"
+    section_layout: str = "contiguous"
+    frequencies: str | tuple[float, ...] | None = None
+    rotary_dim: int | None = None
+    grid_shape: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        values = self.validate_rope_nd(
+            self.head_dim,
+            self.sections,
+            self.base,
+            self.layout,
+            self.section_layout,
+            self.frequencies,
+            self.rotary_dim,
+            self.grid_shape,
+        )
+        names = (
+            "head_dim",
+            "sections",
+            "base",
+            "layout",
+            "section_layout",
+            "frequencies",
+            "rotary_dim",
+            "grid_shape",
+        )
+        for name, value in zip(names, values, strict=True):
+            object.__setattr__(self, name, value)
+        super().__post_init__()
+
+    def __call__(
+        self, q: jax.Array, k: jax.Array, positions: Any = None
+    ) -> tuple[jax.Array, jax.Array]:
+        return _rope_nd(self, q, k, positions)

@@ -27,12 +27,32 @@ import keras
 import numpy as np
 from keras import ops
 
+from pe_core.alibi import alibi_bias
 from pe_core.encoding import encode
-from pe_core.layers import RotaryEmbeddingConfig, SinusoidalEncodingConfig, per_example_shape
+from pe_core.layers import (
+    AlibiBiasConfig,
+    PatchEncodingConfig,
+    RotaryEmbeddingConfig,
+    RotaryEmbeddingNDConfig,
+    SinusoidalEncodingConfig,
+    T5RelativeBiasConfig,
+    check_features,
+    patch_grid,
+    per_example_shape,
+)
+from pe_core.nd import grid
 from pe_core.rope import apply_rope
 from pe_core.spec import Spec
+from pe_core.t5 import t5_relative_bias
 
-__all__ = ["RotaryEmbedding", "SinusoidalEncoding"]
+__all__ = [
+    "AlibiBias",
+    "RotaryEmbedding",
+    "RotaryEmbeddingND",
+    "SinusoidalEncoding",
+    "SinusoidalPatchEncoding",
+    "T5RelativeBias",
+]
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
@@ -87,24 +107,6 @@ def _encode_positions(positions: Any, d: int, spec: Spec, dtype: str) -> Any:
         pe = tf.vectorized_map(lambda p: encode(p, d, spec=spec, dtype=dtype), flat)
         return tf.reshape(pe, tf.concat([tf.shape(positions), [d]], 0))
     return encode(positions, d, spec=spec, dtype=dtype)
-
-
-def _rope_rows(x: Any, positions: Any, rotate: Any) -> Any:
-    """``rotate(x, positions)`` for a TensorFlow graph tensor with unknown dims: row by row
-    (``tf.vectorized_map`` turns it back into whole-tensor operations)."""
-    import tensorflow as tf
-
-    shape = tf.shape(x)
-    if isinstance(positions, range):
-        positions = tf.range(positions.start, positions.stop)
-    positions = tf.broadcast_to(tf.convert_to_tensor(positions), shape[:-1])
-    rows = tf.reshape(x, tf.stack([-1, shape[-1]]))
-    rows.set_shape([None, x.shape[-1]])
-    flat_positions = tf.reshape(positions, [-1])
-    out = tf.vectorized_map(
-        lambda args: rotate(args[0][None], args[1][None])[0], (rows, flat_positions)
-    )
-    return tf.reshape(out, shape)
 
 
 @keras.saving.register_keras_serializable(package="pe_core")
@@ -182,8 +184,8 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, keras.layers.Layer):
         offset, ``(batch, 1, ..., seq, d_model)`` for per-example offsets ``(batch,)``."""
         dtype = _dtype_name(inputs)
         offset = _check_offset(offset)
-        length = inputs.shape[-2]
-        if isinstance(offset, int) and length is not None:
+        length = inputs.shape[-2]  # None or symbolic (jax.export) when unknown
+        if isinstance(offset, int) and isinstance(length, int):
             host = self.cache_rows(offset, length) if dtype != "float64" else None
             if host is None:
                 host = encode(
@@ -225,6 +227,9 @@ class RotaryEmbedding(RotaryEmbeddingConfig, keras.layers.Layer):
     scaling : dict, optional
         Context-extension rope parameters or a model config, as for
         :func:`~pe_core.rope.apply_rope` (saved in the config as JSON).
+    layer_type : str, optional
+        With a model config whose rope differs per layer type (Gemma 3): the layer
+        type whose rope to apply, e.g. ``"sliding_attention"``.
     **kwargs
         ``keras.layers.Layer`` arguments (``name``, ``dtype``, ...).
 
@@ -257,10 +262,17 @@ class RotaryEmbedding(RotaryEmbeddingConfig, keras.layers.Layer):
         layout: str = "half",
         rotary_dim: int | None = None,
         scaling: dict[str, Any] | None = None,
+        layer_type: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(
-            head_dim, base=base, layout=layout, rotary_dim=rotary_dim, scaling=scaling, **kwargs
+            head_dim,
+            base=base,
+            layout=layout,
+            rotary_dim=rotary_dim,
+            scaling=scaling,
+            layer_type=layer_type,
+            **kwargs,
         )
 
     def call(self, query: Any, key: Any, positions: Any = None, offset: Any = 0) -> tuple[Any, Any]:
@@ -278,8 +290,8 @@ class RotaryEmbedding(RotaryEmbeddingConfig, keras.layers.Layer):
     def rotate(self, x: Any, positions: Any = None, offset: Any = 0) -> Any:
         """:func:`~pe_core.rope.apply_rope` of one tensor with this layer's configuration."""
         if positions is None:
-            length = x.shape[-2]
-            if isinstance(offset, int) and length is not None:
+            length = x.shape[-2]  # None or symbolic (jax.export) when unknown
+            if isinstance(offset, int) and isinstance(length, int):
                 positions = range(offset, offset + length)
             else:
                 if length is None:
@@ -289,17 +301,8 @@ class RotaryEmbedding(RotaryEmbeddingConfig, keras.layers.Layer):
             positions = ops.convert_to_tensor(positions)
 
         def rotate(x: Any, positions: Any) -> Any:
-            return apply_rope(
-                x,
-                positions,
-                base=self.base,
-                layout=self.layout,
-                rotary_dim=self.rotary_dim,
-                scaling=self.scaling,
-            )
+            return apply_rope(x, positions, spec=self.rope_spec)
 
-        if _unknown_tf_shape(x, positions):
-            return _rope_rows(x, positions, rotate)
         return rotate(x, positions)
 
     def compute_output_shape(
@@ -310,4 +313,330 @@ class RotaryEmbedding(RotaryEmbeddingConfig, keras.layers.Layer):
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
         config.update(self.rotary_config())
+        return config
+
+
+# --------------------------------------------------------------------------- relative bias
+
+
+def _scores_shape(scores: Any) -> tuple[int, int, int]:
+    """``(n_heads, query_length, key_length)`` of scores ``(batch, heads, q, k)``."""
+    shape = tuple(scores.shape)
+    if len(shape) != 4 or any(n is None for n in shape[1:]):
+        raise ValueError(
+            "attention_scores must have shape (batch, n_heads, query_length, key_length) "
+            f"with known heads and lengths. Received: shape {shape}"
+        )
+    return int(shape[1]), int(shape[2]), int(shape[3])
+
+
+@keras.saving.register_keras_serializable(package="pe_core")
+class T5RelativeBias(T5RelativeBiasConfig, keras.layers.Layer):
+    """T5's learned relative position bias, with :func:`pe_core.t5.t5_relative_bias`.
+
+    Parameters
+    ----------
+    n_heads : int
+        Attention heads.
+    num_buckets, max_distance, bidirectional
+        T5's ``relative_attention_num_buckets`` (32), ``relative_attention_max_distance``
+        (128) and ``not is_decoder``.
+    **kwargs
+        ``keras.layers.Layer`` arguments.
+
+    Notes
+    -----
+    ``call(attention_scores, offset=0)`` returns ``attention_scores + bias`` for scores
+    ``(batch, n_heads, query_length, key_length)`` (Keras layers take tensors, as
+    keras-hub's ``AlibiBias`` does); :meth:`bias` returns the bias ``(1, n_heads,
+    query_length, key_length)`` itself, the numbers of the PyTorch and Flax layers. The
+    weight ``relative_attention_bias`` is ``(num_buckets, n_heads)``, initialised
+    ``RandomNormal(stddev=1.0)`` (``nn.Embedding``'s default). ``offset`` (cached
+    tokens) is an int or an integer tensor, scalar or ``(batch,)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> layer = T5RelativeBias(2)
+    >>> tuple(layer(np.zeros((1, 2, 3, 4), "float32")).shape), tuple(layer.bias(1, 4).shape)
+    ((1, 2, 3, 4), (1, 2, 1, 4))
+    """
+
+    def __init__(
+        self,
+        n_heads: int,
+        *,
+        num_buckets: int = 32,
+        max_distance: int = 128,
+        bidirectional: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            n_heads,
+            num_buckets=num_buckets,
+            max_distance=max_distance,
+            bidirectional=bidirectional,
+            **kwargs,
+        )
+
+    def build(self, input_shape: Any = None) -> None:
+        self.relative_attention_bias = self.add_weight(
+            shape=(self.num_buckets, self.n_heads),
+            initializer=keras.initializers.RandomNormal(stddev=1.0),
+            name="relative_attention_bias",
+        )
+        self.built = True
+
+    def bias(self, query_length: int, key_length: int, offset: Any = 0) -> Any:
+        """The bias ``(1, n_heads, query_length, key_length)`` (``(batch, ...)`` for
+        per-example offsets)."""
+        if not self.built:
+            self.build()
+        if not isinstance(offset, int) and not isinstance(offset, np.integer):
+            offset = ops.convert_to_tensor(offset)
+        return t5_relative_bias(
+            query_length,
+            key_length,
+            self.relative_attention_bias.value,
+            offset=offset,
+            bidirectional=self.bidirectional,
+            max_distance=self.max_distance,
+            backend=keras.backend.backend(),
+        )
+
+    def call(self, attention_scores: Any, offset: Any = 0) -> Any:
+        heads, q_len, k_len = _scores_shape(attention_scores)
+        check_features(heads, self.n_heads, "n_heads")
+        bias = self.bias(q_len, k_len, offset)
+        return attention_scores + ops.cast(bias, _dtype_name(attention_scores))
+
+    def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
+        return tuple(input_shape)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update(self.t5_config())
+        return config
+
+
+@keras.saving.register_keras_serializable(package="pe_core")
+class AlibiBias(AlibiBiasConfig, keras.layers.Layer):
+    """ALiBi: adds :func:`pe_core.alibi_bias` to attention scores (keras-hub's interface).
+
+    Parameters
+    ----------
+    n_heads : int, optional
+        Attention heads; read from the scores when ``None`` (as keras-hub does).
+    alibi_bias_max : float
+        keras-hub's ``alibi_bias_max``: head ``k`` of ``p`` has slope ``2 **
+        (-alibi_bias_max * k / p)``.
+    causal : bool
+        Include the causal mask (``-inf`` for keys after the query; default), or the
+        symmetric ``-slope * |distance|``.
+    **kwargs
+        ``keras.layers.Layer`` arguments.
+
+    Notes
+    -----
+    ``call(attention_scores)`` returns ``attention_scores + bias`` for scores ``(batch,
+    n_heads, query_length, key_length)``; queries are the last ``query_length`` keys.
+    keras-hub's ``AlibiBias`` adds ``slope * (j - (key_length - 1))`` to every query
+    row instead: for each query that differs from this bias by a constant on the keys
+    at or before it, so the softmax under a causal mask is the same, and for one
+    decoding step (``query_length == 1``) the two are equal. :meth:`bias` returns the
+    bias ``(1, n_heads, query_length, key_length)``. No weights.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> layer = AlibiBias(alibi_bias_max=8)
+    >>> np.asarray(layer(np.zeros((1, 2, 1, 3), "float32")))[0, :, 0].tolist()
+    [[-0.125, -0.0625, 0.0], [-0.0078125, -0.00390625, 0.0]]
+    """
+
+    def __init__(
+        self,
+        n_heads: int | None = None,
+        *,
+        alibi_bias_max: float = 8.0,
+        causal: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(n_heads, alibi_bias_max=alibi_bias_max, causal=causal, **kwargs)
+
+    def bias(
+        self, query_length: int, key_length: int, n_heads: int | None = None, dtype: Any = None
+    ) -> Any:
+        """The bias ``(1, n_heads, query_length, key_length)`` (float32 by default)."""
+        heads = n_heads if n_heads is not None else self.n_heads
+        if heads is None:
+            raise ValueError("n_heads is not known: build the layer with n_heads, or pass it.")
+        host = alibi_bias(
+            query_length,
+            key_length,
+            heads,
+            causal=self.causal,
+            alibi_bias_max=self.alibi_bias_max,
+            dtype="float64" if dtype == "float64" else "float32",
+        )
+        return ops.cast(ops.convert_to_tensor(host[None]), dtype or "float32")
+
+    def call(self, attention_scores: Any) -> Any:
+        heads, q_len, k_len = _scores_shape(attention_scores)
+        if self.n_heads is not None:
+            check_features(heads, self.n_heads, "n_heads")
+        dtype = _dtype_name(attention_scores)
+        return attention_scores + self.bias(q_len, k_len, heads, dtype)
+
+    def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
+        return tuple(input_shape)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update(self.alibi_config())
+        return config
+
+
+# --------------------------------------------------------------------------- N-D layers
+
+
+@keras.saving.register_keras_serializable(package="pe_core")
+class SinusoidalPatchEncoding(PatchEncodingConfig, keras.layers.Layer):
+    """Adds the N-D sinusoidal encoding of a patch grid to patch tokens.
+
+    Parameters
+    ----------
+    d_model : int
+        Features of the patch tokens.
+    grid_shape : sequence of int, optional
+        The grid of flattened inputs ``(batch, H * W, d_model)``; inputs ``(batch, H,
+        W, d_model)`` carry it in their shape.
+    spec : Spec or str, optional
+        An N-D spec or preset (``"mae_2d"``); ``Spec(axes=k)`` by default.
+    dropout : float
+        Dropout rate after the addition.
+    **kwargs
+        ``keras.layers.Layer`` arguments.
+
+    Notes
+    -----
+    ``call(inputs, training=None)``. The encoding is built exactly on the host (float32,
+    float64 for float64 inputs) and cast to the inputs' dtype. No weights.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> layer = SinusoidalPatchEncoding(8, grid_shape=(2, 3), spec="mae_2d")
+    >>> tuple(layer(np.zeros((1, 6, 8), "float32")).shape)
+    (1, 6, 8)
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        grid_shape: Any = None,
+        spec: Spec | str | dict[str, Any] | None = None,
+        dropout: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(d_model, grid_shape=grid_shape, spec=spec, dropout=dropout, **kwargs)
+        self.dropout_layer = keras.layers.Dropout(self.dropout) if self.dropout else None
+
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
+        shape, flat = patch_grid(self, tuple(inputs.shape), None)
+        dtype = _dtype_name(inputs)
+        if dtype not in _FLOATS:
+            raise TypeError(f"inputs must be floating. Received dtype: {dtype}")
+        spec = self.spec_for(len(shape), shape)
+        host = encode(
+            grid(shape),
+            self.d_model,
+            spec=spec,
+            dtype="float64" if dtype == "float64" else "float32",
+        )
+        if flat:
+            host = host.reshape(-1, self.d_model)
+        x = inputs + ops.cast(ops.convert_to_tensor(host), dtype)
+        if self.dropout_layer is not None:
+            x = self.dropout_layer(x, training=training)
+        return x
+
+    def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
+        return tuple(input_shape)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update(self.patch_config())
+        return config
+
+
+@keras.saving.register_keras_serializable(package="pe_core")
+class RotaryEmbeddingND(RotaryEmbeddingNDConfig, keras.layers.Layer):
+    """N-D rotary embedding: rotary pairs split among coordinate axes (``sections``).
+
+    ``call(query, key, positions=None)``: ``positions`` ``(..., seq, len(sections))``,
+    or ``None`` for the layer's ``grid_shape`` flattened row-major. See the PyTorch
+    layer for the parameters. No weights.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rope = RotaryEmbeddingND(8, (2, 2), grid_shape=(2, 3))
+    >>> q, k = rope(np.ones((1, 6, 8), "float32"), np.ones((1, 6, 8), "float32"))
+    >>> tuple(q.shape)
+    (1, 6, 8)
+    """
+
+    def __init__(
+        self,
+        head_dim: int,
+        sections: Any,
+        *,
+        base: float = 10000.0,
+        layout: str = "half",
+        section_layout: str = "contiguous",
+        frequencies: Any = None,
+        rotary_dim: int | None = None,
+        grid_shape: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            head_dim,
+            sections,
+            base=base,
+            layout=layout,
+            section_layout=section_layout,
+            frequencies=frequencies,
+            rotary_dim=rotary_dim,
+            grid_shape=grid_shape,
+            **kwargs,
+        )
+
+    def call(self, query: Any, key: Any, positions: Any = None) -> tuple[Any, Any]:
+        for x in (query, key):
+            if len(x.shape) < 2 or x.shape[-2] is None:
+                raise ValueError(
+                    "query and key must have shape (..., seq, head_dim) with a known seq. "
+                    f"Received: {tuple(x.shape)}"
+                )
+            check_features(x.shape[-1], self.head_dim, "head_dim")
+        if positions is not None:
+            positions = ops.convert_to_tensor(positions)
+        kwargs = self.rope_nd_kwargs()
+        return tuple(
+            apply_rope(
+                x, self.grid_positions(x.shape[-2]) if positions is None else positions, **kwargs
+            )
+            for x in (query, key)
+        )
+
+    def compute_output_shape(
+        self, query_shape: tuple[int | None, ...], key_shape: tuple[int | None, ...]
+    ) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
+        return tuple(query_shape), tuple(key_shape)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update(self.rope_nd_config())
         return config

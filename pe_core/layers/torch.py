@@ -4,10 +4,13 @@ Thin ``torch.nn.Module`` wrappers around :func:`pe_core.encode` and
 :func:`pe_core.rope.apply_rope`; their configuration is validated by the neutral mixins
 of :mod:`pe_core.layers`.
 
-``SinusoidalEncoding(d_model)`` is a drop-in for the textbook ``PositionalEncoding``
-module (``register_buffer('pe', ...)`` and ``x + pe[:, :x.size(1)]``): same outputs for
-the same ``d_model``, but nothing in ``state_dict``, any sequence length, the input's
-device and dtype, exact angles at any position, and ``torch.compile(fullgraph=True)``.
+``SinusoidalEncoding(d_model, dropout, max_len)`` is a drop-in for the textbook
+``PositionalEncoding(d_model, dropout, max_len)`` modules: batch-first ones
+(``x + pe[:, :x.size(1)]``) by default, PyTorch's own tutorial (seq-first,
+``x + pe[:x.size(0)]``) with ``batch_first=False``. Same outputs for the same
+``d_model``, and their checkpoints load; but nothing in ``state_dict``, any sequence
+length, the input's device and dtype, exact angles at any position, and
+``torch.compile(fullgraph=True)``.
 
 >>> import torch
 >>> from pe_core.layers.torch import SinusoidalEncoding
@@ -28,17 +31,33 @@ import numpy as np
 import torch
 from torch import nn
 
+from pe_core.alibi import alibi_bias, alibi_slopes
 from pe_core.encoding import encode
 from pe_core.layers import (
+    AlibiBiasConfig,
+    PatchEncodingConfig,
     RotaryEmbeddingConfig,
+    RotaryEmbeddingNDConfig,
     SinusoidalEncodingConfig,
+    T5RelativeBiasConfig,
+    check_features,
+    patch_grid,
     per_example_shape,
     sequence_bucket,
 )
+from pe_core.nd import grid
 from pe_core.rope import apply_rope
 from pe_core.spec import Spec
+from pe_core.t5 import t5_relative_bias
 
-__all__ = ["RotaryEmbedding", "SinusoidalEncoding"]
+__all__ = [
+    "AlibiBias",
+    "RotaryEmbedding",
+    "RotaryEmbeddingND",
+    "SinusoidalEncoding",
+    "SinusoidalPatchEncoding",
+    "T5RelativeBias",
+]
 
 Offset = int | torch.Tensor
 
@@ -68,6 +87,28 @@ def _positions(offset: Offset, length: Any, x_shape: tuple[int, ...], device: An
     return offset.to(device).reshape(shape)[..., None] + steps
 
 
+def _is_exporting() -> bool:
+    """Whether ``torch.export`` is tracing (``torch.compiler.is_exporting``, torch >= 2.5)."""
+    is_exporting = getattr(torch.compiler, "is_exporting", None)
+    return bool(is_exporting()) if is_exporting is not None else False
+
+
+def _check_argument_order(dropout: object, max_len: object) -> None:
+    """Name the likely mistake of the ``(d_model, max_len, dropout)`` argument order."""
+    if (
+        isinstance(dropout, numbers.Integral)
+        and not isinstance(dropout, bool)
+        and dropout >= 1
+        and isinstance(max_len, numbers.Real)
+        and not isinstance(max_len, numbers.Integral)
+    ):
+        raise ValueError(
+            f"dropout={dropout!r} and max_len={max_len!r}: the arguments look swapped. "
+            "SinusoidalEncoding takes (d_model, dropout, max_len), in the order of the "
+            "textbook PositionalEncoding(d_model, dropout, max_len); pass them by name."
+        )
+
+
 class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
     """Adds the sinusoidal encoding of positions ``offset, offset + 1, ...`` to its input.
 
@@ -75,16 +116,22 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
     ----------
     d_model : int
         Features of the input (its last axis).
-    spec : Spec or str, optional
-        A :class:`~pe_core.Spec` or preset name; ``"vaswani"`` (the textbook module's
-        numbers) by default.
     dropout : float
-        Dropout rate after the addition (``nn.Dropout``), 0 by default.
+        Dropout rate after the addition (``nn.Dropout``), 0 by default (the textbook
+        modules default to 0.1 or 0.05: pass it).
     max_len : int, optional
         Size of an optional eager-mode cache of rows ``0 .. max_len - 1``, kept per
         device and dtype, never saved in ``state_dict``. It never limits the sequence
         length: positions at or past ``max_len`` are computed on the fly, with the same
         values.
+    spec : Spec or str, optional
+        Keyword only. A :class:`~pe_core.Spec` or preset name; ``"vaswani"`` (the
+        textbook module's numbers) by default.
+    batch_first : bool
+        Keyword only. ``True`` (default): inputs ``(batch, seq, d_model)``, or any
+        ``(..., seq, d_model)``. ``False``: inputs ``(seq, batch, d_model)`` or
+        ``(seq, d_model)``, as ``torch.nn.Transformer``'s default and PyTorch's own
+        tutorial module take them.
 
     Notes
     -----
@@ -92,10 +139,15 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
     exact (float32 work, float64 for float64 inputs) and only the result is cast to the
     input's dtype (float16 and bfloat16 inputs get correctly rounded values).
 
-    *Checkpoints with a ``pe`` buffer* (from the textbook module) load with
-    ``load_state_dict(..., strict=True)``: the ``pe`` entry is checked against this
-    layer's encoding (shape and values, to float32 rounding) and dropped; a mismatch
-    (another ``d_model`` or spec) is an error naming it.
+    *Checkpoints with a ``pe`` buffer* (from a textbook module) load with
+    ``load_state_dict``: the ``pe`` entry is checked against this layer's encoding and
+    dropped; the layer keeps computing its exact values. Its shape names the layout it
+    was used with: ``(1, max_len, d_model)`` batch-first, ``(max_len, 1, d_model)``
+    seq-first (PyTorch's tutorial), ``(max_len, d_model)`` either. Another
+    ``d_model``, a layout that contradicts ``batch_first``, or values further than
+    ``1e-5 + 2e-7 * max_len + eps`` (``eps`` of the table's dtype) from the exact
+    encoding are errors naming the difference, with ``strict=True`` or ``strict=False``
+    alike (as PyTorch's own size checks); drop the entry to skip the check.
 
     *Compilation.* Under ``torch.compile(fullgraph=True)`` the encoding is computed in
     the graph for the whole *bucket* of the sequence length (a power of two >= 16, see
@@ -104,13 +156,19 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
     PyTorch sees) every length within a bucket reuses one graph. A tensor ``offset``
     never recompiles; a Python ``int`` offset is specialised by PyTorch on its first
     value, as every int argument is, and made dynamic when it changes (one recompile).
+    ``torch.export`` (and ONNX export) encodes the symbolic length itself, not its
+    bucket: one exported program serves every length (see :doc:`deploying`).
 
     Examples
     --------
     >>> import torch
-    >>> layer = SinusoidalEncoding(4, max_len=16)
+    >>> layer = SinusoidalEncoding(4, 0.0, 16)  # (d_model, dropout, max_len)
     >>> layer
     SinusoidalEncoding(d_model=4, spec='vaswani', max_len=16)
+    >>> seq_first = SinusoidalEncoding(4, batch_first=False)  # x: (seq, batch, d_model)
+    >>> y = seq_first(torch.zeros(3, 2, 4))
+    >>> y[:, 0, 0].tolist() == y[:, 1, 0].tolist() == layer(torch.zeros(1, 3, 4))[0, :, 0].tolist()
+    True
     >>> x = torch.zeros(2, 1, 4, dtype=torch.float64)
     >>> layer(x, offset=torch.tensor([0, 10**6]))[:, 0, 0].tolist()  # sin 0, sin 1e6
     [0.0, -0.34999350217129294]
@@ -123,29 +181,50 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
     def __init__(
         self,
         d_model: int,
-        *,
-        spec: Spec | str | None = None,
         dropout: float = 0.0,
         max_len: int | None = None,
+        *,
+        spec: Spec | str | None = None,
+        batch_first: bool = True,
     ) -> None:
+        _check_argument_order(dropout, max_len)
+        if not isinstance(batch_first, (bool, np.bool_)):
+            raise TypeError(f"batch_first must be True or False. Received: {batch_first!r}")
         super().__init__(d_model, spec=spec, dropout=dropout, max_len=max_len)
+        self.batch_first = bool(batch_first)
         self.dropout_layer = nn.Dropout(self.dropout) if self.dropout else None
         self._cache: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
 
     def extra_repr(self) -> str:
-        return self.sinusoidal_repr()
+        return self.sinusoidal_repr() + ("" if self.batch_first else ", batch_first=False")
 
     def forward(self, x: torch.Tensor, offset: Offset = 0) -> torch.Tensor:
-        """``dropout(x + encoding)`` for ``x`` of shape ``(..., seq, d_model)``.
+        """``dropout(x + encoding)`` along the sequence axis of ``x``.
 
         Parameters
         ----------
         x : torch.Tensor
-            Floating input ``(batch, seq, d_model)`` (any leading axes).
+            Floating input ``(batch, seq, d_model)`` (any leading axes) with
+            ``batch_first=True``; ``(seq, batch, d_model)`` or ``(seq, d_model)`` with
+            ``batch_first=False``.
         offset : int or torch.Tensor
             Position of the first row: an int, or a tensor of per-example offsets
             ``(batch,)`` for decoding with a cache.
         """
+        if not self.batch_first:
+            if x.ndim not in (2, 3):
+                raise ValueError(
+                    "With batch_first=False, x must have shape (seq, batch, d_model) or "
+                    f"(seq, d_model). Received: shape {tuple(x.shape)}"
+                )
+            if x.ndim == 3:  # (seq, batch, d) -> (batch, seq, d) view and back
+                x = self._add_encoding(x.transpose(0, 1), offset).transpose(0, 1)
+                return x if self.dropout_layer is None else self.dropout_layer(x)
+        x = self._add_encoding(x, offset)
+        return x if self.dropout_layer is None else self.dropout_layer(x)
+
+    def _add_encoding(self, x: torch.Tensor, offset: Offset) -> torch.Tensor:
+        """``x + encoding`` for ``x`` of shape ``(..., seq, d_model)``."""
         if x.ndim < 2:
             raise ValueError(
                 f"x must have shape (..., seq, d_model). Received: shape {tuple(x.shape)}"
@@ -154,8 +233,7 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
         if not x.is_floating_point():
             raise TypeError(f"x must be a floating tensor. Received dtype: {x.dtype}")
         pe = self.encoding(x.shape[-2], offset, device=x.device, dtype=x.dtype, like=x)
-        x = x + pe
-        return x if self.dropout_layer is None else self.dropout_layer(x)
+        return x + pe
 
     def encoding(
         self,
@@ -176,6 +254,10 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
         offset = _check_offset(offset)
         device = torch.device("cpu") if device is None else torch.device(device)
         x_shape = tuple(like.shape) if like is not None else (None, length, self.d_model)
+        if _is_exporting():
+            # one exported program for every length: the symbolic length itself
+            positions = _positions(offset, length, x_shape, device)
+            return encode(positions, self.d_model, spec=self.spec, dtype=dtype)
         if torch.compiler.is_compiling():
             positions = _positions(offset, sequence_bucket(length), x_shape, device)
             pe = encode(positions, self.d_model, spec=self.spec, dtype=dtype)
@@ -235,20 +317,40 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
 
     def _check_pe_buffer(self, pe: Any) -> str | None:
         """Why a checkpoint's ``pe`` table is not this layer's encoding, or ``None``."""
-        table = torch.as_tensor(pe).detach().to("cpu", torch.float64)
-        if table.ndim < 2 or any(n != 1 for n in table.shape[:-2]):
-            return f"expected a (1, max_len, d_model) table, got shape {tuple(table.shape)}."
-        rows, features = table.shape[-2:]
+        pe = torch.as_tensor(pe).detach()
+        shape = tuple(pe.shape)
+        if len(shape) == 2:
+            rows = shape[0]
+        elif len(shape) == 3 and 1 in shape[:2]:
+            batch_first_table = shape[0] == 1  # (1, L, d): used as x + pe[:, :seq]
+            rows = shape[1] if batch_first_table else shape[0]
+            if rows > 1 and batch_first_table != self.batch_first:
+                layout = "(1, max_len, d_model)" if batch_first_table else "(max_len, 1, d_model)"
+                used = "(batch, seq, d_model)" if batch_first_table else "(seq, batch, d_model)"
+                return (
+                    f"the checkpoint's table has shape {shape}, the {layout} layout of a "
+                    f"module fed {used} inputs, but the layer was built with "
+                    f"batch_first={self.batch_first}. Build it with "
+                    f"batch_first={batch_first_table} (or drop the entry from the checkpoint)."
+                )
+        else:
+            return (
+                "expected a (1, max_len, d_model), (max_len, 1, d_model) or (max_len, d_model) "
+                f"table, got shape {shape}."
+            )
+        features = shape[-1]
         if features != self.d_model:
             return (
                 f"the checkpoint's table has {features} features but the layer was built "
                 f"with d_model={self.d_model}."
             )
+        table = pe.to("cpu", torch.float64).reshape(rows, features).numpy()
         expected = encode(range(rows), self.d_model, spec=self.spec, dtype="float64")
-        error = np.abs(table.reshape(rows, features).numpy() - expected)
-        tolerance = 1e-5 + 2e-7 * rows  # the float32 rounding of a textbook table
-        if error.size and float(error.max()) > tolerance:
-            row = int(np.argmax(error.max(axis=-1)))
+        error = np.abs(table - expected)
+        eps = torch.finfo(pe.dtype).eps if pe.is_floating_point() else 0.0
+        tolerance = 1e-5 + 2e-7 * rows + eps  # float32 rounding of a textbook table
+        if error.size and not float(error.max()) <= tolerance:
+            row = int(np.argmax(np.nan_to_num(error, nan=np.inf).max(axis=-1)))
             return (
                 f"the checkpoint's table differs from this layer's encoding (spec "
                 f"{self.sinusoidal_config()['spec']!r}) by {float(error.max()):.3g} at row "
@@ -273,8 +375,11 @@ class RotaryEmbedding(RotaryEmbeddingConfig, nn.Module):
         Rotate only the first ``rotary_dim`` features (even, <= head_dim).
     scaling : dict, optional
         Context-extension rope parameters (e.g. ``{"rope_type": "yarn", "factor": 4.0,
-        "original_max_position_embeddings": 4096}``) or a model config; see
-        :func:`~pe_core.rope.apply_rope`.
+        "original_max_position_embeddings": 4096}``) or a model config (a dict or a
+        transformers ``PretrainedConfig``); see :func:`~pe_core.rope.apply_rope`.
+    layer_type : str, optional
+        With a model config whose rope differs per layer type (Gemma 3): the layer
+        type whose rope to apply, e.g. ``"sliding_attention"``.
 
     Notes
     -----
@@ -310,8 +415,16 @@ class RotaryEmbedding(RotaryEmbeddingConfig, nn.Module):
         layout: str = "half",
         rotary_dim: int | None = None,
         scaling: dict[str, Any] | None = None,
+        layer_type: str | None = None,
     ) -> None:
-        super().__init__(head_dim, base=base, layout=layout, rotary_dim=rotary_dim, scaling=scaling)
+        super().__init__(
+            head_dim,
+            base=base,
+            layout=layout,
+            rotary_dim=rotary_dim,
+            scaling=scaling,
+            layer_type=layer_type,
+        )
 
     def extra_repr(self) -> str:
         return self.rotary_repr()
@@ -341,17 +454,311 @@ class RotaryEmbedding(RotaryEmbeddingConfig, nn.Module):
 
     def rotate(self, x: torch.Tensor, positions: Any) -> torch.Tensor:
         """:func:`~pe_core.rope.apply_rope` of ``x`` with this layer's configuration."""
-        return apply_rope(
-            x,
-            positions,
-            base=self.base,
-            layout=self.layout,
-            rotary_dim=self.rotary_dim,
-            scaling=self.scaling,
-        )
+        return apply_rope(x, positions, spec=self.rope_spec)
 
     def _default_positions(self, x: torch.Tensor, offset: Offset) -> Any:
         length = x.shape[-2]
         if isinstance(offset, int) and not torch.compiler.is_compiling():
             return range(offset, offset + length)  # known: exact cos/sin on the host
         return _positions(offset, length, tuple(x.shape), x.device)
+
+
+# --------------------------------------------------------------------------- relative bias
+
+
+class T5RelativeBias(T5RelativeBiasConfig, nn.Module):
+    """T5's learned relative position bias, with :func:`pe_core.t5.t5_relative_bias`.
+
+    Parameters
+    ----------
+    n_heads : int
+        Attention heads.
+    num_buckets : int
+        Buckets of relative positions (T5: 32).
+    max_distance : int
+        Distances at or beyond it share a bucket (T5: 128).
+    bidirectional : bool
+        ``True`` for encoders, ``False`` for (causal) decoders.
+
+    Notes
+    -----
+    ``forward(query_length, key_length, offset=0)`` returns the bias ``(1, n_heads,
+    query_length, key_length)`` (``(batch, ...)`` for per-example offsets ``(batch,)``)
+    to add to the scores: ``compute_bias`` of transformers' ``T5Attention``, bit for bit
+    in its buckets. ``offset`` is the position of the first query (the cached tokens).
+    The table is ``relative_attention_bias``, an ``nn.Embedding(num_buckets, n_heads)``
+    named as in T5, so ``load_state_dict`` takes a T5 layer's
+    ``relative_attention_bias.weight``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> layer = T5RelativeBias(4)
+    >>> layer(3, 5).shape
+    torch.Size([1, 4, 3, 5])
+    >>> layer(1, 5, offset=torch.tensor([4, 2])).shape  # per-example cache lengths
+    torch.Size([2, 4, 1, 5])
+    """
+
+    def __init__(
+        self,
+        n_heads: int,
+        *,
+        num_buckets: int = 32,
+        max_distance: int = 128,
+        bidirectional: bool = True,
+    ) -> None:
+        super().__init__(
+            n_heads,
+            num_buckets=num_buckets,
+            max_distance=max_distance,
+            bidirectional=bidirectional,
+        )
+        self.relative_attention_bias = nn.Embedding(self.num_buckets, self.n_heads)
+
+    def extra_repr(self) -> str:
+        return self.t5_repr()
+
+    def forward(self, query_length: int, key_length: int, offset: Offset = 0) -> torch.Tensor:
+        """The bias ``(1, n_heads, query_length, key_length)``."""
+        return t5_relative_bias(
+            query_length,
+            key_length,
+            self.relative_attention_bias.weight,
+            offset=offset,
+            bidirectional=self.bidirectional,
+            max_distance=self.max_distance,
+            backend="torch",
+        )
+
+
+class AlibiBias(AlibiBiasConfig, nn.Module):
+    """The ALiBi bias of :func:`pe_core.alibi_bias`, with keras-hub's ``alibi_bias_max``.
+
+    Parameters
+    ----------
+    n_heads : int
+        Attention heads.
+    alibi_bias_max : float
+        The slope rule's ``8``: head ``k`` of ``p`` has slope ``2 ** (-alibi_bias_max *
+        k / p)`` (see :func:`pe_core.alibi_slopes`).
+    causal : bool
+        Include the causal mask (``-inf`` for keys after the query; default), or the
+        symmetric ``-slope * |distance|``.
+
+    Notes
+    -----
+    ``forward(query_length, key_length, like=None)`` returns ``(1, n_heads,
+    query_length, key_length)``; queries are the last ``query_length`` of the keys.
+    The bias follows ``like``'s device and dtype (e.g. the scores), float32 on the CPU
+    otherwise. No parameters.
+
+    Examples
+    --------
+    >>> bias = AlibiBias(2)(2, 3)
+    >>> bias.shape, bias[0, 0].tolist()  # slope 1/16; query 0 sits at position 1
+    (torch.Size([1, 2, 2, 3]), [[-0.0625, 0.0, -inf], [-0.125, -0.0625, 0.0]])
+    """
+
+    def __init__(self, n_heads: int, *, alibi_bias_max: float = 8.0, causal: bool = True) -> None:
+        if n_heads is None:
+            raise TypeError("n_heads must be a positive integer (attention heads). Received: None")
+        super().__init__(n_heads, alibi_bias_max=alibi_bias_max, causal=causal)
+        # Python floats: the constants of compiled code
+        self._slopes = tuple(alibi_slopes(n_heads, alibi_bias_max=self.alibi_bias_max).tolist())
+
+    def extra_repr(self) -> str:
+        return self.alibi_repr()
+
+    def forward(
+        self, query_length: int, key_length: int, like: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The bias ``(1, n_heads, query_length, key_length)``."""
+        assert self.n_heads is not None
+        if torch.compiler.is_compiling():
+            return self._traced_bias(query_length, key_length, like)
+        bias = alibi_bias(
+            query_length,
+            key_length,
+            self.n_heads,
+            causal=self.causal,
+            alibi_bias_max=self.alibi_bias_max,
+            backend="torch",
+            dtype=None if like is None else like.dtype,
+            like=like,
+        )
+        return bias[None]
+
+    def _traced_bias(self, q_len: int, k_len: int, like: Any) -> torch.Tensor:
+        """:func:`pe_core.alibi_bias`'s formula in torch operations, for compiled code
+        (the same float32 product of the float64 slopes and the integer distances)."""
+        device = like.device if isinstance(like, torch.Tensor) else None
+        dtype = like.dtype if isinstance(like, torch.Tensor) else torch.float32
+        working = torch.float64 if dtype == torch.float64 else torch.float32
+        slopes = self._slopes
+        keys = torch.arange(k_len, device=device)
+        queries = torch.arange(q_len, device=device) + (k_len - q_len)
+        offset = (keys[None, :] - queries[:, None]).to(working)
+        if self.causal:
+            offset = torch.where(offset > 0, float("-inf"), offset)
+        else:
+            offset = -offset.abs()
+        bias = torch.tensor(slopes, dtype=working, device=device)[:, None, None] * offset
+        return bias.to(dtype)[None]
+
+
+# --------------------------------------------------------------------------- N-D layers
+
+
+class SinusoidalPatchEncoding(PatchEncodingConfig, nn.Module):
+    """Adds the N-D sinusoidal encoding of a patch grid to patch tokens.
+
+    Parameters
+    ----------
+    d_model : int
+        Features of the patch tokens.
+    grid_shape : sequence of int, optional
+        The grid ``(H, W)`` (``(T, H, W)``, ...) of flattened inputs ``(batch, H * W,
+        d_model)``; inputs ``(batch, H, W, d_model)`` carry it in their shape.
+    spec : Spec or str, optional
+        An N-D spec or preset (``"mae_2d"`` for MAE / DiT); ``Spec(axes=k)`` by default.
+    dropout : float
+        Dropout rate after the addition.
+
+    Notes
+    -----
+    ``forward(x, grid_shape=None)`` adds ``pe_core.encode(pe_core.grid(shape), d_model,
+    spec=spec)``, flattened row-major for ``(batch, H * W, d_model)`` inputs; a
+    ``grid_shape`` passed to ``forward`` wins over the constructor's. The table is built
+    exactly on the host and, on an accelerator, placed once and cached. Add it before
+    prepending a class token (MAE gives that token a zero encoding). No parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> layer = SinusoidalPatchEncoding(8, grid_shape=(2, 3), spec="mae_2d")
+    >>> layer(torch.zeros(1, 6, 8)).shape
+    torch.Size([1, 6, 8])
+    >>> SinusoidalPatchEncoding(8)(torch.zeros(1, 2, 3, 8)).shape  # grid from the shape
+    torch.Size([1, 2, 3, 8])
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        grid_shape: Any = None,
+        spec: Spec | str | None = None,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__(d_model, grid_shape=grid_shape, spec=spec, dropout=dropout)
+        self.dropout_layer = nn.Dropout(self.dropout) if self.dropout else None
+
+    def extra_repr(self) -> str:
+        return self.patch_repr()
+
+    def forward(self, x: torch.Tensor, grid_shape: Any = None) -> torch.Tensor:
+        """``dropout(x + encoding)`` for ``x`` ``(batch, H * W, d)`` or ``(batch, H, W, d)``."""
+        shape, flat = patch_grid(self, tuple(x.shape), grid_shape)
+        if not x.is_floating_point():
+            raise TypeError(f"x must be a floating tensor. Received dtype: {x.dtype}")
+        pe = self.encoding(shape, dtype=x.dtype, like=x)
+        if flat:
+            pe = pe.reshape(-1, self.d_model)
+        x = x + pe
+        return x if self.dropout_layer is None else self.dropout_layer(x)
+
+    def encoding(
+        self, grid_shape: Any, *, dtype: torch.dtype = torch.float32, like: Any = None
+    ) -> torch.Tensor:
+        """The encoding ``(*grid_shape, d_model)`` on ``like``'s device (CPU by default)."""
+        shape = tuple(int(n) for n in grid_shape)
+        spec = self.spec_for(len(shape), shape)
+        if torch.compiler.is_compiling():
+            coords = grid(shape, backend="torch", like=like)
+            return encode(coords, self.d_model, spec=spec, dtype=dtype)
+        anchor = like if isinstance(like, torch.Tensor) else torch.empty(0)
+        return encode(
+            grid(shape), self.d_model, spec=spec, backend="torch", dtype=dtype, like=anchor
+        )
+
+
+class RotaryEmbeddingND(RotaryEmbeddingNDConfig, nn.Module):
+    """N-D rotary embedding: rotary pairs split among coordinate axes (``sections``).
+
+    Parameters
+    ----------
+    head_dim : int
+        Features per head (the last axis of q and k).
+    sections : sequence of int
+        Rotary pairs per axis, e.g. ``(16, 24, 24)`` for Qwen2-VL's ``(t, h, w)``.
+    base, layout, section_layout, frequencies, rotary_dim
+        As for :func:`pe_core.rope.apply_rope` with ``sections``.
+    grid_shape : sequence of int, optional
+        Default coordinates: ``pe_core.grid(grid_shape)`` flattened row-major, for
+        sequences of ``prod(grid_shape)`` patch tokens.
+
+    Notes
+    -----
+    ``forward(q, k, positions=None)``: q and k ``(..., seq, head_dim)``; ``positions``
+    ``(..., seq, len(sections))`` coordinates broadcasting against them (``(seq, k)``,
+    or ``(batch, 1, seq, k)`` per example), or ``None`` for the layer's grid. Returns
+    the rotated ``(q, k)``. No parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> rope = RotaryEmbeddingND(8, (2, 2), grid_shape=(2, 3))
+    >>> q, k = torch.randn(2, 1, 2, 6, 8).unbind(0)  # (batch, heads, H * W, head_dim)
+    >>> q1, k1 = rope(q, k)
+    >>> shifted = torch.as_tensor(rope.grid_positions(6)) + torch.tensor([5, 7])
+    >>> q2, k2 = rope(q, k, positions=shifted)  # the whole grid moved by (5, 7)
+    >>> bool(torch.allclose(q1 @ k1.mT, q2 @ k2.mT, atol=1e-5))  # relative positions only
+    True
+    """
+
+    def __init__(
+        self,
+        head_dim: int,
+        sections: Any,
+        *,
+        base: float = 10000.0,
+        layout: str = "half",
+        section_layout: str = "contiguous",
+        frequencies: Any = None,
+        rotary_dim: int | None = None,
+        grid_shape: Any = None,
+    ) -> None:
+        super().__init__(
+            head_dim,
+            sections,
+            base=base,
+            layout=layout,
+            section_layout=section_layout,
+            frequencies=frequencies,
+            rotary_dim=rotary_dim,
+            grid_shape=grid_shape,
+        )
+
+    def extra_repr(self) -> str:
+        return self.rope_nd_repr()
+
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, positions: Any = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(rope(q), rope(k))`` at ``positions`` (or the layer's grid)."""
+        for x in (q, k):
+            if x.ndim < 2:
+                raise ValueError(
+                    f"q and k must have shape (..., seq, head_dim). Received: {tuple(x.shape)}"
+                )
+            check_features(x.shape[-1], self.head_dim, "head_dim")
+        return self.rotate(q, positions), self.rotate(k, positions)
+
+    def rotate(self, x: torch.Tensor, positions: Any = None) -> torch.Tensor:
+        """:func:`~pe_core.rope.apply_rope` of one tensor with this layer's sections."""
+        if positions is None:
+            positions = self.grid_positions(x.shape[-2])
+            if torch.compiler.is_compiling():
+                positions = torch.as_tensor(positions, device=x.device)
+        return apply_rope(x, positions, **self.rope_nd_kwargs())

@@ -1,0 +1,142 @@
+"""Argument checks shared by every pe_core module, with one message format.
+
+Every check raises :class:`TypeError` for a value of the wrong type and
+:class:`ValueError` for a value of the right type outside what is allowed, with the
+message ``"<name> must be <allowed>. Received: <value!r>"`` (Keras' wording, the most
+common one in pe_core). Choices read ``"Unknown <name> <value!r>. Expected one of:
+a, b."``. Each helper returns the value converted to a plain Python type.
+
+>>> from pe_core.validation import positive_int, choice, finite_real
+>>> positive_int(8, "head_dim")
+8
+>>> positive_int(2.5, "head_dim")
+Traceback (most recent call last):
+...
+TypeError: head_dim must be an integer >= 1. Received: 2.5
+>>> choice("half", "layout", ("half", "interleaved"))
+'half'
+>>> finite_real(1.0, "base (rope_theta)", greater_than=1)
+Traceback (most recent call last):
+...
+ValueError: base (rope_theta) must be a finite number > 1. Received: 1.0
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+
+__all__ = ["choice", "finite_real", "is_integer", "optional_str", "positive_int"]
+
+
+def _allowed(what: str, detail: str | None) -> str:
+    return f"{what} ({detail})" if detail else what
+
+
+def is_integer(value: object) -> bool:
+    """Whether ``value`` is an integer (Python or NumPy), booleans excluded.
+
+    >>> is_integer(3), is_integer(True), is_integer(3.0)
+    (True, False, False)
+    """
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def positive_int(value: object, name: str, *, minimum: int = 1, what: str | None = None) -> int:
+    """``value`` as an ``int`` ``>= minimum``.
+
+    Parameters
+    ----------
+    value : object
+        The argument to check.
+    name : str
+        Its name in the message.
+    minimum : int
+        Smallest allowed value (1 by default).
+    what : str, optional
+        What the number counts, shown in parentheses (e.g. ``"features per head"``).
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not an integer (booleans and floats included, ``2.0`` too).
+    ValueError
+        ``value < minimum``.
+
+    >>> positive_int(0, "n_heads")
+    Traceback (most recent call last):
+    ...
+    ValueError: n_heads must be an integer >= 1. Received: 0
+    """
+    message = f"{name} must be {_allowed(f'an integer >= {minimum}', what)}. Received: {value!r}"
+    if not is_integer(value):
+        raise TypeError(message)
+    if value < minimum:  # type: ignore[operator]
+        raise ValueError(message)
+    return int(value)  # type: ignore[call-overload]
+
+
+def finite_real(
+    value: object,
+    name: str,
+    *,
+    greater_than: float | None = None,
+    what: str | None = None,
+) -> float:
+    """``value`` as a finite ``float`` (``> greater_than`` when given).
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a real number (booleans and strings included).
+    ValueError
+        ``value`` is NaN, infinite, beyond float64 or not ``> greater_than``.
+
+    >>> finite_real(float("nan"), "std", greater_than=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: std must be a finite number > 0. Received: nan
+    >>> finite_real("8", "alibi_bias_max")
+    Traceback (most recent call last):
+    ...
+    TypeError: alibi_bias_max must be a finite number. Received: '8'
+    """
+    bound = "" if greater_than is None else f" > {greater_than:g}"
+    message = f"{name} must be {_allowed(f'a finite number{bound}', what)}. Received: {value!r}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(message)
+    try:
+        out = float(value)
+    except (OverflowError, ValueError):
+        raise ValueError(message) from None
+    if not math.isfinite(out) or (greater_than is not None and not out > greater_than):
+        raise ValueError(message)
+    return out
+
+
+def choice(value: object, name: str, allowed: Iterable[str]) -> str:
+    """``value`` if it is one of ``allowed``, else ``ValueError`` listing them.
+
+    >>> choice("neox", "layout", ("half", "interleaved"))
+    Traceback (most recent call last):
+    ...
+    ValueError: Unknown layout 'neox'. Expected one of: half, interleaved.
+    """
+    allowed = tuple(allowed)
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"Unknown {name} {value!r}. Expected one of: {', '.join(allowed)}.")
+    return value
+
+
+def optional_str(value: object, name: str) -> str | None:
+    """``value`` if it is a string or ``None``, else ``TypeError``.
+
+    >>> optional_str(3, "layer_type")
+    Traceback (most recent call last):
+    ...
+    TypeError: layer_type must be a string or None. Received: 3
+    """
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a string or None. Received: {value!r}")
+    return value
