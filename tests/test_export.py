@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import assert_close
 from reference import schedule, table
 
 import pe_core
-from conftest import assert_close
 
 ROOT = Path(__file__).resolve().parent.parent
 BIG = 10**6

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import assert_close
 from reference import schedule, table
 
 import pe_core
-from conftest import assert_close
 from pe_core_backends import force_device_path
 
 torch = pytest.importorskip("torch")

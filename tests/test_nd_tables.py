@@ -22,13 +22,13 @@ import math
 
 import numpy as np
 import pytest
+from conftest import assert_close, positions_on, to_numpy
 from hypothesis import given
 from hypothesis import strategies as st
 from preset_references import _cos, _exp, _f32_pow, _sin
 from reference import schedule, table
 
 import pe_core
-from conftest import assert_close, positions_on, to_numpy
 from pe_core import Spec
 from pe_core_backends import get_namespace
 

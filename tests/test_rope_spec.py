@@ -6,10 +6,10 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import assert_close, positions_on
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import assert_close, positions_on
 from pe_core import RopeSpec, apply_rope
 from pe_core import rope_spec as rope_spec_module
 from pe_core.rope_scaling import SCALING_TYPES, RopeScalingType, ScalingInputs, rope_frequencies

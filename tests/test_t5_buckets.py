@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 import pytest
+from conftest import to_numpy
 from hypothesis import given
 from hypothesis import strategies as st
 
 import pe_core
-from conftest import to_numpy
 from pe_core.t5 import bucket_thresholds, t5_bucket_matrix, t5_relative_bias, t5_relative_bucket
 from pe_core_backends import get_namespace
 

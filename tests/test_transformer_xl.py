@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import assert_close, to_numpy
 from hypothesis import given
 from hypothesis import strategies as st
 
 import pe_core
-from conftest import assert_close, to_numpy
 from pe_core.transformer_xl import (
     TRANSFORMER_XL,
     transformer_xl_embedding,
