@@ -18,7 +18,7 @@ from pe_core.angles import reduced_turns, sin_cos_turns
 from pe_core.frequency import check_d, omegas
 from pe_core.host_tables import host_sin_cos, small_call_fits, small_sin_cos
 from pe_core.layout import assemble
-from pe_core.placement import Positions, prepare_positions
+from pe_core.placement import Positions, check_host_positions, prepare_positions
 from pe_core.positions import check_request_size, choose_backend, resolve_dtype
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
@@ -184,7 +184,7 @@ def _few_integer_positions(pos: np.ndarray, d: Any) -> np.ndarray | None:
         return None
     spec = _DEFAULT_SPEC
     freqs = _default_omegas(d)
-    max_abs = max(abs(v) for v in pos.reshape(-1).tolist())
+    max_abs = check_host_positions(pos)  # integers: the largest magnitude, no NaN check
     if not small_call_fits(pos.size, d // 2, max_abs, spec.offset, freqs, integral=True):
         return None
     table = small_sin_cos(pos, freqs, offset=spec.offset, layout=spec.layout)
