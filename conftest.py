@@ -21,12 +21,16 @@ from pathlib import Path
 
 import pytest
 
+from pe_core_backends._registry import REGISTRY
+
 ROOT = Path(__file__).resolve().parent
 PACKAGES = (ROOT / "pe_core", ROOT / "pe_core_backends")
-FRAMEWORKS = ("jax", "flax", "torch", "tensorflow", "keras")
-_BACKEND_NAMES = {"pytorch": "torch", "tf": "tensorflow"}
+#: The backends' frameworks (the registry's rows; NumPy is always there) and the layers'.
+FRAMEWORKS = (*(row.framework for row in REGISTRY.rows if row.name != "numpy"), "flax", "keras")
+#: Backend name or alias -> the framework it needs.
+_BACKEND_NAMES = {key: REGISTRY.by_name[name].framework for key, name in REGISTRY.by_alias.items()}
 _DOCTEST_IMPORT = re.compile(r"^\s*(?:from|import)\s+(\w+)")
-_DOCTEST_BACKEND = re.compile(r"""backend\s*=\s*["'](jax|torch|pytorch|tensorflow|tf)["']""")
+_DOCTEST_BACKEND = re.compile(r"""backend\s*=\s*["'](\w+)["']""")
 _DOCTEST_PLOTS = re.compile(r"\bplots\b|\bplot_\w+\(")  # pe_core.plots imports matplotlib
 
 
@@ -73,7 +77,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for example in examples:
             needed.update(_DOCTEST_IMPORT.findall(example.source))
             needed.update(
-                _BACKEND_NAMES.get(b, b) for b in _DOCTEST_BACKEND.findall(example.source)
+                _BACKEND_NAMES[b]
+                for b in _DOCTEST_BACKEND.findall(example.source)
+                if b in _BACKEND_NAMES
             )
             if _DOCTEST_PLOTS.search(example.source):
                 needed.add("matplotlib")

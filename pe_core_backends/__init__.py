@@ -5,7 +5,9 @@ Each backend module exposes one :class:`Namespace` object with the handful of
 Array-API-named functions the pe_core kernel uses (``sin``, ``floor``, ``stack``, ...).
 A framework is imported only when its namespace is asked for, and the backend of an
 array is found by looking its class up in :data:`sys.modules`, so nothing here ever
-imports a framework the caller did not hand us.
+imports a framework the caller did not hand us. Which backends exist, their adapter
+modules, pip extras and array classes are one :class:`BackendInfo` row each in
+``pe_core_backends/_registry.py`` (:func:`backend_info` reads one).
 
 >>> from pe_core_backends import get_namespace, backend_of
 >>> import numpy as np
@@ -20,13 +22,17 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from pe_core_backends import _registry
 from pe_core_backends._device import device_path_forced, force_device_path
 from pe_core_backends._namespace import Namespace
+from pe_core_backends._registry import BackendInfo
 
 __all__ = [
     "BACKENDS",
     "FLOAT_DTYPES",
+    "BackendInfo",
     "Namespace",
+    "backend_info",
     "backend_of",
     "canonical_backend",
     "device_path_forced",
@@ -38,46 +44,60 @@ __all__ = [
     "is_installed",
 ]
 
-#: Backend name -> (framework module, pip extra).
-_REGISTRY: dict[str, tuple[str, str]] = {
-    "numpy": ("numpy", "numpy"),
-    "jax": ("jax", "jax"),
-    "torch": ("torch", "torch"),
-    "tensorflow": ("tensorflow", "tensorflow"),
-}
-
-#: The backend names pe_core knows, sorted.
-BACKENDS: tuple[str, ...] = tuple(sorted(_REGISTRY))
+#: The backend names pe_core knows, sorted (the registry's rows when pe_core_backends was
+#: imported; :func:`installed_backends` and the error messages read the registry itself).
+BACKENDS: tuple[str, ...] = _registry.REGISTRY.names
 
 #: Floating dtype names pe_core speaks, widest first.
 FLOAT_DTYPES: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
 
-_ALIASES = {"np": "numpy", "tf": "tensorflow", "pytorch": "torch", "jnp": "jax"}
+
+def _known() -> str:
+    return ", ".join(_registry.REGISTRY.names)
 
 
 def canonical_backend(name: str) -> str:
-    """Return the canonical backend name for ``name``.
+    """Return the canonical backend name for ``name`` (a name or an alias, any case).
 
     Raises
     ------
+    TypeError
+        If ``name`` is not a string.
     ValueError
-        If ``name`` is not a known backend.
+        If ``name`` is not a known backend (the message lists the known ones).
 
     Examples
     --------
     >>> canonical_backend("tf")
     'tensorflow'
     """
+    registry = _registry.REGISTRY
     if not isinstance(name, str):
-        raise TypeError(
-            f"backend must be a string, one of: {', '.join(BACKENDS)}. Received: {name!r}"
-        )
-    if name in _REGISTRY:  # already canonical: the common case
+        raise TypeError(f"backend must be a string, one of: {_known()}. Received: {name!r}")
+    if name in registry.by_name:  # already canonical: the common case
         return name
-    key = _ALIASES.get(name.lower(), name.lower())
-    if key not in _REGISTRY:
-        raise ValueError(f"Unknown backend {name!r}. Expected one of: {', '.join(BACKENDS)}.")
+    key = registry.by_alias.get(name.lower())
+    if key is None:
+        raise ValueError(f"Unknown backend {name!r}. Expected one of: {_known()}.")
     return key
+
+
+def backend_info(name: str) -> BackendInfo:
+    """The registry row of backend ``name`` (a name or an alias): its adapter module,
+    framework, pip extra, array classes and compilers. Nothing is imported.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`canonical_backend`.
+
+    Examples
+    --------
+    >>> info = backend_info("tf")
+    >>> info.name, info.extra, info.array_types
+    ('tensorflow', 'tensorflow', ('tensorflow.Tensor', 'tensorflow.Variable'))
+    """
+    return _registry.REGISTRY.by_name[canonical_backend(name)]
 
 
 def get_namespace(name: str) -> Namespace:
@@ -95,32 +115,20 @@ def get_namespace(name: str) -> Namespace:
     >>> get_namespace("numpy").sin(0.0)
     np.float64(0.0)
     """
-    key = canonical_backend(name)
-    framework, extra = _REGISTRY[key]
+    info = backend_info(name)
     try:
-        module = _import_adapter(key)
+        # a plain import statement per row (no cache of our own): after the first call
+        # it is a sys.modules lookup, and torch.compile traces it, first call included
+        module = info.adapter()
     except ImportError as exc:
-        if exc.name is not None and exc.name.split(".")[0] == framework:
+        if exc.name is not None and exc.name.split(".")[0] == info.framework:
             raise ImportError(
-                f"backend {key!r} needs {framework}, which is not installed: "
-                f"pip install 'pe-core[{extra}]'"
+                f"backend {info.name!r} needs {info.title} ({info.framework}), which is not "
+                f"installed: pip install 'pe-core[{info.extra}]'"
             ) from exc
         raise
-    return module.NAMESPACE
-
-
-def _import_adapter(key: str) -> Any:
-    # Plain import statements, no cache of our own: after the first call each is a
-    # sys.modules lookup, and torch.compile traces it without guarding on mutable state.
-    if key == "numpy":
-        from pe_core_backends import _numpy as module
-    elif key == "jax":
-        from pe_core_backends import _jax as module
-    elif key == "torch":
-        from pe_core_backends import _torch as module
-    else:
-        from pe_core_backends import _tensorflow as module
-    return module
+    namespace: Namespace = module.NAMESPACE
+    return namespace
 
 
 def is_installed(name: str) -> bool:
@@ -131,48 +139,38 @@ def is_installed(name: str) -> bool:
     """
     from importlib.util import find_spec
 
-    framework = _REGISTRY[canonical_backend(name)][0]
+    framework = backend_info(name).framework
     return framework in sys.modules or find_spec(framework) is not None
 
 
 def installed_backends() -> tuple[str, ...]:
-    """The known backends whose framework is installed.
+    """The known backends whose framework is installed, sorted by name.
 
     >>> "numpy" in installed_backends()
     True
     """
-    return tuple(name for name in BACKENDS if is_installed(name))
+    return tuple(name for name in _registry.REGISTRY.names if is_installed(name))
 
 
 def backend_of(obj: Any) -> str | None:
     """Name the backend an array belongs to, or ``None`` for Python values.
 
-    Only frameworks already in :data:`sys.modules` are consulted, so this never
-    imports one.
+    Each class of ``type(obj).__mro__`` whose top-level module is one of a backend's
+    ``array_modules`` is checked against that backend's ``array_types``. Only frameworks
+    already in :data:`sys.modules` are consulted, so this never imports one.
 
     >>> import numpy as np
     >>> backend_of(np.arange(2)), backend_of([0, 1])
     ('numpy', None)
     """
+    by_module = _registry.REGISTRY.by_module
     for klass in type(obj).__mro__:
-        top = klass.__module__.split(".")[0]
-        if (
-            top == "torch"
-            and "torch" in sys.modules
-            and isinstance(obj, sys.modules["torch"].Tensor)
-        ):
-            return "torch"
-        if top in ("jax", "jaxlib") and "jax" in sys.modules:
-            if isinstance(obj, sys.modules["jax"].Array):
-                return "jax"
-        if top in ("tensorflow", "keras", "tf_keras") and "tensorflow" in sys.modules:
-            tf = sys.modules["tensorflow"]
-            if isinstance(obj, (tf.Tensor, tf.Variable)):
-                return "tensorflow"
-    if "numpy" in sys.modules:
-        np = sys.modules["numpy"]
-        if isinstance(obj, (np.ndarray, np.generic)):
-            return "numpy"
+        rows = by_module.get(klass.__module__.partition(".")[0])
+        if rows is None:
+            continue
+        for row in rows:
+            if row.is_array(obj):
+                return row.name
     return None
 
 
@@ -232,5 +230,11 @@ def from_dlpack(obj: Any, name: str = "numpy", *, what: str = "array") -> Any:
     except (BufferError, RuntimeError, TypeError, ValueError) as exc:
         raise TypeError(
             f"{what} offers DLPack ({type(obj).__name__}) but backend {key!r} could not "
-            f"import it: {exc}. Convert it to a NumPy, JAX, PyTorch or TensorFlow array first."
+            f"import it: {exc}. Convert it to a {_titles()} array first."
         ) from exc
+
+
+def _titles() -> str:
+    """``"NumPy, JAX, PyTorch or TensorFlow"``: the frameworks' names, for messages."""
+    titles = [row.title for row in _registry.REGISTRY.rows]
+    return ", ".join(titles[:-1]) + f" or {titles[-1]}" if len(titles) > 1 else titles[0]

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from pe_core_backends._registry import REGISTRY
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -31,8 +33,11 @@ def python_blocks(page: Path) -> list[str]:
 PAGES = [ROOT / "README.md"] + [
     page for page in sorted(DOCS.rglob("*.md")) if page.name != "testing.md" or page.parent != DOCS
 ]
-_BACKEND = re.compile(r"""backend\s*=\s*["'](jax|torch|pytorch|tensorflow|tf)["']""")
-_MODULE_OF_BACKEND = {"pytorch": "torch", "tf": "tensorflow"}
+_BACKEND = re.compile(r"""backend\s*=\s*["'](\w+)["']""")
+#: Backend name or alias -> the framework it needs (the backend registry's rows).
+_MODULE_OF_BACKEND = {
+    key: REGISTRY.by_name[name].framework for key, name in REGISTRY.by_alias.items()
+}
 
 
 def modules_needed(code: str) -> set[str]:
@@ -53,7 +58,8 @@ def modules_needed(code: str) -> set[str]:
             if parts[:2] == ["pe_core", "plots"]:
                 needed.add("matplotlib")
     for name in _BACKEND.findall(code):
-        needed.add(_MODULE_OF_BACKEND.get(name, name))
+        if name in _MODULE_OF_BACKEND:  # an unknown name (an error example) needs nothing
+            needed.add(_MODULE_OF_BACKEND[name])
     return needed
 
 

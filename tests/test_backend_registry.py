@@ -1,0 +1,305 @@
+"""The backend registry: every row matches its adapter, detection and errors read the rows,
+and a new row (a stand-in backend written here) reaches every lookup without other edits."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pe_core_backends
+from pe_core_backends import (
+    BackendInfo,
+    Namespace,
+    _registry,
+    backend_info,
+    backend_of,
+    canonical_backend,
+    get_namespace,
+    installed_backends,
+    is_installed,
+)
+from pe_core_backends._registry import REGISTRY, ROWS, Registry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _row_id(row: BackendInfo) -> str:
+    return row.name
+
+
+def _installed_row(row: BackendInfo) -> BackendInfo:
+    if importlib.util.find_spec(row.framework) is None:
+        pytest.skip(f"{row.framework} is not installed")
+    return row
+
+
+# -- the rows and their adapters -------------------------------------------------------
+
+
+@pytest.mark.parametrize("row", ROWS, ids=_row_id)
+def test_every_row_matches_its_adapter(row: BackendInfo) -> None:
+    _installed_row(row)
+    module = row.adapter()
+    assert module.__name__ == row.module
+    assert isinstance(module.NAMESPACE, Namespace)
+    assert module.NAMESPACE.name == row.name
+    assert get_namespace(row.name) is module.NAMESPACE
+    for alias in row.aliases:
+        assert get_namespace(alias.upper()) is module.NAMESPACE
+
+
+@pytest.mark.parametrize("row", ROWS, ids=_row_id)
+def test_every_rows_array_types_name_classes_of_its_framework(row: BackendInfo) -> None:
+    _installed_row(row)
+    get_namespace(row.name)  # imports the framework
+    for qualified in row.array_types:
+        module, _, name = qualified.rpartition(".")
+        klass = getattr(sys.modules[module], name)
+        assert isinstance(klass, type), qualified
+        assert qualified.partition(".")[0] in row.array_modules
+
+
+def test_rows_are_the_registry_and_backends_lists_them() -> None:
+    assert REGISTRY.rows == ROWS
+    assert pe_core_backends.BACKENDS == REGISTRY.names == tuple(sorted(r.name for r in ROWS))
+    assert "numpy" in REGISTRY.names  # the default backend
+
+
+def test_every_extra_is_declared_in_pyproject() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    missing = [row.extra for row in ROWS if row.extra not in extras]
+    assert not missing, f"rows name extras pyproject.toml lacks: {missing}"
+
+
+_PROBE = """
+import sys
+import pe_core, pe_core_backends
+from pe_core_backends._registry import ROWS
+frameworks = sorted({row.framework for row in ROWS if row.name != "numpy"} | {"keras", "flax"})
+adapters = [row.module for row in ROWS]
+print("FRAMEWORKS", [m for m in frameworks if m in sys.modules])
+print("ADAPTERS", [m for m in adapters if m in sys.modules])
+pe_core_backends.get_namespace("np")
+print("AFTER", [m for m in adapters if m in sys.modules])
+"""
+
+
+def test_import_pe_core_imports_no_framework_and_no_adapter() -> None:
+    """In a fresh process: the rows are built but nothing they name is imported until a
+    backend is asked for (the last line shows the probe sees an adapter once it is)."""
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_PROBE)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = dict(line.split(" ", 1) for line in result.stdout.strip().splitlines())
+    assert lines["FRAMEWORKS"] == "[]"
+    assert lines["ADAPTERS"] == "[]"
+    assert lines["AFTER"] == "['pe_core_backends._numpy']"
+
+
+# -- detection ------------------------------------------------------------------------
+
+
+def test_detection_of_each_installed_backends_array(backend: str) -> None:
+    xp = get_namespace(backend)
+    for values in ([1.5, 2.5], [[1, 2], [3, 4]]):
+        array = xp.asarray(np.asarray(values))
+        assert backend_of(array) == backend
+        assert [row.name for row in REGISTRY.rows if row.is_array(array)] == [backend]
+
+
+def test_detection_of_other_array_classes_of_the_frameworks() -> None:
+    assert backend_of(np.float32(1.0)) == "numpy"  # a NumPy scalar
+    assert backend_of(np.ma.masked_array([1.0])) == "numpy"  # a subclass, numpy.ma
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        assert backend_of(torch.nn.Parameter(torch.ones(2))) == "torch"
+    if importlib.util.find_spec("tensorflow") is not None:
+        import tensorflow as tf
+
+        assert backend_of(tf.Variable([1.0])) == "tensorflow"
+    if importlib.util.find_spec("jax") is not None:
+        import jax
+
+        assert backend_of(jax.numpy.ones(2)) == "jax"
+
+
+@pytest.mark.parametrize("value", [[1, 2], (1.0,), 3, 2.5, None, "numpy", object()])
+def test_python_values_belong_to_no_backend(value: Any) -> None:
+    assert backend_of(value) is None
+
+
+# -- errors -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lookup",
+    [canonical_backend, backend_info, get_namespace, is_installed],
+    ids=lambda f: f.__name__,
+)
+def test_unknown_names_raise_a_value_error_naming_the_allowed_set(lookup: Any) -> None:
+    with pytest.raises(ValueError, match="Unknown backend 'mxnet'") as info:
+        lookup("mxnet")
+    assert f"Expected one of: {', '.join(REGISTRY.names)}." in str(info.value)
+
+
+def test_a_backend_name_must_be_a_string() -> None:
+    with pytest.raises(TypeError, match="Received: 3"):
+        backend_info(3)  # type: ignore[arg-type]
+
+
+def test_check_compilers_follow_the_registry_and_refuse_unknown_names() -> None:
+    from pe_core import cli
+
+    def fn(x: Any) -> Any:
+        return x
+
+    assert cli._compilers("numpy", fn) == []
+    for name in ("jax", "tensorflow"):  # torch.compile is built in the slow test below
+        if is_installed(name):
+            labels = [label for label, _ in cli._compilers(name, fn)]
+            assert tuple(labels) == backend_info(name).compilers
+    with pytest.raises(ValueError, match=r"Unknown backend 'mxnet'. Expected one of: "):
+        cli._compilers("mxnet", fn)
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        ({"name": "Torch"}, ValueError, "lowercase identifier"),
+        ({"name": ""}, ValueError, "must not be empty"),
+        ({"name": 3}, TypeError, "BackendInfo.name must be a string"),
+        ({"module": "x; import os"}, ValueError, "module path"),
+        ({"module": "pe_core_backends.class"}, ValueError, "module path"),
+        ({"framework": "torch.nn"}, ValueError, "top-level module name"),
+        ({"extra": None}, TypeError, "BackendInfo.extra"),
+        ({"array_types": "torch.Tensor"}, TypeError, "tuple of non-empty strings"),
+        ({"array_types": ("Tensor",)}, ValueError, "qualified names"),
+        ({"aliases": ("PT",)}, ValueError, "lowercase"),
+        ({"compilers": ["torch.compile"]}, TypeError, "BackendInfo.compilers"),
+    ],
+)
+def test_a_bad_row_names_its_field(changes: dict[str, Any], error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        dataclasses.replace(REGISTRY.by_name["torch"], **changes)
+
+
+def test_a_name_used_twice_is_refused() -> None:
+    twin = dataclasses.replace(REGISTRY.by_name["torch"], name="torch2")  # alias 'pytorch' again
+    with pytest.raises(ValueError, match="'pytorch' is used by both 'torch' and 'torch2'"):
+        Registry((*ROWS, twin))
+    with pytest.raises(TypeError, match="BackendInfo"):
+        Registry((*ROWS, "mlx"))  # type: ignore[arg-type]
+
+
+# -- a backend added by one row ---------------------------------------------------------
+
+_FRAMEWORK = "pe_registry_test_framework"
+_ADAPTER = "pe_registry_test_adapter"
+_BROKEN_ADAPTER = "pe_registry_test_broken_adapter"
+_MISSING_FRAMEWORK = "pe_registry_test_missing_framework"
+
+
+@pytest.fixture
+def extra_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[BackendInfo]:
+    """A stand-in framework and its adapter, written to ``tmp_path``, and a registry with
+    their row (and one whose framework is missing) in place of the real one."""
+    (tmp_path / f"{_FRAMEWORK}.py").write_text("class Array:\n    pass\n")
+    (tmp_path / f"{_ADAPTER}.py").write_text(
+        textwrap.dedent(
+            """
+            from pe_core_backends._numpy import NumpyNamespace
+
+            class StandInNamespace(NumpyNamespace):
+                name = "standin"
+
+            NAMESPACE = StandInNamespace()
+            """
+        )
+    )
+    (tmp_path / f"{_BROKEN_ADAPTER}.py").write_text(f"import {_MISSING_FRAMEWORK}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    row = BackendInfo(
+        name="standin",
+        title="Stand-in",
+        module=_ADAPTER,
+        framework=_FRAMEWORK,
+        extra="standin",
+        array_types=(f"{_FRAMEWORK}.Array",),
+        aliases=("si",),
+    )
+    missing = BackendInfo(
+        name="absent",
+        title="Absent",
+        module=_BROKEN_ADAPTER,
+        framework=_MISSING_FRAMEWORK,
+        extra="absent-extra",
+        array_types=(f"{_MISSING_FRAMEWORK}.Array",),
+    )
+    monkeypatch.setattr(_registry, "REGISTRY", Registry((*ROWS, row, missing)))
+    yield row
+    for name in (_FRAMEWORK, _ADAPTER, _BROKEN_ADAPTER):
+        sys.modules.pop(name, None)
+
+
+def test_an_extra_row_reaches_every_lookup(extra_backend: BackendInfo) -> None:
+    assert canonical_backend("SI") == "standin"
+    assert backend_info("si") is extra_backend
+    assert is_installed("standin") and _FRAMEWORK not in sys.modules  # found, not imported
+    assert "standin" in installed_backends() and "absent" not in installed_backends()
+
+    assert _ADAPTER not in sys.modules
+    xp = get_namespace("standin")  # imports the adapter named by the row
+    assert _ADAPTER in sys.modules and xp is sys.modules[_ADAPTER].NAMESPACE
+    assert xp.name == "standin"
+
+    framework = importlib.import_module(_FRAMEWORK)
+    array = framework.Array()
+    assert backend_of(array) == "standin"
+    assert backend_of(np.zeros(2)) == "numpy"  # the real rows still answer
+
+    with pytest.raises(ValueError, match=r"Expected one of: .*standin, tensorflow, torch\."):
+        canonical_backend("mxnet")
+
+
+def test_an_extra_row_whose_framework_is_missing_names_its_extra(
+    extra_backend: BackendInfo,
+) -> None:
+    with pytest.raises(ImportError, match=r"needs Absent .*pip install 'pe-core\[absent-extra\]'"):
+        get_namespace("absent")
+
+
+@pytest.mark.slow
+def test_a_first_get_namespace_inside_torch_compile_traces(extra_backend: BackendInfo) -> None:
+    """torch.compile(fullgraph=True) runs the row's import statement while it traces:
+    the adapter is imported for the first time inside the compiled function."""
+    torch = pytest.importorskip("torch")
+
+    def fn(x: Any) -> Any:
+        return x * len(get_namespace("standin").name)
+
+    assert _ADAPTER not in sys.modules
+    compiled = torch.compile(fn, fullgraph=True, backend="eager")
+    assert compiled(torch.ones(2)).tolist() == [7.0, 7.0]
+    assert _ADAPTER in sys.modules
+
+    from pe_core import cli
+
+    labels = [label for label, _ in cli._compilers("torch", fn)]
+    assert tuple(labels) == backend_info("torch").compilers
