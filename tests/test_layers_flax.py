@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import assert_close, assert_equal
 
 jax = pytest.importorskip("jax")
 pytest.importorskip("flax")
@@ -13,6 +14,7 @@ import jax.numpy as jnp  # noqa: E402
 from flax import nnx  # noqa: E402
 
 import pe_core  # noqa: E402
+from pe_core import device_tables  # noqa: E402
 from pe_core.layers.flax import (  # noqa: E402
     LinenRotaryEmbedding,
     LinenSinusoidalEncoding,
@@ -56,29 +58,29 @@ MAKERS = {"nnx": nnx_layer, "linen": linen_layer}
 @pytest.mark.parametrize("api", MAKERS)
 def test_values_int_and_per_example_offsets(api: str, x: jax.Array) -> None:
     layer = MAKERS[api](spec="fairseq")
-    got = np.asarray(layer(x, 5) - x)
-    np.testing.assert_allclose(got, reference([5, 5, 5], spec="fairseq"), atol=1e-6)
-    got = np.asarray(layer(x, jnp.asarray(OFFSETS)) - x)
-    np.testing.assert_allclose(got, reference(OFFSETS, spec="fairseq"), atol=1e-6)
-    got = np.asarray(layer(x, OFFSETS.astype(np.int32)) - x)  # NumPy offsets too
-    np.testing.assert_allclose(got, reference(OFFSETS, spec="fairseq"), atol=1e-6)
+    checks = {"atol": 1e-6, "rtol": 1e-7, "backend": "jax", "dtype": "float32"}
+    got = layer(x, 5) - x
+    assert_close(got, reference([5, 5, 5], spec="fairseq"), **checks)
+    got = layer(x, jnp.asarray(OFFSETS)) - x
+    assert_close(got, reference(OFFSETS, spec="fairseq"), **checks)
+    got = layer(x, OFFSETS.astype(np.int32)) - x  # NumPy offsets too
+    assert_close(got, reference(OFFSETS, spec="fairseq"), **checks)
 
 
 @pytest.mark.parametrize("api", MAKERS)
 def test_max_len_only_bounds_a_cache(api: str, x: jax.Array) -> None:
     cached, plain = MAKERS[api](max_len=8), MAKERS[api]()
     for offset in (0, 2, 3, 50):  # 3 + 6 > 8 and 50 are computed on the fly
-        np.testing.assert_allclose(cached(x, offset), plain(x, offset), atol=1e-6)
+        assert_close(cached(x, offset), plain(x, offset), atol=1e-6, rtol=1e-7, backend="jax")
 
 
 @pytest.mark.parametrize("api", MAKERS)
 def test_bfloat16_only_rounds_the_output(api: str) -> None:
     layer = MAKERS[api]()
     y = layer(jnp.zeros((1, 300, D), jnp.bfloat16), 1000)
-    assert y.dtype == jnp.bfloat16
     # the float32 encoding (exact angles, JAX's float32 sin/cos), rounded once
     expected = pe_core.encode(jnp.arange(1000, 1300), D).astype(jnp.bfloat16)
-    assert bool(jnp.array_equal(y[0], expected))
+    assert_equal(y[0], expected, backend="jax", dtype="bfloat16")
 
 
 # --------------------------------------------------------------------------- transforms
@@ -96,10 +98,11 @@ def test_jit_traces_once_for_new_offsets(api: str, x: jax.Array) -> None:
 
     for shift in (0, 1, 2**20):
         offsets = jnp.asarray(OFFSETS + shift, dtype=jnp.int32)
-        np.testing.assert_allclose(f(x, offsets) - x, reference(OFFSETS + shift), atol=2e-6)
+        got = f(x, offsets) - x
+        assert_close(got, reference(OFFSETS + shift), atol=2e-6, rtol=1e-7, backend="jax")
     assert len(traces) == 1
     static = jax.jit(lambda x: layer(x, 9))(x)  # an int offset is a compile-time constant
-    np.testing.assert_allclose(static - x, reference([9, 9, 9]), atol=1e-6)
+    assert_close(static - x, reference([9, 9, 9]), atol=1e-6, rtol=1e-7, backend="jax")
 
 
 @pytest.mark.parametrize("api", MAKERS)
@@ -107,7 +110,7 @@ def test_vmap_over_examples(api: str, x: jax.Array) -> None:
     layer = MAKERS[api]()
     offsets = jnp.asarray(OFFSETS, dtype=jnp.int32)
     per_example = jax.vmap(lambda xi, oi: layer(xi, oi))(x, offsets)  # xi: (seq, d_model)
-    np.testing.assert_allclose(per_example, layer(x, offsets), atol=1e-6)
+    assert_close(per_example, layer(x, offsets), atol=1e-6, rtol=1e-7, backend="jax")
 
 
 def test_nnx_scan_decodes_token_by_token(x: jax.Array) -> None:
@@ -118,7 +121,7 @@ def test_nnx_scan_decodes_token_by_token(x: jax.Array) -> None:
         return step + 1, layer(token[:, None, :], step)[:, 0]
 
     _, y = decode(layer, jnp.int32(4), x)
-    np.testing.assert_allclose(y, layer(x, 4), atol=1e-6)
+    assert_close(y, layer(x, 4), atol=1e-6, rtol=1e-7, backend="jax")
 
 
 def test_linen_scan_decodes_token_by_token(x: jax.Array) -> None:
@@ -131,7 +134,7 @@ def test_linen_scan_decodes_token_by_token(x: jax.Array) -> None:
         Step, variable_broadcast="params", split_rngs={"params": False}, in_axes=1, out_axes=1
     )
     _, y = decode().apply({}, jnp.int32(4), x)
-    np.testing.assert_allclose(y, linen_layer()(x, 4), atol=1e-6)
+    assert_close(y, linen_layer()(x, 4), atol=1e-6, rtol=1e-7, backend="jax")
 
 
 def test_nnx_dropout_and_jit() -> None:
@@ -140,7 +143,7 @@ def test_nnx_dropout_and_jit() -> None:
     y = nnx.jit(lambda m, x: m(x))(layer, x)
     assert bool((y == 0).any())
     layer.eval()
-    np.testing.assert_allclose(layer(x), SinusoidalEncoding(D)(x))
+    assert_close(layer(x), SinusoidalEncoding(D)(x), atol=0, rtol=1e-7, backend="jax")
 
 
 def test_linen_dropout() -> None:
@@ -148,7 +151,8 @@ def test_linen_dropout() -> None:
     x = jnp.ones((4, 8, D))
     y = layer.apply({}, x, deterministic=False, rngs={"dropout": jax.random.key(0)})
     assert bool((y == 0).any())
-    np.testing.assert_allclose(layer.apply({}, x), LinenSinusoidalEncoding(D).apply({}, x))
+    want = LinenSinusoidalEncoding(D).apply({}, x)
+    assert_close(layer.apply({}, x), want, atol=0, rtol=1e-7, backend="jax")
 
 
 # --------------------------------------------------------------------------- RotaryEmbedding
@@ -173,17 +177,18 @@ def test_rotary_matches_apply_rope(api: str) -> None:
     kwargs["scaling"] = {"rope_type": "linear", "factor": 2.0}
     q, k = jax.random.normal(jax.random.key(1), (2, 2, 3, 5, 8))  # (batch, heads, seq, hd)
     q1, _ = rope(q, k, offset=4)
-    np.testing.assert_allclose(q1, apply_rope(q, np.arange(4, 9), **kwargs), atol=1e-6)
+    checks = {"rtol": 1e-7, "backend": "jax", "dtype": "float32"}
+    assert_close(q1, apply_rope(q, np.arange(4, 9), **kwargs), atol=1e-6, **checks)
     offsets = jnp.array([0, 1000])
     q2, k2 = jax.jit(rope)(q, k, offset=offsets)
     for b, start in enumerate((0, 1000)):
         want = apply_rope(k[b], np.arange(start, start + 5), **kwargs)
-        np.testing.assert_allclose(k2[b], want, atol=2e-6)
+        assert_close(k2[b], want, atol=2e-6, **checks)
     positions = jnp.array([3, 1, 4, 1, 5])
     q3, _ = rope(q, k, positions=positions)
-    np.testing.assert_allclose(q3, apply_rope(q, positions, **kwargs), atol=1e-6)
+    assert_close(q3, apply_rope(q, positions, **kwargs), atol=1e-6, **checks)
     per_example = jax.vmap(lambda qi, ki, oi: rope(qi, ki, offset=oi))(q, k, offsets)
-    np.testing.assert_allclose(per_example[0], q2, atol=2e-6)
+    assert_close(per_example[0], q2, atol=2e-6, **checks)
 
 
 def test_rotary_under_scan() -> None:
@@ -195,7 +200,8 @@ def test_rotary_under_scan() -> None:
         return offset + 1, rotated[:, 0]
 
     _, y = jax.lax.scan(step, jnp.int32(10), jnp.swapaxes(q, 0, 1))
-    np.testing.assert_allclose(jnp.swapaxes(y, 0, 1), rope(q, q, offset=10)[0], atol=1e-6)
+    want = rope(q, q, offset=10)[0]
+    assert_close(jnp.swapaxes(y, 0, 1), want, atol=1e-6, rtol=1e-7, backend="jax")
 
     class Step(nn.Module):
         @nn.compact
@@ -207,7 +213,50 @@ def test_rotary_under_scan() -> None:
         Step, variable_broadcast="params", split_rngs={"params": False}, in_axes=1, out_axes=1
     )
     _, y = decode().apply({}, jnp.int32(10), q)
-    np.testing.assert_allclose(y, rope(q, q, offset=10)[0], atol=1e-6)
+    assert_close(y, rope(q, q, offset=10)[0], atol=1e-6, rtol=1e-7, backend="jax")
+
+
+# --------------------------------------------------------------------------- placed tables
+
+
+@pytest.fixture
+def placements(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
+    """The shapes of the host tables pe_core moves onto a device from now on (one per
+    build), with :mod:`pe_core.device_tables` emptied first."""
+    device_tables.clear()
+    real, moved = device_tables.place, []
+
+    def place(xp, table, like, dtype_name):
+        moved.append(table.shape)
+        return real(xp, table, like, dtype_name)
+
+    monkeypatch.setattr(device_tables, "place", place)
+    return moved
+
+
+@pytest.mark.parametrize("max_len", [None, 64])
+@pytest.mark.parametrize("api", MAKERS)
+def test_a_repeated_int_offset_reuses_the_placed_table(
+    api: str, max_len: int | None, x: jax.Array, placements: list
+) -> None:
+    layer = MAKERS[api](max_len=max_len)
+    first = layer(x, 9)
+    assert placements == [(SEQ, D)]
+    second = layer(x, 9)
+    assert placements == [(SEQ, D)]  # neither built nor moved again
+    assert_close(first - x, reference([9] * BATCH), atol=1e-6, backend="jax", dtype="float32")
+    assert_equal(second, first)
+    layer(x, 10)  # other rows: their own table
+    layer(x.astype(jnp.bfloat16), 9)  # another dtype: its own table
+    assert placements == [(SEQ, D)] * 3
+
+
+def test_traced_calls_keep_the_traced_path(x: jax.Array, placements: list) -> None:
+    layer = SinusoidalEncoding(D, max_len=64)
+    misses = device_tables.stats()["misses"]
+    got = jax.jit(lambda x: layer(x, 9))(x)
+    assert device_tables.stats()["misses"] == misses  # the cache was not asked
+    assert_close(got - x, reference([9] * BATCH), atol=1e-6, backend="jax", dtype="float32")
 
 
 # --------------------------------------------------------------------------- validation

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import assert_close
 
 import pe_core
+from pe_core import device_tables
 
 GRID = (3, 4)
 D = 16
@@ -31,11 +33,12 @@ def test_torch_patch_encoding_flat_and_spatial_and_compiled() -> None:
 
     x = torch.randn(2, 12, D)
     layer = SinusoidalPatchEncoding(D, grid_shape=GRID, spec="mae_2d")
+    checks = {"atol": 1e-6, "rtol": 1e-7, "backend": "torch", "dtype": "float32"}
     want = x.numpy() + expected_patch("mae_2d").reshape(12, D)
-    np.testing.assert_allclose(layer(x).numpy(), want, atol=1e-6)
+    assert_close(layer(x), want, **checks)
     spatial = SinusoidalPatchEncoding(D)(x.reshape(2, *GRID, D))  # Spec(axes=2) by default
     want = x.numpy().reshape(2, *GRID, D) + expected_patch(pe_core.Spec(axes=2))
-    np.testing.assert_allclose(spatial.numpy(), want, atol=1e-6)
+    assert_close(spatial, want, **checks)
     with pytest.raises(ValueError, match="need a grid_shape"):
         SinusoidalPatchEncoding(D)(x)
     with pytest.raises(ValueError, match="12 patch tokens but the grid"):
@@ -52,10 +55,11 @@ def test_torch_rope_nd_follows_the_grid_and_positions() -> None:
     q, k = torch.randn(2, 2, 3, 12, 8).unbind(0)
     coords = pe_core.grid(GRID).reshape(12, 2)
     q1, k1 = rope(q, k)
-    np.testing.assert_allclose(q1.numpy(), expected_rope(q.numpy(), coords), atol=1e-6)
+    want = expected_rope(q.numpy(), coords)
+    assert_close(q1, want, atol=1e-6, rtol=1e-7, backend="torch", dtype="float32")
     moved = torch.as_tensor(coords + np.array([100, -7]))
     q2, k2 = rope(q, k, positions=moved)
-    np.testing.assert_allclose((q1 @ k1.mT).numpy(), (q2 @ k2.mT).numpy(), atol=1e-4)
+    assert_close(q1 @ k1.mT, q2 @ k2.mT, atol=1e-4, rtol=1e-7)  # torch float32 both
     with pytest.raises(ValueError, match="13 tokens but grid_shape"):
         rope(torch.zeros(1, 13, 8), torch.zeros(1, 13, 8))
 
@@ -68,11 +72,11 @@ def test_torch_layers_compile_without_graph_breaks() -> None:
     x = torch.randn(2, 12, D)
     layer = SinusoidalPatchEncoding(D, grid_shape=GRID, spec="mae_2d")
     compiled = torch.compile(layer, fullgraph=True)
-    np.testing.assert_allclose(compiled(x).numpy(), layer(x).numpy(), atol=1e-6)
+    assert_close(compiled(x), layer(x), atol=1e-6, rtol=1e-7, backend="torch")
     rope = RotaryEmbeddingND(8, (2, 2), frequencies="per_axis", grid_shape=GRID)
     q = x[..., :8]
     compiled_rope = torch.compile(rope, fullgraph=True)
-    np.testing.assert_allclose(compiled_rope(q, q)[1].numpy(), rope(q, q)[1].numpy(), atol=1e-6)
+    assert_close(compiled_rope(q, q)[1], rope(q, q)[1], atol=1e-6, rtol=1e-7, backend="torch")
 
 
 def test_flax_layers_under_jit() -> None:
@@ -86,18 +90,46 @@ def test_flax_layers_under_jit() -> None:
     )
 
     x = np.random.default_rng(0).standard_normal((2, 12, D)).astype(np.float32)
+    checks = {"atol": 1e-6, "rtol": 1e-7, "backend": "jax", "dtype": "float32"}
     want = x + expected_patch("tensor2tensor_2d").reshape(12, D)
     layer = SinusoidalPatchEncoding(D, grid_shape=GRID, spec="tensor2tensor_2d")
-    np.testing.assert_allclose(np.asarray(nnx.jit(lambda m, x: m(x))(layer, x)), want, atol=1e-6)
+    assert_close(nnx.jit(lambda m, x: m(x))(layer, x), want, **checks)
     linen = LinenSinusoidalPatchEncoding(D, grid_shape=GRID, spec="tensor2tensor_2d")
     got = jax.jit(lambda x: linen.apply({}, x))(x)
-    np.testing.assert_allclose(np.asarray(got), want, atol=1e-6)
+    assert_close(got, want, **checks)
 
     q = np.random.default_rng(1).standard_normal((2, 12, 8)).astype(np.float32)
     coords = pe_core.grid(GRID).reshape(12, 2)
     rope = RotaryEmbeddingND(8, (2, 2), frequencies="per_axis", grid_shape=GRID)
     got_q, _ = jax.jit(lambda q: rope(q, q))(q)
-    np.testing.assert_allclose(np.asarray(got_q), expected_rope(q, coords), atol=1e-6)
+    assert_close(got_q, expected_rope(q, coords), **checks)
     linen_rope = LinenRotaryEmbeddingND(8, (2, 2), frequencies="per_axis")
     got_q, _ = jax.jit(lambda q, c: linen_rope.apply({}, q, q, c))(q, coords.astype(np.int32))
-    np.testing.assert_allclose(np.asarray(got_q), expected_rope(q, coords), atol=1e-6)
+    assert_close(got_q, expected_rope(q, coords), **checks)
+
+
+def test_eager_flax_patch_encoding_places_its_table_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("flax")
+    import jax.numpy as jnp
+
+    from pe_core.layers.flax import LinenSinusoidalPatchEncoding, SinusoidalPatchEncoding
+
+    device_tables.clear()
+    real, moved = device_tables.place, []
+
+    def place(xp, table, like, dtype_name):
+        moved.append(table.shape)
+        return real(xp, table, like, dtype_name)
+
+    monkeypatch.setattr(device_tables, "place", place)
+    x = jnp.asarray(np.random.default_rng(2).standard_normal((2, 12, D)), dtype=jnp.float32)
+    layer = SinusoidalPatchEncoding(D, grid_shape=GRID, spec="mae_2d")
+    linen = LinenSinusoidalPatchEncoding(D, grid_shape=GRID, spec="mae_2d")
+    outputs = [layer(x), layer(x), linen.apply({}, x)]
+    assert moved == [(12, D)]  # the flattened grid, built and moved once
+    want = np.asarray(x, dtype=np.float64) + expected_patch("mae_2d").reshape(12, D)
+    for got in outputs:
+        assert_close(got, want, atol=1e-6, backend="jax", dtype="float32")
+    spatial = layer(x.reshape(2, *GRID, D))  # the grid itself: another table
+    assert moved == [(12, D), (*GRID, D)]
+    assert_close(spatial, want.reshape(2, *GRID, D), atol=1e-6, backend="jax", dtype="float32")

@@ -8,8 +8,9 @@ All four are thin wrappers around :func:`pe_core.encode` and
 :func:`pe_core.rope.apply_rope`, configured by the neutral mixins of
 :mod:`pe_core.layers`, and hold no variables. They work eagerly and under
 ``jax.jit``, ``jax.vmap``, ``nnx.scan`` and ``nn.scan``; offsets may be Python ints
-(encoded exactly on the host, a constant of the compiled program) or JAX integers
-(traced, encoded exactly on the device).
+(encoded exactly on the host: a constant of the compiled program, or eagerly a table
+placed on the input's device once and reused from :mod:`pe_core.device_tables`) or JAX
+integers (traced, encoded exactly on the device).
 
 >>> import jax.numpy as jnp
 >>> from pe_core.layers.flax import SinusoidalEncoding
@@ -32,21 +33,20 @@ from flax import nnx
 
 from pe_core.alibi import alibi_bias
 from pe_core.encoding import encode
-from pe_core.layers import (
+from pe_core.layers._checks import check_features, patch_grid, per_example_shape
+from pe_core.layers._config import (
     AlibiBiasConfig,
-    PatchEncodingConfig,
     RotaryEmbeddingConfig,
-    RotaryEmbeddingNDConfig,
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
-    check_features,
-    patch_grid,
-    per_example_shape,
 )
+from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig
+from pe_core.layers._tables import placed_patch_table, placed_rows
 from pe_core.nd import grid
 from pe_core.rope import apply_rope
 from pe_core.spec import Spec
 from pe_core.t5 import t5_relative_bias
+from pe_core_backends import get_namespace
 
 __all__ = [
     "AlibiBias",
@@ -64,6 +64,8 @@ __all__ = [
 ]
 
 Offset = int | jax.Array
+
+_JAX = get_namespace("jax")
 
 
 def _check_offset(offset: object) -> Offset:
@@ -84,6 +86,11 @@ def _check_offset(offset: object) -> Offset:
     return int(offset)
 
 
+def _eager(x: jax.Array) -> bool:
+    """Whether ``x`` is concrete and nothing is being traced (no ``jax.jit``, ``vmap``...)."""
+    return not _JAX.is_traced(x) and not _JAX.is_tracing()
+
+
 def _check_input(x: Any) -> jax.Array:
     x = jnp.asarray(x)
     if x.ndim < 2:
@@ -99,6 +106,8 @@ def _sinusoidal(config: SinusoidalEncodingConfig, x: jax.Array, offset: object) 
     offset = _check_offset(offset)
     length = x.shape[-2]
     if isinstance(offset, int) and isinstance(length, int):  # not symbolic (jax.export)
+        if _eager(x):  # built on the host once, kept on x's device
+            return placed_rows(_JAX, config, offset, length, x, _JAX.dtype_of(x))
         rows = config.cache_rows(offset, length)
         if rows is not None and x.dtype != jnp.float64:
             return jnp.asarray(rows, dtype=x.dtype)
@@ -305,7 +314,7 @@ class LinenSinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
     """
 
     d_model: int
-    spec: Spec | str | None = None
+    spec: Spec | str | None = None  # type: ignore[assignment]  # a Spec after __post_init__
     dropout: float = 0.0
     max_len: int | None = None
 
@@ -542,6 +551,9 @@ def _patch_encoding(config: PatchEncodingConfig, x: Any, grid_shape: Any) -> jax
     if not jnp.issubdtype(x.dtype, jnp.floating):
         raise TypeError(f"x must be a floating array. Received dtype: {x.dtype}")
     spec = config.spec_for(len(shape), shape)
+    if _eager(x):  # built on the host once, kept on x's device
+        dtype = _JAX.dtype_of(x)
+        return x + placed_patch_table(_JAX, config.d_model, spec, shape, x, dtype, flat=flat)
     pe = encode(grid(shape), config.d_model, spec=spec, backend="jax", dtype=x.dtype)
     return x + (jnp.reshape(pe, (-1, config.d_model)) if flat else pe)
 
@@ -680,7 +692,7 @@ class LinenSinusoidalPatchEncoding(PatchEncodingConfig, nn.Module):
 
     d_model: int
     grid_shape: tuple[int, ...] | None = None
-    spec: Spec | str | None = None
+    spec: Spec | str | None = None  # type: ignore[assignment]  # a Spec after __post_init__
     dropout: float = 0.0
 
     def __post_init__(self) -> None:

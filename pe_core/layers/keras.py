@@ -29,21 +29,20 @@ from keras import ops
 
 from pe_core.alibi import alibi_bias
 from pe_core.encoding import encode
-from pe_core.layers import (
+from pe_core.layers._checks import check_features, patch_grid, per_example_shape
+from pe_core.layers._config import (
     AlibiBiasConfig,
-    PatchEncodingConfig,
     RotaryEmbeddingConfig,
-    RotaryEmbeddingNDConfig,
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
-    check_features,
-    patch_grid,
-    per_example_shape,
 )
+from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig
+from pe_core.layers._tables import placed_patch_table, placed_rows
 from pe_core.nd import grid
 from pe_core.rope import apply_rope
 from pe_core.spec import Spec
 from pe_core.t5 import t5_relative_bias
+from pe_core_backends import Namespace, get_namespace
 
 __all__ = [
     "AlibiBias",
@@ -59,6 +58,22 @@ _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 def _dtype_name(x: Any) -> str:
     return keras.backend.standardize_dtype(x.dtype)
+
+
+#: The Keras backends whose eager tensors pe_core places tables on.
+_PLACED_BACKENDS = ("jax", "numpy", "tensorflow", "torch")
+
+
+def _eager_namespace(x: Any) -> Namespace | None:
+    """pe_core's namespace of the Keras backend when ``x`` is a concrete (eager) tensor
+    of it, else ``None`` (symbolic tensors, traced functions: keep the traced path)."""
+    backend = keras.backend.backend()
+    if backend not in _PLACED_BACKENDS:
+        return None
+    xp = get_namespace(backend)
+    if xp.is_tracing() or xp.is_traced(x):
+        return None
+    return xp
 
 
 def _check_offset(offset: object) -> Any:
@@ -174,7 +189,7 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, keras.layers.Layer):
         dtype = _dtype_name(x)
         if dtype not in _FLOATS:
             raise TypeError(f"inputs must be floating. Received dtype: {dtype}")
-        x = x + self.encoding(x, offset)
+        x = x + self._encoding(x, offset, private=True)
         if self.dropout_layer is not None:
             x = self.dropout_layer(x, training=training)
         return x
@@ -182,10 +197,16 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, keras.layers.Layer):
     def encoding(self, inputs: Any, offset: Any = 0) -> Any:
         """The encoding to add to ``inputs``, in their dtype: ``(seq, d_model)`` for an int
         offset, ``(batch, 1, ..., seq, d_model)`` for per-example offsets ``(batch,)``."""
+        return self._encoding(inputs, offset, private=False)
+
+    def _encoding(self, inputs: Any, offset: Any, *, private: bool) -> Any:
         dtype = _dtype_name(inputs)
         offset = _check_offset(offset)
         length = inputs.shape[-2]  # None or symbolic (jax.export) when unknown
         if isinstance(offset, int) and isinstance(length, int):
+            xp = _eager_namespace(inputs)
+            if xp is not None:  # built on the host once, kept on the inputs' device
+                return placed_rows(xp, self, offset, length, inputs, dtype, private=private)
             host = self.cache_rows(offset, length) if dtype != "float64" else None
             if host is None:
                 host = encode(
@@ -549,15 +570,20 @@ class SinusoidalPatchEncoding(PatchEncodingConfig, keras.layers.Layer):
         if dtype not in _FLOATS:
             raise TypeError(f"inputs must be floating. Received dtype: {dtype}")
         spec = self.spec_for(len(shape), shape)
-        host = encode(
-            grid(shape),
-            self.d_model,
-            spec=spec,
-            dtype="float64" if dtype == "float64" else "float32",
-        )
-        if flat:
-            host = host.reshape(-1, self.d_model)
-        x = inputs + ops.cast(ops.convert_to_tensor(host), dtype)
+        xp = _eager_namespace(inputs)
+        if xp is not None:  # built on the host once, kept on the inputs' device
+            pe = placed_patch_table(xp, self.d_model, spec, shape, inputs, dtype, flat=flat)
+        else:
+            host = encode(
+                grid(shape),
+                self.d_model,
+                spec=spec,
+                dtype="float64" if dtype == "float64" else "float32",
+            )
+            if flat:
+                host = host.reshape(-1, self.d_model)
+            pe = ops.cast(ops.convert_to_tensor(host), dtype)
+        x = inputs + pe
         if self.dropout_layer is not None:
             x = self.dropout_layer(x, training=training)
         return x

@@ -33,18 +33,15 @@ from torch import nn
 
 from pe_core.alibi import alibi_bias, alibi_slopes
 from pe_core.encoding import encode
-from pe_core.layers import (
+from pe_core.layers._checks import check_features, patch_grid, per_example_shape
+from pe_core.layers._config import (
     AlibiBiasConfig,
-    PatchEncodingConfig,
     RotaryEmbeddingConfig,
-    RotaryEmbeddingNDConfig,
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
-    check_features,
-    patch_grid,
-    per_example_shape,
-    sequence_bucket,
 )
+from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig
+from pe_core.layers._tables import sequence_bucket
 from pe_core.nd import grid
 from pe_core.rope import apply_rope
 from pe_core.spec import Spec
@@ -59,7 +56,8 @@ __all__ = [
     "T5RelativeBias",
 ]
 
-Offset = int | torch.Tensor
+#: An offset: an int (symbolic under ``torch.compile``) or a tensor of per-example offsets.
+Offset = int | torch.SymInt | torch.Tensor
 
 
 def _check_offset(offset: object) -> Offset:
@@ -77,7 +75,7 @@ def _check_offset(offset: object) -> Offset:
     return offset if isinstance(offset, torch.SymInt) else int(offset)
 
 
-def _positions(offset: Offset, length: Any, x_shape: tuple[int, ...], device: Any) -> Any:
+def _positions(offset: Offset, length: Any, x_shape: tuple[int | None, ...], device: Any) -> Any:
     """Positions ``offset + arange(length)``: ``(length,)`` for an int or scalar offset,
     ``(batch, 1, ..., length)`` for per-example offsets ``(batch,)``."""
     steps = torch.arange(length, device=device)
@@ -98,7 +96,7 @@ def _check_argument_order(dropout: object, max_len: object) -> None:
     if (
         isinstance(dropout, numbers.Integral)
         and not isinstance(dropout, bool)
-        and dropout >= 1
+        and int(dropout) >= 1
         and isinstance(max_len, numbers.Real)
         and not isinstance(max_len, numbers.Integral)
     ):
@@ -150,8 +148,8 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
     alike (as PyTorch's own size checks); drop the entry to skip the check.
 
     *Compilation.* Under ``torch.compile(fullgraph=True)`` the encoding is computed in
-    the graph for the whole *bucket* of the sequence length (a power of two >= 16, see
-    :func:`pe_core.layers.sequence_bucket`) and sliced. With a dynamic sequence axis
+    the graph for the whole *bucket* of the sequence length (the smallest power of two
+    above it, at least 16) and sliced. With a dynamic sequence axis
     (``torch._dynamo.mark_dynamic(x, 1)``, or automatically from the second length
     PyTorch sees) every length within a bucket reuses one graph. A tensor ``offset``
     never recompiles; a Python ``int`` offset is specialised by PyTorch on its first
@@ -253,7 +251,9 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
         """
         offset = _check_offset(offset)
         device = torch.device("cpu") if device is None else torch.device(device)
-        x_shape = tuple(like.shape) if like is not None else (None, length, self.d_model)
+        x_shape: tuple[int | None, ...] = (
+            tuple(like.shape) if like is not None else (None, length, self.d_model)
+        )
         if _is_exporting():
             # one exported program for every length: the symbolic length itself
             positions = _positions(offset, length, x_shape, device)
@@ -262,7 +262,7 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
             positions = _positions(offset, sequence_bucket(length), x_shape, device)
             pe = encode(positions, self.d_model, spec=self.spec, dtype=dtype)
             return pe[..., :length, :]
-        if isinstance(offset, torch.Tensor):
+        if not isinstance(offset, int):  # a tensor
             positions = _positions(offset, length, x_shape, device)
             return encode(positions, self.d_model, spec=self.spec, dtype=dtype)
         cached = self._cached_rows(offset, length, device, dtype)

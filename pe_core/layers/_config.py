@@ -1,0 +1,432 @@
+"""The framework-neutral configuration of the layers: mixins, and specs as data.
+
+Each layer class of :mod:`pe_core.layers.torch`, :mod:`~pe_core.layers.flax` and
+:mod:`~pe_core.layers.keras` inherits one mixin of this module (einops' layer design):
+it validates the constructor's arguments, stores them and gives them back as
+JSON-ready data (``*_config``) and for ``repr`` (``*_repr``), so every framework takes
+and refuses the same arguments with the same messages. The N-D mixins are in
+:mod:`pe_core.layers._config_nd`.
+
+>>> spec_to_config(Spec(base=500.0))["base"]
+500.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+
+from pe_core.frequency import check_d
+from pe_core.layers._checks import (
+    check_dropout,
+    check_features,
+    check_max_len,
+    check_scaling_type,
+)
+from pe_core.layers._tables import cached_table
+from pe_core.presets import PRESETS, resolve_spec
+from pe_core.rope_spec import RopeSpec, thaw
+from pe_core.spec import Spec
+from pe_core.validation import finite_real, positive_int
+
+__all__ = [
+    "AlibiBiasConfig",
+    "RotaryEmbeddingConfig",
+    "SinusoidalEncodingConfig",
+    "T5RelativeBiasConfig",
+    "spec_from_config",
+    "spec_to_config",
+]
+
+
+# --------------------------------------------------------------------------- specs as data
+
+
+def spec_to_config(spec: Spec) -> str | dict[str, Any]:
+    """A JSON-ready form of ``spec``: its preset name, or a dict of its fields.
+
+    >>> spec_to_config(PRESETS["whisper"])
+    'whisper'
+    >>> spec_to_config(Spec(base=500.0))["base"]
+    500.0
+    """
+    if spec.name is not None and PRESETS.get(spec.name) == spec:
+        return spec.name
+    for name, preset in PRESETS.items():
+        if spec == preset:
+            return name
+    config: dict[str, Any] = {f.name: getattr(spec, f.name) for f in fields(spec)}
+    if config["frequencies"] is not None:
+        config["frequencies"] = list(config["frequencies"])
+    return config
+
+
+def spec_from_config(config: Spec | str | dict[str, Any] | None) -> Spec:
+    """Inverse of :func:`spec_to_config` (also accepts a :class:`~pe_core.Spec` or ``None``).
+
+    >>> spec_from_config(spec_to_config(Spec(base=500.0))) == Spec(base=500.0)
+    True
+    """
+    if isinstance(config, dict):
+        values = dict(config)
+        if values.get("frequencies") is not None:
+            values["frequencies"] = tuple(values["frequencies"])
+        return Spec(**values)
+    return resolve_spec(config)
+
+
+# --------------------------------------------------------------------------- mixins
+
+
+class SinusoidalEncodingConfig:
+    """Configuration of the ``SinusoidalEncoding`` layers (a framework-neutral mixin).
+
+    Parameters
+    ----------
+    d_model : int
+        Features of the inputs the encoding is added to (odd only with a Spec whose
+        ``odd_d`` is ``"zero_pad"``).
+    spec : Spec or str, optional
+        A :class:`~pe_core.Spec` or a preset name; ``"vaswani"`` (the textbook
+        ``PositionalEncoding``) by default.
+    dropout : float
+        Dropout rate applied after the addition, in ``[0, 1)``.
+    max_len : int, optional
+        Size of an optional cache of the rows ``0 .. max_len - 1``. Never a limit:
+        longer sequences are computed on the fly.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or value; the message names it.
+
+    Examples
+    --------
+    >>> SinusoidalEncodingConfig(5, spec="vaswani")
+    Traceback (most recent call last):
+    ...
+    ValueError: d must be even for a Spec with odd_d='raise'. Received: d=5. Use an even d, or Spec(odd_d='zero_pad') to append a zero column.
+    """
+
+    d_model: int
+    spec: Spec
+    dropout: float
+    max_len: int | None
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        spec: Spec | str | dict[str, Any] | None = None,
+        dropout: float = 0.0,
+        max_len: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        values = self.validate_sinusoidal(d_model, spec, dropout, max_len)
+        self.d_model, self.spec, self.dropout, self.max_len = values
+
+    @staticmethod
+    def validate_sinusoidal(
+        d_model: Any, spec: Any, dropout: Any, max_len: Any
+    ) -> tuple[int, Spec, float, int | None]:
+        """Validated ``(d_model, spec, dropout, max_len)``; raises naming a bad value."""
+        resolved = spec_from_config(spec)
+        d = positive_int(d_model, "d_model", what="the number of features")
+        check_d(d, resolved)
+        return d, resolved, check_dropout(dropout), check_max_len(max_len)
+
+    def check_input_features(self, n_features: int) -> None:
+        """Raise ``ValueError`` naming both sizes unless ``n_features == d_model``."""
+        check_features(n_features, self.d_model, "d_model")
+
+    def cache_rows(self, offset: int, length: int) -> np.ndarray | None:
+        """Rows ``offset .. offset + length - 1`` of the ``max_len`` cache, or ``None``
+        when there is no cache or they reach past it (then compute on the fly)."""
+        if self.max_len is None or offset < 0 or offset + length > self.max_len:
+            return None
+        return cached_table(self.d_model, self.spec, self.max_len)[offset : offset + length]
+
+    def sinusoidal_config(self) -> dict[str, Any]:
+        """The constructor arguments as JSON-ready data (the spec via :func:`spec_to_config`)."""
+        return {
+            "d_model": self.d_model,
+            "spec": spec_to_config(self.spec),
+            "dropout": self.dropout,
+            "max_len": self.max_len,
+        }
+
+    def sinusoidal_repr(self) -> str:
+        """``d_model=..., spec=..., ...`` for ``repr``."""
+        parts = [f"d_model={self.d_model}", f"spec={spec_to_config(self.spec)!r}"]
+        if self.dropout:
+            parts.append(f"dropout={self.dropout}")
+        if self.max_len is not None:
+            parts.append(f"max_len={self.max_len}")
+        return ", ".join(parts)
+
+
+class RotaryEmbeddingConfig:
+    """Configuration of the ``RotaryEmbedding`` layers (a framework-neutral mixin).
+
+    Parameters
+    ----------
+    head_dim : int
+        Features per head of the queries and keys (their last axis).
+    base : float
+        RoPE base (``rope_theta``), a finite number > 1.
+    layout : {"half", "interleaved"}
+        Pair layout: rotate-half (GPT-NeoX, Llama, Hugging Face) or interleaved
+        (GPT-J, RoFormer); see :mod:`pe_core.rope_layout`.
+    rotary_dim : int, optional
+        Rotate only the first ``rotary_dim`` features (even, at most ``head_dim``);
+        all of them by default.
+    scaling : dict, optional
+        Context-extension scaling (a rope-parameters dict such as
+        ``{"rope_type": "linear", "factor": 2.0}``, or a whole model config), handed to
+        :func:`pe_core.rope.apply_rope` unchanged and checked at construction. A
+        transformers ``PretrainedConfig`` (anything with ``to_dict()``) is stored as its
+        ``to_dict()``.
+    layer_type : str, optional
+        With a model config whose rope differs per layer type (Gemma 3): the layer
+        type whose rope this layer applies, e.g. ``"sliding_attention"``.
+
+    Examples
+    --------
+    >>> RotaryEmbeddingConfig(64, rotary_dim=32).rotary_dim
+    32
+    >>> RotaryEmbeddingConfig(64, layout="neox")
+    Traceback (most recent call last):
+    ...
+    ValueError: Unknown layout 'neox'. Expected one of: half, interleaved.
+    """
+
+    head_dim: int
+    base: float
+    layout: str
+    rotary_dim: int | None
+    scaling: Any
+    layer_type: str | None
+    #: The validated configuration that :func:`pe_core.rope.apply_rope` receives.
+    rope_spec: RopeSpec
+
+    def __init__(
+        self,
+        head_dim: int,
+        *,
+        base: float = 10000.0,
+        layout: str = "half",
+        rotary_dim: int | None = None,
+        scaling: Any = None,
+        layer_type: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.head_dim, self.rope_spec = self.rope_spec_for(
+            head_dim, base, layout, rotary_dim, scaling, layer_type
+        )
+        spec = self.rope_spec
+        self.base, self.layout, self.rotary_dim = spec.base, spec.layout, spec.rotary_dim
+        self.scaling = None if spec.scaling is None else thaw(spec.scaling)
+        self.layer_type = spec.layer_type
+
+    @staticmethod
+    def validate_rotary(
+        head_dim: Any,
+        base: Any,
+        layout: Any,
+        rotary_dim: Any,
+        scaling: Any,
+        layer_type: Any = None,
+    ) -> tuple[int, float, str, int | None, Any]:
+        """Validated ``(head_dim, base, layout, rotary_dim, scaling)`` (``layer_type`` is
+        checked with them: a string or ``None``); see :meth:`rope_spec_for`."""
+        head_dim, spec = RotaryEmbeddingConfig.rope_spec_for(
+            head_dim, base, layout, rotary_dim, scaling, layer_type
+        )
+        plain = None if spec.scaling is None else thaw(spec.scaling)
+        return head_dim, spec.base, spec.layout, spec.rotary_dim, plain
+
+    @staticmethod
+    def rope_spec_for(
+        head_dim: Any,
+        base: Any,
+        layout: Any,
+        rotary_dim: Any,
+        scaling: Any,
+        layer_type: Any = None,
+    ) -> tuple[int, RopeSpec]:
+        """``(head_dim, spec)``: the validated :class:`~pe_core.rope_spec.RopeSpec` of
+        these arguments, with its frequencies built once for ``head_dim`` (so a bad
+        ``head_dim`` or ``scaling`` raises now, not at the first call)."""
+        check_scaling_type(scaling)
+        spec = RopeSpec(
+            base=base, layout=layout, rotary_dim=rotary_dim, scaling=scaling, layer_type=layer_type
+        )
+        spec.constants(head_dim)  # head_dim an even int, rotary_dim fits, scaling computes
+        return int(head_dim), spec
+
+    def check_input_features(self, n_features: int) -> None:
+        """Raise ``ValueError`` naming both sizes unless ``n_features == head_dim``."""
+        check_features(n_features, self.head_dim, "head_dim")
+
+    def rotary_config(self) -> dict[str, Any]:
+        """The constructor arguments as JSON-ready data."""
+        return {
+            "head_dim": self.head_dim,
+            "base": self.base,
+            "layout": self.layout,
+            "rotary_dim": self.rotary_dim,
+            "scaling": None if self.scaling is None else dict(self.scaling),
+            "layer_type": self.layer_type,
+        }
+
+    def rotary_repr(self) -> str:
+        """``head_dim=..., base=..., ...`` for ``repr``."""
+        parts = [f"head_dim={self.head_dim}", f"base={self.base:g}", f"layout={self.layout!r}"]
+        if self.rotary_dim is not None:
+            parts.append(f"rotary_dim={self.rotary_dim}")
+        if self.scaling is not None:
+            parts.append(f"scaling={self.scaling!r}")
+        if self.layer_type is not None:
+            parts.append(f"layer_type={self.layer_type!r}")
+        return ", ".join(parts)
+
+
+# --------------------------------------------------------------------------- relative bias
+
+
+class T5RelativeBiasConfig:
+    """Configuration of the ``T5RelativeBias`` layers (a framework-neutral mixin).
+
+    Parameters
+    ----------
+    n_heads : int
+        Attention heads: the learned table is ``(num_buckets, n_heads)``.
+    num_buckets : int
+        T5's ``relative_attention_num_buckets`` (32).
+    max_distance : int
+        T5's ``relative_attention_max_distance`` (128).
+    bidirectional : bool
+        ``True`` for encoders (T5's ``not is_decoder``), ``False`` for decoders.
+
+    Examples
+    --------
+    >>> T5RelativeBiasConfig(8).t5_config()
+    {'n_heads': 8, 'num_buckets': 32, 'max_distance': 128, 'bidirectional': True}
+    >>> T5RelativeBiasConfig(8, num_buckets=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: num_buckets must be at least 4 when bidirectional=True (at least one exact bucket per side). Received: 2
+    """
+
+    n_heads: int
+    num_buckets: int
+    max_distance: int
+    bidirectional: bool
+
+    def __init__(
+        self,
+        n_heads: int,
+        *,
+        num_buckets: int = 32,
+        max_distance: int = 128,
+        bidirectional: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        values = self.validate_t5(n_heads, num_buckets, max_distance, bidirectional)
+        self.n_heads, self.num_buckets, self.max_distance, self.bidirectional = values
+
+    @staticmethod
+    def validate_t5(
+        n_heads: Any, num_buckets: Any, max_distance: Any, bidirectional: Any
+    ) -> tuple[int, int, int, bool]:
+        """Validated ``(n_heads, num_buckets, max_distance, bidirectional)``."""
+        from pe_core.t5 import t5_relative_bucket
+
+        heads = positive_int(n_heads, "n_heads", what="attention heads")
+        t5_relative_bucket(
+            0,
+            bidirectional=bidirectional,
+            num_buckets=num_buckets,
+            max_distance=max_distance,
+        )
+        return heads, int(num_buckets), int(max_distance), bool(bidirectional)
+
+    def t5_config(self) -> dict[str, Any]:
+        """The constructor arguments as JSON-ready data."""
+        return {
+            "n_heads": self.n_heads,
+            "num_buckets": self.num_buckets,
+            "max_distance": self.max_distance,
+            "bidirectional": self.bidirectional,
+        }
+
+    def t5_repr(self) -> str:
+        """``n_heads=..., num_buckets=..., ...`` for ``repr``."""
+        return ", ".join(f"{k}={v!r}" for k, v in self.t5_config().items())
+
+
+class AlibiBiasConfig:
+    """Configuration of the ``AlibiBias`` layers (a framework-neutral mixin).
+
+    Parameters
+    ----------
+    n_heads : int, optional
+        Attention heads (required by the PyTorch and Flax layers, which are called with
+        lengths; the Keras layer reads it from the scores when ``None``).
+    alibi_bias_max : float
+        The slope rule's ``8`` (keras-hub ``AlibiBias(alibi_bias_max)``): head ``k`` of
+        ``p`` (a power of two) has slope ``2 ** (-alibi_bias_max * k / p)``; see
+        :func:`pe_core.alibi_slopes`.
+    causal : bool
+        As for :func:`pe_core.alibi_bias`: ``True`` includes the causal mask (``-inf``
+        for keys after the query); ``False`` is the symmetric ``-slope * |distance|``.
+
+    Examples
+    --------
+    >>> AlibiBiasConfig(4, alibi_bias_max=16).alibi_config()
+    {'n_heads': 4, 'alibi_bias_max': 16.0, 'causal': True}
+    """
+
+    n_heads: int | None
+    alibi_bias_max: float
+    causal: bool
+
+    def __init__(
+        self,
+        n_heads: int | None = None,
+        *,
+        alibi_bias_max: float = 8.0,
+        causal: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        values = self.validate_alibi(n_heads, alibi_bias_max, causal)
+        self.n_heads, self.alibi_bias_max, self.causal = values
+
+    @staticmethod
+    def validate_alibi(
+        n_heads: Any, alibi_bias_max: Any, causal: Any
+    ) -> tuple[int | None, float, bool]:
+        """Validated ``(n_heads, alibi_bias_max, causal)``."""
+        heads = None if n_heads is None else positive_int(n_heads, "n_heads", what="heads")
+        bias_max = finite_real(alibi_bias_max, "alibi_bias_max", greater_than=0)
+        if not isinstance(causal, (bool, np.bool_)):
+            raise TypeError(f"causal must be True or False. Received: {causal!r}")
+        return heads, bias_max, bool(causal)
+
+    def alibi_config(self) -> dict[str, Any]:
+        """The constructor arguments as JSON-ready data."""
+        return {
+            "n_heads": self.n_heads,
+            "alibi_bias_max": self.alibi_bias_max,
+            "causal": self.causal,
+        }
+
+    def alibi_repr(self) -> str:
+        """``n_heads=..., alibi_bias_max=..., causal=...`` for ``repr``."""
+        return ", ".join(f"{k}={v!r}" for k, v in self.alibi_config().items())

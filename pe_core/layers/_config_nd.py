@@ -1,0 +1,285 @@
+"""The framework-neutral configuration of the N-D layers (patch grids, N-D RoPE).
+
+The mixins of ``SinusoidalPatchEncoding`` and ``RotaryEmbeddingND``, as
+:mod:`pe_core.layers._config` holds those of the 1-D layers.
+
+>>> PatchEncodingConfig(64, grid_shape=(14, 14), spec="mae_2d").patch_config()["grid_shape"]
+[14, 14]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from pe_core.frequency import check_d
+from pe_core.layers._checks import check_dropout, check_grid_shape, check_patch_spec
+from pe_core.layers._config import spec_from_config, spec_to_config
+from pe_core.spec import Spec
+from pe_core.validation import positive_int
+
+__all__ = ["PatchEncodingConfig", "RotaryEmbeddingNDConfig"]
+
+
+class PatchEncodingConfig:
+    """Configuration of the ``SinusoidalPatchEncoding`` layers (a framework-neutral mixin).
+
+    Parameters
+    ----------
+    d_model : int
+        Features of the patch tokens.
+    grid_shape : sequence of int, optional
+        The patch grid ``(H, W)`` (or ``(T, H, W)``, ...) for inputs whose tokens are
+        flattened, ``(batch, H * W, d_model)``. Inputs ``(batch, H, W, d_model)`` carry
+        their grid in their shape.
+    spec : Spec or str, optional
+        An N-D :class:`~pe_core.Spec` or preset (``"mae_2d"``, ``"tensor2tensor_2d"``,
+        ...) whose ``axes`` is the number of grid axes; ``Spec(axes=k)`` (the paper's
+        frequencies per axis) for a ``k``-axis grid by default.
+    dropout : float
+        Dropout rate after the addition, in ``[0, 1)``.
+
+    Examples
+    --------
+    >>> config = PatchEncodingConfig(64, grid_shape=(14, 14), spec="mae_2d")
+    >>> config.spec_for(2).name, config.grid_shape
+    ('mae_2d', (14, 14))
+    >>> PatchEncodingConfig(64, grid_shape=(2, 3, 4), spec="mae_2d")
+    Traceback (most recent call last):
+    ...
+    ValueError: The spec encodes 2 coordinate axes but the patch grid has 3 axes (grid_shape (2, 3, 4)). Use a spec with axes=3.
+    """
+
+    d_model: int
+    grid_shape: tuple[int, ...] | None
+    spec: Spec | None
+    dropout: float
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        grid_shape: Any = None,
+        spec: Spec | str | dict[str, Any] | None = None,
+        dropout: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        values = self.validate_patch(d_model, grid_shape, spec, dropout)
+        self.d_model, self.grid_shape, self.spec, self.dropout = values
+
+    @staticmethod
+    def validate_patch(
+        d_model: Any, grid_shape: Any, spec: Any, dropout: Any
+    ) -> tuple[int, tuple[int, ...] | None, Spec | None, float]:
+        """Validated ``(d_model, grid_shape, spec, dropout)`` (``spec`` ``None`` = default)."""
+        d = positive_int(d_model, "d_model", what="the number of features")
+        shape = check_grid_shape(grid_shape)
+        resolved = None if spec is None else spec_from_config(spec)
+        if shape is not None:
+            check_patch_spec(d, resolved or Spec(axes=len(shape)), shape)
+        elif resolved is not None:
+            check_d(d, resolved)
+        return d, shape, resolved, check_dropout(dropout)
+
+    def spec_for(self, axes: int, shape: tuple[int, ...] | None = None) -> Spec:
+        """The spec of a ``axes``-axis grid (raises if the layer's spec has other axes)."""
+        spec = self.spec if self.spec is not None else Spec(axes=axes)
+        if spec.axes != axes:
+            check_patch_spec(self.d_model, spec, shape or (None,) * axes)
+        return spec
+
+    def patch_config(self) -> dict[str, Any]:
+        """The constructor arguments as JSON-ready data."""
+        return {
+            "d_model": self.d_model,
+            "grid_shape": None if self.grid_shape is None else list(self.grid_shape),
+            "spec": None if self.spec is None else spec_to_config(self.spec),
+            "dropout": self.dropout,
+        }
+
+    def patch_repr(self) -> str:
+        """``d_model=..., grid_shape=..., ...`` for ``repr``."""
+        parts = [f"d_model={self.d_model}"]
+        if self.grid_shape is not None:
+            parts.append(f"grid_shape={self.grid_shape}")
+        if self.spec is not None:
+            parts.append(f"spec={spec_to_config(self.spec)!r}")
+        if self.dropout:
+            parts.append(f"dropout={self.dropout}")
+        return ", ".join(parts)
+
+
+class RotaryEmbeddingNDConfig:
+    """Configuration of the ``RotaryEmbeddingND`` layers (a framework-neutral mixin).
+
+    Parameters
+    ----------
+    head_dim : int
+        Features per head of the queries and keys.
+    sections : sequence of int
+        Rotary pairs per coordinate axis (``sum(sections) == head_dim / 2``, or
+        ``rotary_dim / 2``), as for ``pe_core.apply_rope(..., sections=...)``.
+    base : float
+        RoPE base, > 1.
+    layout : {"half", "interleaved"}
+        Pair layout (see :mod:`pe_core.rope_layout`).
+    section_layout : {"contiguous", "interleaved"}
+        Which pairs follow which axis (M-RoPE contiguous, Qwen3-VL interleaved).
+    frequencies : None, "per_axis" or sequence of float
+        The pair frequencies: the 1-D schedule, one schedule per axis, or explicit.
+    rotary_dim : int, optional
+        Rotate only the first ``rotary_dim`` features.
+    grid_shape : sequence of int, optional
+        A default grid: without explicit positions, token ``t`` of a sequence of
+        ``prod(grid_shape)`` tokens gets the coordinates of ``pe_core.grid(grid_shape)``
+        in row-major order.
+
+    Examples
+    --------
+    >>> RotaryEmbeddingNDConfig(8, (2, 2), grid_shape=(4, 4)).sections
+    (2, 2)
+    >>> RotaryEmbeddingNDConfig(8, (2, 1))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
+    """
+
+    head_dim: int
+    sections: tuple[int, ...]
+    base: float
+    layout: str
+    section_layout: str
+    frequencies: str | tuple[float, ...] | None
+    rotary_dim: int | None
+    grid_shape: tuple[int, ...] | None
+
+    def __init__(
+        self,
+        head_dim: int,
+        sections: Any,
+        *,
+        base: float = 10000.0,
+        layout: str = "half",
+        section_layout: str = "contiguous",
+        frequencies: Any = None,
+        rotary_dim: int | None = None,
+        grid_shape: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        values = self.validate_rope_nd(
+            head_dim, sections, base, layout, section_layout, frequencies, rotary_dim, grid_shape
+        )
+        (
+            self.head_dim,
+            self.sections,
+            self.base,
+            self.layout,
+            self.section_layout,
+            self.frequencies,
+            self.rotary_dim,
+            self.grid_shape,
+        ) = values
+
+    @staticmethod
+    def validate_rope_nd(
+        head_dim: Any,
+        sections: Any,
+        base: Any,
+        layout: Any,
+        section_layout: Any,
+        frequencies: Any,
+        rotary_dim: Any,
+        grid_shape: Any,
+    ) -> tuple[Any, ...]:
+        """Validated arguments, in constructor order (checked by rotating one row)."""
+        from pe_core.rope import apply_rope
+
+        d = positive_int(head_dim, "head_dim", what="features per head")
+        if isinstance(sections, (str, bytes)) or not hasattr(sections, "__iter__"):
+            raise TypeError(
+                f"sections must be a sequence of pair counts, one per axis. Received: {sections!r}"
+            )
+        parts = tuple(sections)
+        if frequencies is not None and not isinstance(frequencies, str):
+            frequencies = tuple(float(w) for w in frequencies)
+        shape = check_grid_shape(grid_shape)
+        if shape is not None and len(shape) != len(parts):
+            raise ValueError(
+                f"grid_shape has {len(shape)} axes but sections has {len(parts)} "
+                f"(one per axis). Received: grid_shape={shape}, sections={parts}"
+            )
+        row = np.zeros((1, d), dtype=np.float32)
+        apply_rope(
+            row,
+            np.zeros((1, len(parts)), dtype=np.int64),
+            base=base,
+            layout=layout,
+            rotary_dim=rotary_dim,
+            sections=parts,
+            section_layout=section_layout,
+            frequencies=frequencies,
+        )
+        return (
+            d,
+            tuple(int(s) for s in parts),
+            float(base),
+            str(layout),
+            str(section_layout),
+            frequencies,
+            None if rotary_dim is None else int(rotary_dim),
+            shape,
+        )
+
+    def rope_nd_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`pe_core.rope.apply_rope` for this layer."""
+        return {
+            "base": self.base,
+            "layout": self.layout,
+            "rotary_dim": self.rotary_dim,
+            "sections": self.sections,
+            "section_layout": self.section_layout,
+            "frequencies": self.frequencies,
+        }
+
+    def grid_positions(self, length: int) -> np.ndarray:
+        """``pe_core.grid(grid_shape)`` flattened to ``(length, axes)`` (host integers)."""
+        from pe_core.nd import grid
+
+        if self.grid_shape is None:
+            raise ValueError(
+                "Pass positions (..., seq, axes), or build the layer with grid_shape=."
+            )
+        if math.prod(self.grid_shape) != length:
+            raise ValueError(
+                f"The sequence has {length} tokens but grid_shape {self.grid_shape} holds "
+                f"{math.prod(self.grid_shape)}."
+            )
+        return np.asarray(grid(self.grid_shape)).reshape(length, len(self.grid_shape))
+
+    def rope_nd_config(self) -> dict[str, Any]:
+        """The constructor arguments as JSON-ready data."""
+        frequencies = self.frequencies
+        return {
+            "head_dim": self.head_dim,
+            "sections": list(self.sections),
+            "base": self.base,
+            "layout": self.layout,
+            "section_layout": self.section_layout,
+            "frequencies": list(frequencies) if isinstance(frequencies, tuple) else frequencies,
+            "rotary_dim": self.rotary_dim,
+            "grid_shape": None if self.grid_shape is None else list(self.grid_shape),
+        }
+
+    def rope_nd_repr(self) -> str:
+        """``head_dim=..., sections=..., ...`` for ``repr``."""
+        parts = [f"head_dim={self.head_dim}", f"sections={self.sections}"]
+        for key in ("base", "layout", "section_layout", "frequencies", "rotary_dim", "grid_shape"):
+            value = getattr(self, key)
+            default = {"base": 10000.0, "layout": "half", "section_layout": "contiguous"}
+            if value is not None and value != default.get(key):
+                parts.append(f"{key}={value!r}")
+        return ", ".join(parts)
