@@ -69,6 +69,7 @@ from pe_core.testing.checks import (
 from pe_core.testing.references import exact_encoding, uniqueness_window
 from pe_core_backends import (
     FLOAT_DTYPES,
+    backend_info,
     backend_of,
     canonical_backend,
     get_namespace,
@@ -328,46 +329,64 @@ def _positions_arg(text: str) -> _Positions:
 
 
 def _parse_positions(text: str) -> _Positions:
-    if ":" in text:
-        parts = text.split(":")
-        if len(parts) not in (2, 3) or not all(p.strip() for p in parts):
-            raise argparse.ArgumentTypeError(
-                f"a range must be 'a:b' or 'a:b:step'. Received: {text!r}"
-            )
-        start, stop, *rest = (_number(p) for p in parts)
-        step = rest[0] if rest else 1
-        if step == 0:
-            raise argparse.ArgumentTypeError(f"the step of {text!r} must not be 0")
-        count = math.ceil((stop - start) / step)
-        if count <= 0:
-            raise argparse.ArgumentTypeError(f"the range {text!r} holds no positions")
-        if count > MAX_ENCODE_VALUES:
-            raise argparse.ArgumentTypeError(
-                f"the range {text!r} holds {count} positions; too many"
-            )
-        if all(isinstance(v, int) for v in (start, stop, step)):
-            try:
-                values = np.arange(start, stop, step, dtype=np.int64)
-            except OverflowError:
-                values = _integers(range(start, stop, step))
-            bounds = f"{start}, {stop}" + (f", {step}" if step != 1 else "")
-            call = f"range({bounds})"
-        else:
-            values = start + step * np.arange(count, dtype=np.float64)
-            call = f"np.arange({start!r}, {stop!r}, {step!r})"
-        return _Positions(text, values, call)
+    return _parse_range(text) if ":" in text else _parse_list(text)
+
+
+def _parse_range(text: str) -> _Positions:
+    """``a:b`` or ``a:b:step``: integers as ``range``, else float64 as ``np.arange``."""
+    start, stop, step = _range_bounds(text)
+    count = _range_count(text, start, stop, step)
+    if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int):
+        values, call = _integer_range(start, stop, step)
     else:
-        items = [p for p in text.split(",")]
-        if not all(p.strip() for p in items):
-            raise argparse.ArgumentTypeError(
-                f"positions must be numbers separated by commas. Received: {text!r}"
-            )
-        numbers = [_number(p) for p in items]
-        if all(isinstance(v, int) for v in numbers):
-            values = _integers(numbers)
-        else:
-            values = np.array(numbers, dtype=np.float64)
-        call = repr(numbers[0]) if len(numbers) == 1 else f"[{', '.join(map(repr, numbers))}]"
+        values = start + step * np.arange(count, dtype=np.float64)
+        call = f"np.arange({start!r}, {stop!r}, {step!r})"
+    return _Positions(text, values, call)
+
+
+def _range_bounds(text: str) -> tuple[int | float, int | float, int | float]:
+    """``(start, stop, step)`` of ``a:b`` or ``a:b:step`` (step 1 unless given, never 0)."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or not all(p.strip() for p in parts):
+        raise argparse.ArgumentTypeError(f"a range must be 'a:b' or 'a:b:step'. Received: {text!r}")
+    start, stop, *rest = (_number(p) for p in parts)
+    step = rest[0] if rest else 1
+    if step == 0:
+        raise argparse.ArgumentTypeError(f"the step of {text!r} must not be 0")
+    return start, stop, step
+
+
+def _range_count(text: str, start: float, stop: float, step: float) -> int:
+    """How many positions the range holds, checked to be 1 to ``MAX_ENCODE_VALUES``."""
+    count = math.ceil((stop - start) / step)
+    if count <= 0:
+        raise argparse.ArgumentTypeError(f"the range {text!r} holds no positions")
+    if count > MAX_ENCODE_VALUES:
+        raise argparse.ArgumentTypeError(f"the range {text!r} holds {count} positions; too many")
+    return count
+
+
+def _integer_range(start: int, stop: int, step: int) -> tuple[np.ndarray, str]:
+    """``range(start, stop, step)`` as int64 (float64 beyond int64), and how to write it."""
+    try:
+        values = np.arange(start, stop, step, dtype=np.int64)
+    except OverflowError:
+        values = _integers(range(start, stop, step))
+    bounds = f"{start}, {stop}" + (f", {step}" if step != 1 else "")
+    return values, f"range({bounds})"
+
+
+def _parse_list(text: str) -> _Positions:
+    """``p0,p1,...`` or a single number: int64 if all are integers, else float64."""
+    items = [p for p in text.split(",")]
+    if not all(p.strip() for p in items):
+        raise argparse.ArgumentTypeError(
+            f"positions must be numbers separated by commas. Received: {text!r}"
+        )
+    numbers = [_number(p) for p in items]
+    ints = [v for v in numbers if isinstance(v, int)]
+    values = _integers(ints) if len(ints) == len(numbers) else np.array(numbers, np.float64)
+    call = repr(numbers[0]) if len(numbers) == 1 else f"[{', '.join(map(repr, numbers))}]"
     return _Positions(text, values, call)
 
 
@@ -574,57 +593,91 @@ def _format_position(value: Any) -> str:
 
 # -- pe-core plot -----------------------------------------------------------------
 
+
+def _draw_heatmap(plots: Any, args: argparse.Namespace, dims: tuple[int, ...]) -> tuple[Any, str]:
+    d, length = dims[0], args.length or 100
+    return plots.plot_heatmap(d, length, args.spec), f"d={d}, len={length}"
+
+
+def _draw_similarity(
+    plots: Any, args: argparse.Namespace, dims: tuple[int, ...]
+) -> tuple[Any, str]:
+    d, length = dims[0], args.length or 100
+    fig = plots.plot_similarity(d, length, args.spec, metric=args.metric)
+    return fig, f"d={d}, len={length}, metric={args.metric}"
+
+
+def _draw_distance(plots: Any, args: argparse.Namespace, dims: tuple[int, ...]) -> tuple[Any, str]:
+    bases = args.base or (100.0, 10000.0)
+    length = args.length or 200
+    fig = plots.plot_similarity_by_distance(
+        dims, bases, max_distance=length, spec=args.spec, metric=args.metric
+    )
+    what = (
+        f"d={','.join(map(str, dims))}, base={','.join(f'{b:g}' for b in bases)}, "
+        f"max distance={length}, metric={args.metric}"
+    )
+    return fig, what
+
+
+def _draw_spectrum(plots: Any, args: argparse.Namespace, dims: tuple[int, ...]) -> tuple[Any, str]:
+    d = dims[0]
+    return plots.plot_spectrum(d, None if args.spec is None else [args.spec]), f"d={d}"
+
+
+@dataclass(frozen=True)
+class _PlotKind:
+    """One figure of ``pe-core plot``: how to draw it and which options it takes."""
+
+    #: ``draw(pe_core.plots, args, dims) -> (figure, what was drawn)``.
+    draw: Callable[[Any, argparse.Namespace, tuple[int, ...]], tuple[Any, str]]
+    dims: tuple[int, ...]  # --dim when not given
+    spec: str  # what the figure shows without --spec
+    several_dims: bool = False  # --dim may list several
+    bases: bool = False  # takes --base
+    positions: bool = True  # takes --len
+
+
+#: The figures ``pe-core plot`` draws, by name.
+_PLOTS: dict[str, _PlotKind] = {
+    "heatmap": _PlotKind(_draw_heatmap, (128,), DEFAULT_PRESET),
+    "similarity": _PlotKind(_draw_similarity, (128,), DEFAULT_PRESET),
+    "distance": _PlotKind(
+        _draw_distance, (16, 64, 256), DEFAULT_PRESET, several_dims=True, bases=True
+    ),
+    "spectrum": _PlotKind(_draw_spectrum, (512,), "vaswani, tensor2tensor", positions=False),
+}
+
 #: The figures ``pe-core plot`` draws.
-PLOT_KINDS: tuple[str, ...] = ("heatmap", "similarity", "distance", "spectrum")
+PLOT_KINDS: tuple[str, ...] = tuple(_PLOTS)
 
 
 def _run_plot(args: argparse.Namespace) -> int:
     from pe_core import plots  # matplotlib itself is imported when a figure is made
 
     kind: str = args.kind
-    dims: tuple[int, ...] | None = args.dim
-    spec: Spec | None = args.spec
+    plot = _PLOTS[kind]
     _check_out_path(args.out)
-    if args.base is not None and kind != "distance":
-        raise ValueError(f"--base applies to the distance plot only. Received: {kind}")
-    if args.length is not None and kind == "spectrum":
-        raise ValueError("--len does not apply to the spectrum plot (it has no positions).")
-    if kind != "distance" and dims is not None and len(dims) != 1:
-        raise ValueError(f"{kind} takes one --dim. Received: {','.join(map(str, dims))}")
-    if kind == "heatmap":
-        d, length = (dims or (128,))[0], args.length or 100
-        fig = plots.plot_heatmap(d, length, spec)
-        what = f"d={d}, len={length}"
-    elif kind == "similarity":
-        d, length = (dims or (128,))[0], args.length or 100
-        fig = plots.plot_similarity(d, length, spec, metric=args.metric)
-        what = f"d={d}, len={length}, metric={args.metric}"
-    elif kind == "distance":
-        dims = dims or (16, 64, 256)
-        bases = args.base or (100.0, 10000.0)
-        length = args.length or 200
-        fig = plots.plot_similarity_by_distance(
-            dims, bases, max_distance=length, spec=spec, metric=args.metric
-        )
-        what = (
-            f"d={','.join(map(str, dims))}, base={','.join(f'{b:g}' for b in bases)}, "
-            f"max distance={length}, metric={args.metric}"
-        )
-    else:
-        d = (dims or (512,))[0]
-        fig = plots.plot_spectrum(d, None if spec is None else [spec])
-        what = f"d={d}"
-    spec_name = (
-        spec.name
-        if spec is not None
-        else ("vaswani, tensor2tensor" if kind == "spectrum" else DEFAULT_PRESET)
-    )
+    _check_plot_options(kind, plot, args)
+    fig, what = plot.draw(plots, args, args.dim or plot.dims)
+    spec_name = args.spec.name if args.spec is not None else plot.spec
     try:
         fig.savefig(args.out, dpi=args.dpi)
     except OSError as exc:
         raise _WriteError(f"could not write {args.out!r}: {exc.strerror or exc}") from None
     print(f"saved {kind} ({what}, spec={spec_name}) -> {args.out}")
     return 0
+
+
+def _check_plot_options(kind: str, plot: _PlotKind, args: argparse.Namespace) -> None:
+    """Refuse the options figure ``kind`` does not take."""
+    dims: tuple[int, ...] | None = args.dim
+    if args.base is not None and not plot.bases:
+        raise ValueError(f"--base applies to the distance plot only. Received: {kind}")
+    if args.length is not None and not plot.positions:
+        raise ValueError(f"--len does not apply to the {kind} plot (it has no positions).")
+    if not plot.several_dims and dims is not None and len(dims) != 1:
+        raise ValueError(f"{kind} takes one --dim. Received: {','.join(map(str, dims))}")
 
 
 # -- pe-core check ----------------------------------------------------------------
@@ -867,7 +920,7 @@ def _check(args: argparse.Namespace) -> int:
     backends = args.backends or installed_backends()
     cases, rope_cases = _plan(args, backends)
     rope_compiled = _compiled_cases(rope_cases, args) if args.thorough else []
-    work = {
+    work: dict[str, tuple[dict[str, str], Sequence[Any], Sequence[Any]]] = {
         "encode": (COLUMNS, cases, _compiled_cases(cases, args)),
         "apply_rope": (ROPE_COLUMNS, rope_cases, rope_compiled),
     }
@@ -890,20 +943,48 @@ def _plan(
     """The cases of ``args`` (printed, with what is skipped)."""
     specs = args.spec or tuple(PRESETS[name] for name in _ONE_AXIS_PRESETS)
     dims = args.dim or ((64, 2, 63, 512) if args.thorough else (64,))
-    cases, rope_cases, skipped = [], [], []
+    cases, skipped = _encode_plan(specs, dims, args.thorough)
+    rope_cases, rope_skipped = _rope_plan(dims, args.thorough)
+    skipped += rope_skipped
+    if not cases and not rope_cases:
+        raise ValueError(f"nothing to check: every combination was skipped: {', '.join(skipped)}")
+    _print_plan(cases, rope_cases, skipped, backends, args.thorough)
+    return cases, rope_cases
+
+
+def _encode_plan(
+    specs: Sequence[Spec], dims: Sequence[int], thorough: bool
+) -> tuple[list[_EncodeCase], list[str]]:
+    """The ``encode`` case of every (spec, d), and those skipped (odd d the spec refuses)."""
+    cases, skipped = [], []
     for spec in specs:
         for d in dims:
             if d % 2 and spec.odd_d == "raise":
                 skipped.append(f"{spec.name} d={d} (odd d needs odd_d='zero_pad')")
             else:
-                cases.append(_encode_case(spec, check_d(d, spec), args.thorough))
+                cases.append(_encode_case(spec, check_d(d, spec), thorough))
+    return cases, skipped
+
+
+def _rope_plan(dims: Sequence[int], thorough: bool) -> tuple[list[_RopeCase], list[str]]:
+    """The ``apply_rope`` cases of every even head_dim, and the odd ones skipped."""
+    cases: list[_RopeCase] = []
+    skipped = []
     for d in dims:
         if d % 2:
             skipped.append(f"rope head_dim={d} (RoPE rotates pairs: head_dim must be even)")
         else:
-            rope_cases += _rope_cases(d, args.thorough)
-    if not cases and not rope_cases:
-        raise ValueError(f"nothing to check: every combination was skipped: {', '.join(skipped)}")
+            cases += _rope_cases(d, thorough)
+    return cases, skipped
+
+
+def _print_plan(
+    cases: list[_EncodeCase],
+    rope_cases: list[_RopeCase],
+    skipped: list[str],
+    backends: Sequence[str],
+    thorough: bool,
+) -> None:
     names = ", ".join(sorted({c.spec.name or "?" for c in cases}))
     print(
         f"pe-core check: {len(cases)} case(s) ({names}; d in {_distinct(c.d for c in cases)}), "
@@ -912,11 +993,10 @@ def _plan(
     layouts = _distinct(c.options["layout"] for c in rope_cases)
     head_dims = _distinct(c.head_dim for c in rope_cases)
     print(f"apply_rope: {len(rope_cases)} case(s) (layouts {layouts}; head_dim in {head_dims})")
-    if args.thorough:
+    if thorough:
         print("thorough: larger grids, positions to 1e300, more cases compiled")
     if skipped:
         print(f"skipped: {'; '.join(skipped)}")
-    return cases, rope_cases
 
 
 def _distinct(values: Iterable[Any]) -> str:
@@ -931,10 +1011,10 @@ def _encode_case(spec: Spec, d: int, thorough: bool) -> _EncodeCase:
     fractions = np.concatenate([np.arange(-64, 64, 0.125 / n), rng.uniform(-1000, 1000, 64 * n)])
     small = (np.arange(256 * n, dtype=np.int64), fractions.astype(np.float32))
     edges = [2**24, 2**24 - 1, 2**23 + 1, 10**6, 10**7, 12345678, 9999991, -(2**24), -7654321]
-    fractions = [2**23 - 0.5, 1e6 + 0.0625, -(3e6 + 0.25), 5e6 + 0.5]
+    large_fractions = [2**23 - 0.5, 1e6 + 0.0625, -(3e6 + 0.25), 5e6 + 0.5]
     large = (
         np.concatenate([edges, rng.integers(2**20, 2**24, 23 * n)]).astype(np.int64),
-        np.concatenate([fractions, rng.uniform(-(2**24), 2**24, 28 * n)]).astype(np.float32),
+        np.concatenate([large_fractions, rng.uniform(-(2**24), 2**24, 28 * n)]).astype(np.float32),
     )
     huge = _huge_positions(rng) if thorough else ()
     exact = None
@@ -1092,20 +1172,33 @@ def _native(name: str, values: np.ndarray) -> Any:
 
 
 def _compilers(name: str, fn: Callable[..., Any]) -> list[tuple[str, Callable[..., Any]]]:
-    if name == "jax":
-        import jax
+    """``fn`` under each compiler the registry lists for backend ``name``, in its order
+    (none for NumPy); an unknown ``name`` is a ValueError naming the known backends."""
+    compiled: list[tuple[str, Callable[..., Any]]] = []
+    for label in backend_info(name).compilers:
+        if label == "jax.jit":
+            import jax
 
-        return [("jax.jit", jax.jit(fn))]
-    if name == "torch":
-        import torch
+            compiled.append((label, jax.jit(fn)))
+        elif label == "torch.compile":
+            import torch
 
-        return [("torch.compile", torch.compile(fn, fullgraph=True, dynamic=False))]
-    import tensorflow as tf
+            compiled.append((label, torch.compile(fn, fullgraph=True, dynamic=False)))
+        elif label == "tf.function":
+            import tensorflow as tf
 
-    return [
-        ("tf.function", tf.function(fn, jit_compile=False, reduce_retracing=True)),
-        ("tf.function(jit_compile=True)", tf.function(fn, jit_compile=True)),
-    ]
+            compiled.append((label, tf.function(fn, jit_compile=False, reduce_retracing=True)))
+        elif label == "tf.function(jit_compile=True)":
+            import tensorflow as tf
+
+            compiled.append((label, tf.function(fn, jit_compile=True)))
+        else:
+            raise ValueError(
+                f"pe-core check cannot build compiler {label!r} of backend {name!r}. "
+                "Expected one of: jax.jit, torch.compile, tf.function, "
+                "tf.function(jit_compile=True)."
+            )
+    return compiled
 
 
 def _check_across(
@@ -1174,21 +1267,33 @@ def _report(
     """Print the tables, the line across backends and the failures; the exit status."""
     _print_check_table("pe_core.encode", tables["encode"], COLUMNS)
     _print_check_table("pe_core.apply_rope", tables["apply_rope"], ROPE_COLUMNS)
-    if across:
-        others = ", ".join(b for b in backends if b != "numpy")
-        cells = ", ".join(f"{what} {cell.text()}" for what, cell in across.items())
-        what = f"check_cross_backend_agreement, {others} vs numpy, tol {ACROSS_ATOL:g}"
-        print(f"\nacross backends ({what}): {cells}")
-    else:
+    _print_across(backends, across)
+    named = _named_cells(tables, across)
+    return _print_failures(
+        {where: c for where, c in named.items() if c.status in ("FAIL", "ERROR")}
+    )
+
+
+def _print_across(backends: Sequence[str], across: dict[str, _Cell]) -> None:
+    if not across:
         print("\nacross backends: n/a (one backend checked)")
+        return
+    others = ", ".join(b for b in backends if b != "numpy")
+    cells = ", ".join(f"{what} {cell.text()}" for what, cell in across.items())
+    what = f"check_cross_backend_agreement, {others} vs numpy, tol {ACROSS_ATOL:g}"
+    print(f"\nacross backends ({what}): {cells}")
+
+
+def _named_cells(
+    tables: dict[str, dict[str, dict[str, _Cell]]], across: dict[str, _Cell]
+) -> dict[str, _Cell]:
+    """Every cell under the name a failure is reported by: ``"torch rope norm"``."""
     named: dict[str, _Cell] = {}
     for title, rows in tables.items():
         prefix = " rope" if title == "apply_rope" else ""
         named |= {f"{b}{prefix} {c}": cell for b, row in rows.items() for c, cell in row.items()}
     named |= {f"across backends {what}": cell for what, cell in across.items()}
-    return _print_failures(
-        {where: c for where, c in named.items() if c.status in ("FAIL", "ERROR")}
-    )
+    return named
 
 
 def _print_failures(failures: dict[str, _Cell]) -> int:

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pe_core_backends import canonical_backend
+from pe_core_backends import backend_info, canonical_backend
 
 __all__ = ["GUARDED_BACKENDS", "HostReadError", "forbid_host_reads"]
 
@@ -139,7 +139,7 @@ def forbid_host_reads(*backends: str) -> Iterator[None]:
 
 def _resolve(backends: tuple[str, ...]) -> tuple[str, ...]:
     if not backends:
-        return tuple(name for name in GUARDED_BACKENDS if name in sys.modules)
+        return tuple(n for n in GUARDED_BACKENDS if backend_info(n).framework in sys.modules)
     names = []
     for backend in backends:
         name = canonical_backend(backend)
@@ -186,31 +186,70 @@ _TORCH_SYNCS: dict[str, str] = {
 
 
 def _torch_read(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    """What host read ``func(*args, **kwargs)`` is, or ``None`` when it is not one."""
-    torch = sys.modules["torch"]
+    """What host read ``func(*args, **kwargs)`` is, or ``None`` when it is not one.
+
+    Called on every torch operation inside the guard: one dict lookup settles most.
+    """
     name = getattr(func, "__name__", "")
-    if name in _TORCH_READS:
-        return _TORCH_READS[name]
-    if name in _TORCH_SYNCS:
-        return f"{_TORCH_SYNCS[name]} (its output size depends on the values)"
-    if name == "where" and len(args) + len(kwargs) == 1:
+    read = _TORCH_READS.get(name)
+    if read is not None:
+        return read
+    sync = _TORCH_SYNCS.get(name)
+    if sync is not None:
+        return f"{sync} (its output size depends on the values)"
+    check = _TORCH_ARGUMENT_CHECKS.get(name)
+    return None if check is None else check(sys.modules["torch"], args, kwargs)
+
+
+#: ``check(torch, args, kwargs)``: what host read the call is, or ``None``.
+_ArgumentCheck = Callable[[Any, tuple[Any, ...], dict[str, Any]], str | None]
+
+
+def _one_argument_where(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    if len(args) + len(kwargs) == 1:
         return "one-argument torch.where (its output size depends on the values)"
-    if name == "__getitem__" and len(args) == 2 and _has_bool_mask(torch, args[1]):
-        return "boolean-mask indexing (its output size depends on the values)"
-    if name == "cpu" and args and _off_cpu(torch, args[0]):
-        return ".cpu()"
-    if name == "to" and args and _off_cpu(torch, args[0]):
-        try:
-            device = torch._C._nn._parse_to(*args[1:], **kwargs)[0]
-        except Exception:  # let torch report bad arguments itself
-            return None
-        if device is not None and torch.device(device).type == "cpu":
-            return '.to("cpu")'
-    if name == "copy_" and len(args) >= 2:
-        dst, src = args[0], args[1]
-        if isinstance(dst, torch.Tensor) and dst.device.type == "cpu" and _off_cpu(torch, src):
-            return "cpu_tensor.copy_(device_tensor)"
     return None
+
+
+def _bool_mask_index(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    if len(args) == 2 and _has_bool_mask(torch, args[1]):
+        return "boolean-mask indexing (its output size depends on the values)"
+    return None
+
+
+def _cpu(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    return ".cpu()" if args and _off_cpu(torch, args[0]) else None
+
+
+def _to_cpu(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    if not (args and _off_cpu(torch, args[0])):
+        return None
+    try:
+        device = torch._C._nn._parse_to(*args[1:], **kwargs)[0]
+    except Exception:  # let torch report bad arguments itself
+        return None
+    if device is not None and torch.device(device).type == "cpu":
+        return '.to("cpu")'
+    return None
+
+
+def _copy_to_cpu(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    if len(args) < 2:
+        return None
+    dst, src = args[0], args[1]
+    if isinstance(dst, torch.Tensor) and dst.device.type == "cpu" and _off_cpu(torch, src):
+        return "cpu_tensor.copy_(device_tensor)"
+    return None
+
+
+#: Operations that read the host only for some arguments -> the check of those.
+_TORCH_ARGUMENT_CHECKS: dict[str, _ArgumentCheck] = {
+    "where": _one_argument_where,
+    "__getitem__": _bool_mask_index,
+    "cpu": _cpu,
+    "to": _to_cpu,
+    "copy_": _copy_to_cpu,
+}
 
 
 def _off_cpu(torch: Any, x: Any) -> bool:

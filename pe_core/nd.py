@@ -51,7 +51,7 @@ import numpy as np
 
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
-from pe_core_backends import backend_of, canonical_backend, get_namespace
+from pe_core_backends import Namespace, backend_of, canonical_backend, get_namespace
 
 __all__ = ["axis_pairs", "grid", "grid_encoding"]
 
@@ -240,7 +240,7 @@ def _scaled_coordinates(
     """The coordinates of :func:`grid_encoding`: per axis ``i / (n / base_size) / s``."""
     axes = []
     for n in sizes:
-        values = np.arange(n, dtype=np.float64 if base_size is not None else np.int64)
+        values: np.ndarray = np.arange(n, dtype=np.float64 if base_size is not None else np.int64)
         if base_size is not None:
             values = values / (n / base_size)
         if interpolation_scale != 1.0:
@@ -255,7 +255,7 @@ def _check_scale(name: str, value: object, allow_none: bool) -> float | None:
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Real)
-        or not (math.isfinite(value) and value > 0)
+        or not (math.isfinite(value) and float(value) > 0)
     ):
         raise ValueError(f"{name} must be a finite number > 0. Received: {value!r}")
     return float(value)
@@ -384,18 +384,10 @@ def encode_nd(
     d = check_nd_d(d, spec)
     n, extra, axis_spec = _split(d, spec)
     if backend is None and backend_of(coords) is None:  # Python values follow like / out
-        anchors = [backend_of(a) for a in (like, out) if a is not None]
-        backend = next((name for name in anchors if name is not None), None)
+        backend = _anchor_backend(like, out)
     coords, _ = _coordinates(coords, spec)
     if out is not None:
-        out_backend = backend_of(out)
-        if out_backend is None:
-            raise TypeError(
-                f"out must be a NumPy array or a torch tensor. Received: {type(out).__name__}"
-            )
-        backend = backend if backend is not None else out_backend
-        dtype = out.dtype if dtype is None else dtype
-        like = out if like is None else like
+        backend, dtype, like = _follow_out(out, backend, dtype, like)
     blocks = [
         encode(
             coords[..., axis],
@@ -409,14 +401,41 @@ def encode_nd(
         for axis in _axis_of_block(spec)
     ]
     xp = get_namespace(backend_of(blocks[0]) or "numpy")
+    table = _join_blocks(xp, blocks, extra, d)
+    return table if out is None else _write_out(xp, table, out)
+
+
+def _anchor_backend(like: Any, out: Any) -> str | None:
+    """The backend of ``like``, else of ``out``: where Python coordinates are encoded."""
+    anchors = [backend_of(a) for a in (like, out) if a is not None]
+    return next((name for name in anchors if name is not None), None)
+
+
+def _follow_out(out: Any, backend: str | None, dtype: Any, like: Any) -> tuple[Any, Any, Any]:
+    """``(backend, dtype, like)``, each taken from ``out`` where the caller gave none."""
+    out_backend = backend_of(out)
+    if out_backend is None:
+        raise TypeError(
+            f"out must be a NumPy array or a torch tensor. Received: {type(out).__name__}"
+        )
+    return (
+        backend if backend is not None else out_backend,
+        out.dtype if dtype is None else dtype,
+        out if like is None else like,
+    )
+
+
+def _join_blocks(xp: Namespace, blocks: list[Any], extra: int, d: int) -> Any:
+    """The per-axis blocks side by side, then ``extra`` zero columns (``odd_d="zero_pad"``)
+    or, for a negative ``extra``, only the first ``d`` features (``"truncate"``)."""
     if extra > 0:
-        column = xp.zeros_like(blocks[0][..., :1])
-        blocks += [column] * extra
+        blocks = blocks + [xp.zeros_like(blocks[0][..., :1])] * extra
     table = xp.concat(blocks, axis=-1)
-    if extra < 0:
-        table = table[..., :d]
-    if out is None:
-        return table
+    return table[..., :d] if extra < 0 else table
+
+
+def _write_out(xp: Namespace, table: Any, out: Any) -> Any:
+    """``table`` copied into ``out``, checked to have its shape and dtype."""
     expected = (*xp.shape(table),)
     if xp.shape(out) != expected or xp.dtype_of(out) != xp.dtype_of(table):
         raise ValueError(

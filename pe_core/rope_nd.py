@@ -53,7 +53,7 @@ import functools
 import itertools
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -150,18 +150,11 @@ def _pair_axes(sections: tuple[int, ...], section_layout: str) -> tuple[int, ...
 
 
 def _check_sections(sections: object) -> tuple[int, ...]:
-    if isinstance(sections, (str, bytes, Mapping)) or not isinstance(sections, Sequence):
-        if isinstance(sections, np.ndarray) and sections.ndim == 1:
-            sections = sections.tolist()
-        else:
-            raise TypeError(
-                "sections must be a sequence of integers (pairs per axis), e.g. (16, 24, 24). "
-                f"Received: {sections!r}"
-            )
+    items = _section_items(sections)
     values = []
-    for s in sections:
+    for s in items:
         if isinstance(s, bool) or not isinstance(s, numbers.Integral):
-            raise TypeError(f"sections must hold integers. Received: {sections!r}")
+            raise TypeError(f"sections must hold integers. Received: {items!r}")
         values.append(int(s))
     if not values or min(values) < 0 or sum(values) == 0:
         raise ValueError(
@@ -169,6 +162,18 @@ def _check_sections(sections: object) -> tuple[int, ...]:
             f"per axis). Received: {tuple(values)!r}"
         )
     return tuple(values)
+
+
+def _section_items(sections: object) -> Sequence[Any]:
+    """``sections`` as a sequence (a 1-D NumPy array as a list); a TypeError otherwise."""
+    if isinstance(sections, np.ndarray) and sections.ndim == 1:
+        return list(sections.tolist())
+    if isinstance(sections, (str, bytes, Mapping)) or not isinstance(sections, Sequence):
+        raise TypeError(
+            "sections must be a sequence of integers (pairs per axis), e.g. (16, 24, 24). "
+            f"Received: {sections!r}"
+        )
+    return sections
 
 
 def _check_section_layout(section_layout: object) -> str:
@@ -450,87 +455,131 @@ def _cached_plan(
     are axis ``a``'s frequencies in pair order; ``runs`` are ``(axis, start, stop)``
     slices of those per-axis tables that, concatenated, give the pairs in order.
     """
-    n = sum(sections)
     axes = _pair_axes(sections, section_layout)
-    attention_factor = 1.0
-    if frequencies is None:
-        omegas, attention_factor = rope_constants(frozen, base, head_dim, rotary_dim, None)
-        if len(omegas) != n:
-            raise ValueError(
-                f"sections={sections} hold {n} rotary pairs, but the rotary dimension is "
-                f"{2 * len(omegas)} ({len(omegas)} pairs): sum(sections) must be "
-                "rotary_dim / 2 (rotary_dim is head_dim unless given)."
-            )
-    else:
-        dim = head_dim if rotary_dim is None else rotary_dim
-        if 2 * n != dim:
-            raise ValueError(
-                f"sections={sections} hold {n} rotary pairs, but rotary_dim is {dim}: "
-                "sum(sections) must be rotary_dim / 2 (rotary_dim is head_dim unless given)."
-            )
-        if frequencies == "per_axis":
-            per_axis, attention_factor = _per_axis_frequencies(frozen, base, sections)
-            # per_axis[a] is axis a's schedule: hand its entries out in pair order
-            counters = [iter(values) for values in per_axis]
-            omegas = tuple(next(counters[a]) for a in axes)
-        else:
-            if frozen is not None:
-                raise ValueError(
-                    "scaling does not apply to explicit frequencies: scale them yourself, "
-                    "or use frequencies=None or 'per_axis'."
-                )
-            omegas = frequencies
-            if len(omegas) != n:
-                raise ValueError(
-                    f"frequencies has {len(omegas)} entries; expected one per rotary pair: "
-                    f"sum(sections) = {n}."
-                )
+    omegas, attention_factor = _pair_frequencies(
+        frozen, base, head_dim, rotary_dim, sections, axes, frequencies
+    )
     axis_omegas = tuple(
         tuple(w for w, b in zip(omegas, axes, strict=True) if b == a) for a in range(len(sections))
     )
-    runs, taken = [], [0] * len(sections)
+    return tuple(omegas), axes, axis_omegas, _runs(axes, len(sections)), float(attention_factor)
+
+
+def _pair_frequencies(
+    frozen: Any,
+    base: float,
+    head_dim: int,
+    rotary_dim: int | None,
+    sections: tuple[int, ...],
+    axes: tuple[int, ...],
+    frequencies: Any,
+) -> tuple[tuple[float, ...], float]:
+    """``(frequency of every pair in pair order, attention factor)`` for ``frequencies=``
+    ``None`` (the 1-D schedule), ``"per_axis"`` or explicit values."""
+    if frequencies is None:
+        return _schedule_frequencies(frozen, base, head_dim, rotary_dim, sections)
+    _check_pair_count(sections, head_dim if rotary_dim is None else rotary_dim)
+    if frequencies == "per_axis":
+        per_axis, attention_factor = _per_axis_frequencies(frozen, base, sections)
+        # per_axis[a] is axis a's schedule: hand its entries out in pair order
+        counters = [iter(values) for values in per_axis]
+        return tuple(next(counters[a]) for a in axes), attention_factor
+    return _explicit_frequencies(frozen, frequencies, sum(sections)), 1.0
+
+
+def _schedule_frequencies(
+    frozen: Any, base: float, head_dim: int, rotary_dim: int | None, sections: tuple[int, ...]
+) -> tuple[tuple[float, ...], float]:
+    """The 1-D schedule over ``rotary_dim`` (scaled by ``frozen``), one per pair."""
+    n = sum(sections)
+    omegas, attention_factor = rope_constants(frozen, base, head_dim, rotary_dim, None)
+    if len(omegas) != n:
+        raise ValueError(
+            f"sections={sections} hold {n} rotary pairs, but the rotary dimension is "
+            f"{2 * len(omegas)} ({len(omegas)} pairs): sum(sections) must be "
+            "rotary_dim / 2 (rotary_dim is head_dim unless given)."
+        )
+    return omegas, attention_factor
+
+
+def _check_pair_count(sections: tuple[int, ...], dim: int) -> None:
+    n = sum(sections)
+    if 2 * n != dim:
+        raise ValueError(
+            f"sections={sections} hold {n} rotary pairs, but rotary_dim is {dim}: "
+            "sum(sections) must be rotary_dim / 2 (rotary_dim is head_dim unless given)."
+        )
+
+
+def _explicit_frequencies(frozen: Any, frequencies: tuple[float, ...], n: int) -> tuple[float, ...]:
+    if frozen is not None:
+        raise ValueError(
+            "scaling does not apply to explicit frequencies: scale them yourself, "
+            "or use frequencies=None or 'per_axis'."
+        )
+    if len(frequencies) != n:
+        raise ValueError(
+            f"frequencies has {len(frequencies)} entries; expected one per rotary pair: "
+            f"sum(sections) = {n}."
+        )
+    return frequencies
+
+
+def _runs(axes: tuple[int, ...], k: int) -> tuple[tuple[int, int, int], ...]:
+    """``(axis, start, stop)`` slices of the per-axis tables that, concatenated, give the
+    pairs in order."""
+    runs, taken = [], [0] * k
     for a, group in itertools.groupby(axes):
         size = len(list(group))
         runs.append((a, taken[a], taken[a] + size))
         taken[a] += size
-    return tuple(omegas), axes, axis_omegas, tuple(runs), float(attention_factor)
+    return tuple(runs)
 
 
 def _per_axis_frequencies(
     frozen: Any, base: float, sections: tuple[int, ...]
 ) -> tuple[list[tuple[float, ...]], float]:
-    params: dict[str, Any] | None = None
-    if frozen is not None:
-        scaling = frozen  # a FrozenMapping: read as a mapping
-        if not isinstance(scaling, Mapping):
-            raise TypeError(f"scaling must be a mapping. Received: {type(scaling).__name__}")
-        if "rope_type" not in scaling and "type" not in scaling:
-            raise ValueError(
-                "frequencies='per_axis' takes scaling as a rope-parameters dict (with "
-                "'rope_type'), e.g. {'rope_type': 'linear', 'factor': 2.0}, not a whole "
-                "model config: each axis gets its own rotary dimension 2 * s_a."
-            )
-        params = dict(scaling)
-        if "partial_rotary_factor" in params:
-            raise ValueError(
-                "frequencies='per_axis' does not take partial_rotary_factor: give "
-                "rotary_dim= instead."
-            )
-    out, attention = [], 1.0
+    """Each axis's own 1-D schedule over ``2 * s_a`` features, and the attention factor."""
+    params = None if frozen is None else _per_axis_scaling(frozen)
+    out: list[tuple[float, ...]] = []
+    attention = 1.0
     for s in sections:
         if s == 0:
             out.append(())
             continue
-        config: dict[str, Any] = {"head_dim": 2 * s, "rope_theta": base}
-        if params is not None:
-            config["rope_parameters"] = dict(params)
-            if "max_position_embeddings" in params:
-                config["max_position_embeddings"] = config["rope_parameters"].pop(
-                    "max_position_embeddings"
-                )
-        inv_freq, attention = rope_frequencies(config)
+        inv_freq, attention = rope_frequencies(_axis_config(2 * s, base, params))
         out.append(tuple(float(v) for v in inv_freq))
     return out, float(attention)
+
+
+def _per_axis_scaling(scaling: Any) -> dict[str, Any]:
+    """The rope-parameters dict of ``frequencies="per_axis"`` (not a model config)."""
+    if not isinstance(scaling, Mapping):  # a FrozenMapping: read as a mapping
+        raise TypeError(f"scaling must be a mapping. Received: {type(scaling).__name__}")
+    if "rope_type" not in scaling and "type" not in scaling:
+        raise ValueError(
+            "frequencies='per_axis' takes scaling as a rope-parameters dict (with "
+            "'rope_type'), e.g. {'rope_type': 'linear', 'factor': 2.0}, not a whole "
+            "model config: each axis gets its own rotary dimension 2 * s_a."
+        )
+    params = dict(scaling)
+    if "partial_rotary_factor" in params:
+        raise ValueError(
+            "frequencies='per_axis' does not take partial_rotary_factor: give rotary_dim= instead."
+        )
+    return params
+
+
+def _axis_config(dim: int, base: float, params: dict[str, Any] | None) -> dict[str, Any]:
+    """The model config of one axis's schedule, for :func:`rope_frequencies`."""
+    config: dict[str, Any] = {"head_dim": dim, "rope_theta": base}
+    if params is not None:
+        config["rope_parameters"] = dict(params)
+        if "max_position_embeddings" in params:
+            config["max_position_embeddings"] = config["rope_parameters"].pop(
+                "max_position_embeddings"
+            )
+    return config
 
 
 def _device_factors(xp: Namespace, positions: Positions, plan: tuple, working: str) -> tuple:
@@ -562,8 +611,8 @@ def _host_factors(
 ) -> tuple[Any, Any]:
     """cos and sin of host positions, built exactly on the host axis by axis and placed
     on ``x``'s device (through :mod:`pe_core.device_tables`, as for 1-D RoPE)."""
-    values = positions.host
-    assert values is not None and positions.max_abs is not None
+    values, max_abs = positions.host, positions.max_abs
+    assert values is not None and max_abs is not None
     omegas, axes, axis_omegas, _, attention_factor = plan
     rounded_once = xp.dtype_of(x) in ("float16", "bfloat16")
     lead = values.shape[:-1]
@@ -581,7 +630,7 @@ def _host_factors(
                 offset=0.0,
                 layout="split",
                 working=working,
-                max_abs=positions.max_abs,
+                max_abs=max_abs,
                 rounded_once=rounded_once,
             )
             table = np.asarray(table).reshape(*lead, 2, len(axis_w))
@@ -594,8 +643,9 @@ def _host_factors(
     values_key = device_tables.values_key(values)
     keep = xp.on_accelerator(x) or values.size <= device_tables.MAX_KEYED_VALUES
     key = ("rope_nd", values_key, omegas, axes, attention_factor, rounded_once)
-    key = key if keep and values_key else None
-    return device_tables.cached(xp, key, x, working, build, private=True)
+    return device_tables.cached(
+        xp, key if keep and values_key else None, x, working, build, private=True
+    )
 
 
 # --------------------------------------------------------------------------- position ids
@@ -695,81 +745,133 @@ def mrope_position_ids(
         raise ValueError(
             f"Unknown text_after_vision {text_after_vision!r}. Expected one of: spatial, max."
         )
-    if token_types is None:
-        types = np.where(ids == image_token_id, 1, np.where(ids == video_token_id, 2, 0))
-    else:
-        types = _host_ints(token_types, "token_types")
-        if types.shape != ids.shape or not np.isin(types, (0, 1, 2)).all():
-            raise ValueError(
-                f"token_types must have input_ids' shape {ids.shape} and values in 0 (text), "
-                f"1 (image), 2 (video). Received shape {types.shape}."
-            )
-    mask = None
-    if attention_mask is not None:
-        mask = _host_ints(attention_mask, "attention_mask").astype(bool)
-        if mask.shape != ids.shape:
-            raise ValueError(
-                f"attention_mask must have input_ids' shape {ids.shape}. Received: {mask.shape}"
-            )
-    images = _grids(image_grid_thw, "image_grid_thw")
-    videos = _grids(video_grid_thw, "video_grid_thw")
-    n_videos = len(videos)
-    scales = _time_scales(video_time_scale, n_videos)
-    if split_video_frames:
-        scales = [s for s, (t, _, _) in zip(scales, videos, strict=True) for _ in range(t)]
-        videos = [(1, h, w) for t, h, w in videos for _ in range(t)]
-    grids = {1: iter(images), 2: iter(zip(videos, scales, strict=True))}
-    names = {1: "image", 2: "video"}
-
+    types = _token_types(ids, token_types, image_token_id, video_token_id)
+    keep = _kept_tokens(ids, attention_mask)
+    grids = _vision_grids(image_grid_thw, video_grid_thw, video_time_scale, split_video_frames)
     batch, seq = ids.shape
     out = np.zeros((batch, seq, 3), dtype=np.int64)
     deltas = np.zeros((batch, 1), dtype=np.int64)
     for b in range(batch):
-        keep = np.ones(seq, dtype=bool) if mask is None else mask[b]
-        row_types = types[b][keep]
-        pieces, current = [], 0
-        start = 0
-        for kind, group in itertools.groupby(row_types.tolist()):
-            length = len(list(group))
-            if kind == 0:
-                pieces.append(np.repeat(np.arange(current, current + length)[:, None], 3, 1))
-                current += length
-            else:
-                try:
-                    grid = next(grids[kind])
-                except StopIteration:
-                    raise ValueError(
-                        f"example {b} has more {names[kind]} segments than "
-                        f"{names[kind]}_grid_thw has rows."
-                    ) from None
-                (t, h, w), scale = grid if kind == 2 else (grid, 1.0)
-                gh, gw = h // merge, w // merge
-                if t * gh * gw != length:
-                    raise ValueError(
-                        f"example {b}: a {names[kind]} segment of {length} tokens at index "
-                        f"{start} does not match its grid (T, H, W) = ({t}, {h}, {w}) with "
-                        f"spatial_merge_size={merge}: expected T * H * W / {merge}**2 = "
-                        f"{t * gh * gw} tokens."
-                    )
-                tt = np.floor(np.arange(t) * scale).astype(np.int64)
-                grid_t, grid_h, grid_w = np.meshgrid(
-                    tt, np.arange(gh), np.arange(gw), indexing="ij"
-                )
-                block = np.stack([grid_t, grid_h, grid_w], -1).reshape(-1, 3) + current
-                pieces.append(block)
-                if text_after_vision == "spatial":
-                    current += max(gh, gw)
-                else:
-                    current = int(block.max()) + 1
-            start += length
-        row = np.concatenate(pieces, 0) if pieces else np.zeros((0, 3), np.int64)
-        out[b, keep] = row
-        deltas[b, 0] = (int(row.max()) + 1 if row.size else 0) - int(keep.sum())
+        row = _example_positions(b, types[b][keep[b]], grids, merge, text_after_vision)
+        out[b, keep[b]] = row
+        deltas[b, 0] = (int(row.max()) + 1 if row.size else 0) - int(keep[b].sum())
+    return _on_backend(source, out), _on_backend(source, deltas)
+
+
+#: Token types of ``token_types`` (transformers' ``mm_token_type_ids``) -> their names.
+_VISION_KINDS = {1: "image", 2: "video"}
+
+#: Vision kind -> the iterator of its segments' ``((T, H, W), time scale)`` in order.
+_Grids = dict[int, Iterator[tuple[tuple[int, int, int], float]]]
+
+
+def _token_types(
+    ids: np.ndarray, token_types: Any, image_token_id: int, video_token_id: int
+) -> np.ndarray:
+    """0 (text), 1 (image) or 2 (video) per token: given, or from the placeholder ids."""
+    if token_types is None:
+        return np.where(ids == image_token_id, 1, np.where(ids == video_token_id, 2, 0))
+    types = _host_ints(token_types, "token_types")
+    if types.shape != ids.shape or not np.isin(types, (0, 1, 2)).all():
+        raise ValueError(
+            f"token_types must have input_ids' shape {ids.shape} and values in 0 (text), "
+            f"1 (image), 2 (video). Received shape {types.shape}."
+        )
+    return types
+
+
+def _kept_tokens(ids: np.ndarray, attention_mask: Any) -> np.ndarray:
+    """Which tokens are not padding (all of them without ``attention_mask``)."""
+    if attention_mask is None:
+        return np.ones(ids.shape, dtype=bool)
+    mask = _host_ints(attention_mask, "attention_mask").astype(bool)
+    if mask.shape != ids.shape:
+        raise ValueError(
+            f"attention_mask must have input_ids' shape {ids.shape}. Received: {mask.shape}"
+        )
+    return mask
+
+
+def _vision_grids(
+    image_grid_thw: Any, video_grid_thw: Any, video_time_scale: Any, split_video_frames: bool
+) -> _Grids:
+    """The grids of the image and video segments, in prompt order, each with its time
+    scale (1 for images); with ``split_video_frames`` one segment per video frame."""
+    images = _grids(image_grid_thw, "image_grid_thw")
+    videos = _grids(video_grid_thw, "video_grid_thw")
+    scales = _time_scales(video_time_scale, len(videos))
+    if split_video_frames:
+        scales = [s for s, (t, _, _) in zip(scales, videos, strict=True) for _ in range(t)]
+        videos = [(1, h, w) for t, h, w in videos for _ in range(t)]
+    return {
+        1: iter([(grid, 1.0) for grid in images]),
+        2: iter(list(zip(videos, scales, strict=True))),
+    }
+
+
+def _example_positions(
+    b: int, row_types: np.ndarray, grids: _Grids, merge: int, text_after_vision: str
+) -> np.ndarray:
+    """The ``(t, h, w)`` positions of example ``b``'s tokens (padding removed), segment
+    by segment: text counts on by one, a vision segment spans its grid."""
+    pieces, current, start = [], 0, 0
+    for kind, group in itertools.groupby(row_types.tolist()):
+        length = len(list(group))
+        if kind == 0:
+            block = np.repeat(np.arange(current, current + length)[:, None], 3, 1)
+            current += length
+        else:
+            block, current = _vision_block(
+                b, kind, start, length, current, grids, merge, text_after_vision
+            )
+        pieces.append(block)
+        start += length
+    return np.concatenate(pieces, 0) if pieces else np.zeros((0, 3), np.int64)
+
+
+def _vision_block(
+    b: int,
+    kind: int,
+    start: int,
+    length: int,
+    current: int,
+    grids: _Grids,
+    merge: int,
+    text_after_vision: str,
+) -> tuple[np.ndarray, int]:
+    """The positions of one image or video segment of ``length`` tokens starting at
+    position ``current``, and where the text after it resumes."""
+    name = _VISION_KINDS[kind]
+    try:
+        (t, h, w), scale = next(grids[kind])
+    except StopIteration:
+        raise ValueError(
+            f"example {b} has more {name} segments than {name}_grid_thw has rows."
+        ) from None
+    gh, gw = h // merge, w // merge
+    if t * gh * gw != length:
+        raise ValueError(
+            f"example {b}: a {name} segment of {length} tokens at index "
+            f"{start} does not match its grid (T, H, W) = ({t}, {h}, {w}) with "
+            f"spatial_merge_size={merge}: expected T * H * W / {merge}**2 = "
+            f"{t * gh * gw} tokens."
+        )
+    tt = np.floor(np.arange(t) * scale).astype(np.int64)
+    grid_t, grid_h, grid_w = np.meshgrid(tt, np.arange(gh), np.arange(gw), indexing="ij")
+    block = np.stack([grid_t, grid_h, grid_w], -1).reshape(-1, 3) + current
+    if text_after_vision == "spatial":
+        return block, current + max(gh, gw)
+    return block, int(block.max()) + 1
+
+
+def _on_backend(source: str | None, values: np.ndarray) -> Any:
+    """Host int64 ``values`` on ``source``'s backend (NumPy for Python values), int64
+    (int32 where the backend has no int64)."""
     xp = get_namespace(source if source not in (None, "numpy") else "numpy")
     if xp.name == "numpy":
-        return out, deltas
+        return values
     dtype = xp.dtype("int64") if xp.supports("int64") else xp.dtype("int32")
-    return xp.asarray(out, dtype=dtype), xp.asarray(deltas, dtype=dtype)
+    return xp.asarray(values, dtype=dtype)
 
 
 def _host_ints(obj: Any, what: str) -> np.ndarray:

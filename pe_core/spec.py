@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from pe_core.rope_layout import TABLE_LAYOUTS
-from pe_core.validation import choice, positive_int
+from pe_core.validation import choice, is_integer, positive_int
 
 Denominator = Literal["d", "half_minus_one"]
 Layout = Literal["interleaved", "split"]
@@ -95,58 +96,22 @@ class Spec:
     name: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        for attr in ("base", "min_timescale"):
-            value = _real(getattr(self, attr))
-            if value is None or not value > 0 or (attr == "min_timescale" and 1 / value > _MAX):
-                raise ValueError(
-                    f"Spec.{attr} must be a finite number > 0 (a timescale"
-                    + (", whose inverse is a finite float64" if attr == "min_timescale" else "")
-                    + f"). Received: {getattr(self, attr)!r}"
-                )
-            object.__setattr__(self, attr, value)
-        if self.min_timescale > self.base:
-            raise ValueError(
-                "Spec.min_timescale must not exceed Spec.base. "
-                f"Received: min_timescale={self.min_timescale!r}, base={self.base!r}"
-            )
+        # One step per group of fields, in this order (the first bad field is reported).
+        self._set("base", _timescale("base", self.base))
+        self._set("min_timescale", _timescale("min_timescale", self.min_timescale))
+        _check_timescale_order(self.min_timescale, self.base)
         _check_choice("denominator", self.denominator, _DENOMINATORS)
         _check_choice("layout", self.layout, _LAYOUTS)
         _check_choice("odd_d", self.odd_d, _ODD_D)
-        object.__setattr__(self, "axes", _check_axes(self.axes, self.odd_d))
+        self._set("axes", _check_axes(self.axes, self.odd_d))
         _check_choice("axis_order", self.axis_order, _AXIS_ORDERS)
-        if isinstance(self.offset, numbers.Integral) and not isinstance(self.offset, bool):
-            object.__setattr__(self, "offset", int(self.offset))  # any size, kept exact
-        elif _real(self.offset) is None:
-            raise ValueError(
-                "Spec.offset must be a finite number: an integer (any size, kept exact) or a "
-                "finite float. "
-                f"Received: {self.offset!r}"
-            )
-        else:
-            object.__setattr__(self, "offset", _real(self.offset))
+        self._set("offset", _offset(self.offset))
         if self.frequencies is not None:
-            freqs = self.frequencies
-            if isinstance(freqs, (str, bytes)) or not hasattr(freqs, "__iter__"):
-                raise TypeError(
-                    f"Spec.frequencies must be a sequence of floats or None. Received: {freqs!r}"
-                )
-            freqs = tuple(freqs)
-            for i, w in enumerate(freqs):
-                if isinstance(w, bool) or not isinstance(w, numbers.Real):
-                    raise TypeError(
-                        "Spec.frequencies must be a flat sequence of numbers (radians per "
-                        f"position). Received: item {i} = {w!r}"
-                    )
-            if not freqs:
-                raise ValueError("Spec.frequencies must not be empty.")
-            bad = [w for w in freqs if _real(w) is None or _real(w) < 0]
-            if bad:
-                raise ValueError(
-                    "Spec.frequencies must be finite and >= 0 (radians per position, within "
-                    f"float64). Received: {bad[0]!r}"
-                )
-            freqs = tuple(float(w) for w in freqs)
-            object.__setattr__(self, "frequencies", freqs)
+            self._set("frequencies", _frequencies(self.frequencies))
+
+    def _set(self, attr: str, value: object) -> None:
+        """Store a validated (converted) field of the frozen dataclass."""
+        object.__setattr__(self, attr, value)
 
     def replace(self, **changes: object) -> Spec:
         """A copy with some fields changed (validated again).
@@ -158,7 +123,72 @@ class Spec:
         values.update(changes)
         if "name" not in changes:
             values["name"] = None
-        return Spec(**values)  # type: ignore[arg-type]
+        return Spec(**values)
+
+
+def _timescale(attr: str, value: object) -> float:
+    """``Spec.base`` or ``Spec.min_timescale`` as a finite float > 0 (a ValueError for
+    any other value, non-numbers too); ``1 / min_timescale`` must be a finite float64."""
+    real = _real(value)
+    if real is None or not real > 0 or (attr == "min_timescale" and 1 / real > _MAX):
+        inverse = ", whose inverse is a finite float64" if attr == "min_timescale" else ""
+        raise ValueError(
+            f"Spec.{attr} must be a finite number > 0 (a timescale{inverse}). Received: {value!r}"
+        )
+    return real
+
+
+def _check_timescale_order(min_timescale: float, base: float) -> None:
+    if min_timescale > base:
+        raise ValueError(
+            "Spec.min_timescale must not exceed Spec.base. "
+            f"Received: min_timescale={min_timescale!r}, base={base!r}"
+        )
+
+
+def _offset(offset: object) -> int | float:
+    """An integer offset as an exact Python int (any size), else a finite float."""
+    if is_integer(offset):
+        return int(offset)  # type: ignore[call-overload]
+    real = _real(offset)
+    if real is None:
+        raise ValueError(
+            "Spec.offset must be a finite number: an integer (any size, kept exact) or a "
+            "finite float. "
+            f"Received: {offset!r}"
+        )
+    return real
+
+
+def _frequencies(freqs: object) -> tuple[float, ...]:
+    """Explicit frequencies as a non-empty tuple of finite floats >= 0."""
+    items = _frequency_items(freqs)
+    if not items:
+        raise ValueError("Spec.frequencies must not be empty.")
+    reals = [_real(w) for w in items]
+    bad = [w for w, real in zip(items, reals, strict=True) if real is None or real < 0]
+    if bad:
+        raise ValueError(
+            "Spec.frequencies must be finite and >= 0 (radians per position, within "
+            f"float64). Received: {bad[0]!r}"
+        )
+    return tuple(float(w) for w in items)
+
+
+def _frequency_items(freqs: object) -> tuple[numbers.Real, ...]:
+    """``freqs`` as a tuple, checked to be a flat sequence of real numbers (TypeError)."""
+    if isinstance(freqs, (str, bytes)) or not isinstance(freqs, Iterable):
+        raise TypeError(
+            f"Spec.frequencies must be a sequence of floats or None. Received: {freqs!r}"
+        )
+    items = tuple(freqs)
+    for i, w in enumerate(items):
+        if isinstance(w, bool) or not isinstance(w, numbers.Real):
+            raise TypeError(
+                "Spec.frequencies must be a flat sequence of numbers (radians per "
+                f"position). Received: item {i} = {w!r}"
+            )
+    return items
 
 
 def _check_axes(axes: object, odd_d: str) -> int:

@@ -182,7 +182,7 @@ def bucket_thresholds(
 
 def _thresholds(num_buckets: int, max_distance: int, arithmetic: str) -> tuple[int, ...]:
     # A plain function (not the cache wrapper) so torch.compile can embed its result.
-    return bucket_thresholds(num_buckets, max_distance, arithmetic)  # type: ignore[arg-type]
+    return bucket_thresholds(num_buckets, max_distance, arithmetic)
 
 
 # --------------------------------------------------------------------------- kernel
@@ -420,41 +420,68 @@ def _diagonal_buckets(
     q_len = _length(query_length, "query_length")
     k_len = _length(key_length, "key_length")
     n, max_exact = _check_config(bidirectional, num_buckets, max_distance, arithmetic)
-    if isinstance(offset, bool):
-        raise TypeError(f"offset must be an int or an integer array. Received: {offset!r}")
-    offset_source = None if isinstance(offset, numbers.Integral) else backend_of(offset)
-    if offset_source is None and not isinstance(offset, numbers.Integral):
-        offset = np.asarray(offset)
-        offset_source = "numpy"
+    offset, offset_source = _offset_and_source(offset)
     if like is not None and like_backend is None:
         like_backend = backend_of(like)
-    if backend is None:
-        backend = like_backend if like_backend is not None else offset_source
-    xp = get_namespace(canonical_backend(backend) if backend is not None else "numpy")
+    xp = _result_namespace(backend, like_backend, offset_source)
     thresholds = xp.host_constant(_thresholds, n, int(max_distance), arithmetic)
     anchor = like if like_backend == xp.name else None
     wide = "int64" if xp.supports("int64") else "int32"
     diagonals = _arange(xp, q_len + k_len - 1, wide, anchor) - (q_len - 1)
     if isinstance(offset, numbers.Integral):
-        if wide == "int32":
-            _fit_int(np.array([int(offset) + q_len - 1, int(offset) - k_len]), xp, "offset")
-        relative = diagonals - int(offset)
+        relative = _relative_for_int_offset(xp, diagonals, int(offset), wide, q_len, k_len)
     else:
-        shift = _as_relative(offset, xp, offset_source, "offset")
-        if xp.dtype_of(shift) != wide:
-            shift = xp.astype(shift, xp.dtype(wide))
-        rank = len(shift.shape)
-        if rank > 1:
-            raise ValueError(
-                "offset must be a scalar or hold one offset per example, shape (batch,). "
-                f"Received: offset of shape {tuple(shift.shape)}"
-            )
-        if rank == 1:
-            relative = xp.expand_dims(diagonals, 0) - xp.reshape(shift, (-1, 1))
-        else:
-            relative = diagonals - shift
+        relative = _relative_for_array_offset(xp, diagonals, offset, offset_source, wide)
     buckets = _kernel(xp, relative, n, max_exact, thresholds, bool(bidirectional))
     return xp, buckets, (q_len, k_len, wide, anchor)
+
+
+def _offset_and_source(offset: Any) -> tuple[Any, str | None]:
+    """``(offset, its backend)``: a Python or NumPy integer as it is (backend ``None``),
+    an array of its own backend, anything else as a NumPy array."""
+    if isinstance(offset, bool):
+        raise TypeError(f"offset must be an int or an integer array. Received: {offset!r}")
+    if isinstance(offset, numbers.Integral):
+        return offset, None
+    source = backend_of(offset)
+    return (np.asarray(offset), "numpy") if source is None else (offset, source)
+
+
+def _result_namespace(
+    backend: str | None, like_backend: str | None, offset_source: str | None
+) -> Any:
+    """The namespace of ``backend``, else of ``like``, else of the offsets (NumPy)."""
+    if backend is None:
+        backend = like_backend if like_backend is not None else offset_source
+    return get_namespace(canonical_backend(backend) if backend is not None else "numpy")
+
+
+def _relative_for_int_offset(
+    xp: Any, diagonals: Any, offset: int, wide: str, q_len: int, k_len: int
+) -> Any:
+    """``key - query`` per diagonal for one integer offset (checked to fit ``wide``)."""
+    if wide == "int32":
+        _fit_int(np.array([offset + q_len - 1, offset - k_len]), xp, "offset")
+    return diagonals - offset
+
+
+def _relative_for_array_offset(
+    xp: Any, diagonals: Any, offset: Any, source: str | None, wide: str
+) -> Any:
+    """``key - query`` per diagonal for an array offset: a scalar, or one per example
+    (``(batch,)`` -> ``(batch, q + k - 1)``)."""
+    shift = _as_relative(offset, xp, source, "offset")
+    if xp.dtype_of(shift) != wide:
+        shift = xp.astype(shift, xp.dtype(wide))
+    rank = len(shift.shape)
+    if rank > 1:
+        raise ValueError(
+            "offset must be a scalar or hold one offset per example, shape (batch,). "
+            f"Received: offset of shape {tuple(shift.shape)}"
+        )
+    if rank == 1:
+        return xp.expand_dims(diagonals, 0) - xp.reshape(shift, (-1, 1))
+    return diagonals - shift
 
 
 def _expand_diagonals(xp: Any, values: Any, geometry: tuple[int, int, str, Any]) -> Any:
