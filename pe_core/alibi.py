@@ -21,12 +21,11 @@ queries are the last ``q_len`` of the ``k_len`` positions (KV-cache decoding).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from pe_core import device_tables
 from pe_core.positions import check_request_size, choose_backend, resolve_dtype
+from pe_core.typing import Array, BackendLike, DTypeLike
 from pe_core.validation import finite_real, positive_int
 from pe_core_backends import backend_of
 
@@ -87,11 +86,11 @@ def alibi_bias(
     n_heads: int,
     *,
     causal: bool = True,
-    backend: str | None = None,
-    dtype: Any = None,
-    like: Any = None,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+    like: Array | None = None,
     alibi_bias_max: float = 8.0,
-) -> Any:
+) -> Array:
     """The ALiBi attention bias ``(n_heads, q_len, k_len)``, added to ``q @ k.T / sqrt(d)``.
 
     Parameters

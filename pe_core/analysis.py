@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, cast
 
 import numpy as np
 
@@ -45,6 +45,15 @@ from pe_core.layout import disassemble
 from pe_core.positions import choose_backend
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
+from pe_core.typing import (
+    Array,
+    ArrayLike,
+    BackendLike,
+    DTypeLike,
+    Metric,
+    PositionCode,
+    PresetLike,
+)
 from pe_core_backends import Namespace, backend_of, get_namespace
 
 __all__ = [
@@ -57,14 +66,12 @@ __all__ = [
     "similarity_matrix",
 ]
 
-Metric = Literal["cosine", "dot", "euclidean"]
-Code = Literal["sinusoidal", "binary", "normalized"]
+#: The metrics the similarity functions accept (:data:`pe_core.typing.Metric`).
+METRICS: tuple[Metric, ...] = ("cosine", "dot", "euclidean")
 
-#: The metrics the similarity functions accept.
-METRICS: tuple[str, ...] = ("cosine", "dot", "euclidean")
-
-#: The position codes :func:`resolution_report` measures.
-CODES: tuple[str, ...] = ("sinusoidal", "binary", "normalized")
+#: The position codes :func:`resolution_report` measures
+#: (:data:`pe_core.typing.PositionCode`).
+CODES: tuple[PositionCode, ...] = ("sinusoidal", "binary", "normalized")
 
 #: Brute-force blocks hold about this many pair values at a time.
 _BLOCK_VALUES = 1 << 22
@@ -73,10 +80,10 @@ _BLOCK_VALUES = 1 << 22
 # -- validation ---------------------------------------------------------------------
 
 
-def _check_metric(metric: object) -> str:
+def _check_metric(metric: object) -> Metric:
     if metric not in METRICS:
         raise ValueError(f"Unknown metric {metric!r}. Expected one of: {', '.join(METRICS)}.")
-    return str(metric)
+    return cast("Metric", str(metric))
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
@@ -89,7 +96,7 @@ def _check_tolerance(value: object) -> float:
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Real)
-        or not (math.isfinite(value) and value > 0)
+        or not (math.isfinite(value) and float(value) > 0)
     ):
         raise ValueError(f"tolerance must be a finite number > 0. Received: {value!r}")
     return float(value)
@@ -144,7 +151,7 @@ def _tiny(dtype_name: str) -> float:
 # -- similarity matrices --------------------------------------------------------------
 
 
-def similarity_matrix(encodings: Any, *, metric: Metric = "cosine") -> Any:
+def similarity_matrix(encodings: Array, *, metric: Metric = "cosine") -> Array:
     """The ``(n, n)`` similarity matrix of ``n`` encodings (rows), by brute force.
 
     Parameters
@@ -216,14 +223,14 @@ def _euclidean(xp: Namespace, table: Any) -> Any:
 
 
 def similarity(
-    positions: Any,
+    positions: ArrayLike,
     d: int,
-    spec: Spec | str | None = None,
+    spec: Spec | PresetLike | None = None,
     *,
     metric: Metric = "cosine",
-    backend: str | None = None,
-    dtype: Any = None,
-) -> Any:
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+) -> Array:
     """The position x position similarity matrix of the sinusoidal encoding.
 
     Parameters
@@ -301,13 +308,13 @@ def _squared_distance_by_k(xp: Namespace, d: int, spec: Spec, count: int, workin
 
 def similarity_by_distance(
     d: int,
-    spec: Spec | str | None = None,
+    spec: Spec | PresetLike | None = None,
     *,
     max_distance: int,
     metric: Metric = "cosine",
-    backend: str | None = None,
-    dtype: Any = None,
-) -> Any:
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+) -> Array:
     """Similarity of ``PE(p)`` and ``PE(p + k)`` for ``k = 0 .. max_distance``.
 
     It does not depend on ``p`` (nor on the spec's offset), so one value per ``k``
@@ -444,13 +451,13 @@ class ResolutionReport:
 
 def resolution_report(
     d: int,
-    spec: Spec | str | None = None,
+    spec: Spec | PresetLike | None = None,
     *,
     max_len: int,
     min_separation: int = 100,
     tolerance: float = 1e-3,
-    code: Code = "sinusoidal",
-    backend: str | None = None,
+    code: PositionCode = "sinusoidal",
+    backend: BackendLike | None = None,
 ) -> ResolutionReport:
     """Measure how well a position code tells positions ``0 .. max_len - 1`` apart.
 

@@ -25,13 +25,16 @@ from typing import Any
 import numpy as np
 
 from pe_core.positions import as_positions, choose_backend, resolve_dtype
+from pe_core.typing import Array, ArrayLike, BackendLike, DTypeLike
 from pe_core.validation import finite_real, positive_int
 from pe_core_backends import Namespace, get_namespace
 
 __all__ = ["binary_encode", "learned_table_init", "normalized_positions"]
 
 
-def binary_encode(pos: Any, d: int, *, backend: str | None = None, dtype: Any = None) -> Any:
+def binary_encode(
+    pos: ArrayLike, d: int, *, backend: BackendLike | None = None, dtype: DTypeLike | None = None
+) -> Array:
     """The binary code of positions: column ``j`` holds bit ``j`` of ``pos``.
 
     Parameters
@@ -89,7 +92,9 @@ def binary_encode(pos: Any, d: int, *, backend: str | None = None, dtype: Any = 
     return _to_backend(xp, bits, dtype)
 
 
-def normalized_positions(length: int, *, backend: str | None = None, dtype: Any = None) -> Any:
+def normalized_positions(
+    length: int, *, backend: BackendLike | None = None, dtype: DTypeLike | None = None
+) -> Array:
     """Positions scaled to ``[0, 1]``: ``pos / (length - 1)`` for ``pos = 0 .. length-1``.
 
     Parameters
@@ -130,9 +135,9 @@ def learned_table_init(
     *,
     seed: int = 0,
     std: float = 0.02,
-    backend: str | None = None,
-    dtype: Any = None,
-) -> Any:
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+) -> Array:
     """Initial values of a learned absolute-position table, as BERT initializes it.
 
     A truncated normal: draws from ``N(0, std**2)`` and redraws every value outside

@@ -9,6 +9,7 @@ import numpy as np
 
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
+from pe_core.typing import PresetLike
 from pe_core.validation import positive_int
 from pe_core_backends import Namespace
 
@@ -44,7 +45,7 @@ def check_d(d: object, spec: Spec) -> int:
     return d
 
 
-def frequencies(d: int, spec: Spec | str | None = None) -> np.ndarray:
+def frequencies(d: int, spec: Spec | PresetLike | None = None) -> np.ndarray:
     """Angular frequencies (radians per position) of the ``d // 2`` sin/cos pairs.
 
     Parameters

@@ -240,7 +240,7 @@ def gathered_unit_complex(
     scratch_a = xp.complex_view(xp.empty((rows, 2 * n_pairs), real, like=like))
     scratch_b = xp.complex_view(xp.empty((rows, 2 * n_pairs), real, like=like))
     direct = layout == "interleaved" and xp.shape(out)[1] == 2 * n_pairs
-    target = xp.complex_view(out) if direct else None
+    target: Any = xp.complex_view(out) if direct else None
     indices = _index_source(xp, values.reshape(-1), lo, block, rows, like)
 
     for r0 in range(0, n_rows, rows):

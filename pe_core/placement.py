@@ -144,6 +144,7 @@ def prepare_positions(
                 return Positions("host", host, array, tuple(host.shape), max_abs)
         return Positions("device", None, array, xp.shape(array), None)
     host = xp.concrete(array)
+    assert host is not None  # not traced (checked above): its values are known
     max_abs = check_host_positions(host, what=what)
     if xp.requires_grad(array) and _kernel_takes(host, max_abs, xp):
         # gradients are taken with respect to the positions: the kernel runs on the
@@ -164,6 +165,7 @@ def check_host_positions(values: np.ndarray, *, what: str = "positions") -> floa
     ...
     ValueError: positions must be finite; found np.float64(inf) at index (1,) (1 non-finite value(s) in all).
     """
+    max_abs: float | None
     if values.dtype.kind in "iu" and 0 < values.size <= 64:
         # a few integers (decode steps): Python is quicker than NumPy reductions here
         max_abs = float(max(abs(v) for v in values.reshape(-1).tolist()))

@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from pe_core.analysis import (
-    Metric,
     _check_int,
     _check_metric,
     resolution_report,
@@ -53,6 +52,10 @@ from pe_core.nd import grid
 from pe_core.presets import resolve_spec
 from pe_core.relative import relative_matrix
 from pe_core.spec import Spec
+from pe_core.typing import Metric, PresetLike
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "PLOT_EXTRA",
@@ -99,10 +102,10 @@ def _spec_label(spec: Spec) -> str:
 def plot_heatmap(
     d: int = 128,
     length: int = 100,
-    spec: Spec | str | None = None,
+    spec: Spec | PresetLike | None = None,
     *,
-    code: str = "sinusoidal",
-) -> Any:
+    code: Literal["sinusoidal", "binary"] = "sinusoidal",
+) -> Figure:
     """The encoding of positions ``0 .. length-1`` as an image: one row per position,
     one column per feature.
 
@@ -164,10 +167,10 @@ def plot_heatmap(
 def plot_similarity(
     d: int = 128,
     length: int = 100,
-    spec: Spec | str | None = None,
+    spec: Spec | PresetLike | None = None,
     *,
     metric: Metric = "cosine",
-) -> Any:
+) -> Figure:
     """The ``length x length`` similarity matrix of positions ``0 .. length-1``.
 
     For the sinusoidal code it is constant along every diagonal: the similarity of
@@ -211,10 +214,10 @@ def plot_similarity(
 def plot_grid_similarity(
     shape: tuple[int, int] = (14, 14),
     d: int = 768,
-    spec: Spec | str | None = "mae_2d",
+    spec: Spec | PresetLike | None = "mae_2d",
     *,
     patches: Sequence[tuple[int, int]] = ((7, 7), (2, 3), (0, 13)),
-) -> Any:
+) -> Figure:
     """Cosine similarity of one patch's N-D encoding with every patch of a 2-D grid.
 
     One panel per patch of ``patches``: cell ``(i, j)`` shows the cosine of
@@ -273,9 +276,9 @@ def plot_similarity_by_distance(
     bases: Sequence[float] = (100.0, 10000.0),
     *,
     max_distance: int = 200,
-    spec: Spec | str | None = None,
+    spec: Spec | PresetLike | None = None,
     metric: Metric = "cosine",
-) -> Any:
+) -> Figure:
     """Similarity of ``PE(p)`` and ``PE(p + k)`` against ``k``, one curve per
     ``(d, base)``.
 
@@ -334,7 +337,7 @@ def plot_similarity_by_distance(
     return fig
 
 
-def plot_spectrum(d: int = 512, specs: Sequence[Spec | str] | None = None) -> Any:
+def plot_spectrum(d: int = 512, specs: Sequence[Spec | PresetLike] | None = None) -> Figure:
     """The wavelength ``2 pi / w_i`` (in positions) of every sin/cos pair ``i``.
 
     Parameters
@@ -385,10 +388,10 @@ def plot_spectrum(d: int = 512, specs: Sequence[Spec | str] | None = None) -> An
 def plot_long_distance(
     d: int = 16,
     max_len: int = 100_000,
-    spec: Spec | str | None = None,
+    spec: Spec | PresetLike | None = None,
     *,
     min_separation: int = 1000,
-) -> Any:
+) -> Figure:
     """Cosine similarity of ``PE(0)`` and ``PE(k)`` for every ``k < max_len``, with
     the most similar far pair that :func:`~pe_core.analysis.resolution_report` finds.
 
@@ -437,7 +440,7 @@ def plot_long_distance(
     return fig
 
 
-def plot_normalized(lengths: Sequence[int] = (3, 4, 10, 50)) -> Any:
+def plot_normalized(lengths: Sequence[int] = (3, 4, 10, 50)) -> Figure:
     """Positions normalized to ``[0, 1]`` (:func:`pe_core.codes.normalized_positions`)
     for sequences of several lengths: the neighbours' gap ``1/(n-1)`` shrinks as the
     sequence grows.
@@ -473,7 +476,7 @@ def plot_normalized(lengths: Sequence[int] = (3, 4, 10, 50)) -> Any:
     return fig
 
 
-def plot_rope_scores(d: int = 64, length: int = 48, *, seed: int = 0) -> Any:
+def plot_rope_scores(d: int = 64, length: int = 48, *, seed: int = 0) -> Figure:
     """RoPE attention scores for one query and one key placed at every pair of
     positions ``(m, n)``.
 
@@ -530,7 +533,7 @@ def plot_rope_sections(
     interleaved: Sequence[int] = (24, 20, 20),
     *,
     base: float = 1_000_000.0,
-) -> Any:
+) -> Figure:
     """Which rotary pairs follow which coordinate in M-RoPE, and the wavelengths each
     coordinate gets (:func:`pe_core.rope_nd.pair_axes`).
 
@@ -587,7 +590,7 @@ def plot_rope_sections(
         top.plot([], [], "s", color=colours[a], label=name)
     top.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     wavelength = 2 * math.pi * base ** (np.arange(n) * 2 / (2 * n))
-    rows = []
+    rows: list[str] = []
     for label, axes in cases:
         for a, name in enumerate(names):
             row = len(rows)
@@ -603,7 +606,7 @@ def plot_rope_sections(
     return fig
 
 
-def plot_alibi(n_heads: int = 8, length: int = 16) -> Any:
+def plot_alibi(n_heads: int = 8, length: int = 16) -> Figure:
     """ALiBi's bias ``-slope_h * (i - j)`` added to causal attention scores
     (:func:`pe_core.alibi.alibi_bias`).
 

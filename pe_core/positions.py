@@ -91,7 +91,7 @@ def _check_python_integers(obj: Any, array: np.ndarray, what: str) -> None:
     items = list(_flat(obj)) if isinstance(obj, (list, tuple)) else [obj]
     ints = [v for v in items if isinstance(v, numbers.Integral) and not isinstance(v, np.generic)]
     for v in ints:
-        if not -(2**63) <= v < 2**64:
+        if not -(2**63) <= int(v) < 2**64:
             raise ValueError(
                 f"{what} must be integers in [-2**63, 2**64) (int64 or uint64) or floats; "
                 f"found the Python int {v!r}. Pass float({v!r}) to encode the nearest "
@@ -99,7 +99,7 @@ def _check_python_integers(obj: Any, array: np.ndarray, what: str) -> None:
             )
     if array.dtype.kind == "f":
         for v in ints:
-            if abs(v) > 2**53 and float(v) != v:
+            if abs(int(v)) > 2**53 and float(v) != v:
                 raise ValueError(
                     f"{what} mix integers and floats (or negative integers and integers "
                     f">= 2**63), which NumPy stores as float64: the integer {v!r} would be "

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from pe_core.spec import Spec
+from pe_core.typing import PresetLike
 
 #: Preset name -> (Spec, the codebases whose numbers it reproduces).
 _TABLE: dict[str, tuple[Spec, str]] = {
@@ -95,7 +96,7 @@ PRESET_SOURCES: Mapping[str, str] = MappingProxyType(
 DEFAULT_PRESET = "vaswani"
 
 
-def resolve_spec(spec: Spec | str | None) -> Spec:
+def resolve_spec(spec: Spec | PresetLike | None) -> Spec:
     """Turn ``None``, a preset name or a :class:`Spec` into a :class:`Spec`.
 
     Examples

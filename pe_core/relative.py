@@ -25,6 +25,7 @@ from pe_core.placement import Positions, prepare_positions
 from pe_core.positions import check_request_size, choose_backend, resolve_dtype
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
+from pe_core.typing import Array, ArrayLike, BackendLike, DTypeLike, PresetLike
 from pe_core_backends import backend_of, get_namespace
 
 
@@ -55,13 +56,13 @@ def _shift_angles(xp: Any, shifts: Positions, d: int, spec: Spec, working: str) 
 
 
 def relative_matrix(
-    k: Any,
+    k: ArrayLike,
     d: int,
-    spec: Spec | str | None = None,
+    spec: Spec | PresetLike | None = None,
     *,
-    backend: str | None = None,
-    dtype: Any = None,
-) -> Any:
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+) -> Array:
     """The ``(d, d)`` matrix ``M_k`` with ``PE(pos + k) = M_k @ PE(pos)``.
 
     Parameters
@@ -137,7 +138,7 @@ def _structure(d: int, layout: str) -> tuple[np.ndarray, np.ndarray]:
     return np.eye(d), partner
 
 
-def shift(encoding: Any, k: Any, spec: Spec | str | None = None) -> Any:
+def shift(encoding: Array, k: ArrayLike, spec: Spec | PresetLike | None = None) -> Array:
     """Apply ``M_k`` to encodings without recomputing them from positions.
 
     Parameters

@@ -14,10 +14,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pe_core_backends._namespace import Namespace
+from pe_core_backends._namespace import ArrayFunction, Namespace
 
 #: Compiled executables kept per jitted function for eager calls (one per input shape).
 MAX_EXECUTABLES = 8
+
+#: ``jax.config``, read here and never set. Its options (``jax_enable_x64``) are
+#: attributes JAX adds at run time, which its type hints do not declare.
+_config: Any = jax.config
 
 
 class BoundedJit:
@@ -77,9 +81,9 @@ class JaxNamespace(Namespace):
     name = "jax"
 
     def _dtype_object(self, name: str) -> Any:
-        if name == "int64" and not jax.config.jax_enable_x64:
+        if name == "int64" and not _config.jax_enable_x64:
             raise ValueError("backend 'jax' has no dtype 'int64' while jax_enable_x64 is off.")
-        if name == "float64" and not jax.config.jax_enable_x64:
+        if name == "float64" and not _config.jax_enable_x64:
             raise ValueError(
                 "backend 'jax' has no dtype 'float64' while jax_enable_x64 is off; "
                 "pe_core does not change it for you: call "
@@ -88,7 +92,7 @@ class JaxNamespace(Namespace):
         return jnp.dtype(name)
 
     def supports(self, dtype_name: str) -> bool:
-        return bool(jax.config.jax_enable_x64) or not dtype_name.endswith("64")
+        return bool(_config.jax_enable_x64) or not dtype_name.endswith("64")
 
     def dtype_name(self, dtype: Any) -> str:
         if isinstance(dtype, str):
@@ -103,14 +107,14 @@ class JaxNamespace(Namespace):
             isinstance(x, np.ndarray)
             and dtype is None
             and x.dtype == np.float64
-            and not jax.config.jax_enable_x64
+            and not _config.jax_enable_x64
         ):
             dtype = jnp.float32
         if isinstance(x, (np.ndarray, np.generic)) and not self.is_tracing():
             # jax.device_put moves host data without compiling anything; jnp.asarray
             # compiles a copy per shape (about 1.5 MB of executable each, never freed).
             host = np.asarray(x, dtype=None if dtype is None else jnp.dtype(dtype))
-            if host.dtype.itemsize == 8 and not jax.config.jax_enable_x64:
+            if host.dtype.itemsize == 8 and not _config.jax_enable_x64:
                 host = host.astype(np.float32 if host.dtype.kind == "f" else np.int32)
             return jax.device_put(host)
         return jnp.asarray(x, dtype=dtype)
@@ -155,7 +159,7 @@ class JaxNamespace(Namespace):
         return tuple(sorted(str(device) for device in devices()))
 
     def from_host(self, table: np.ndarray, like: Any = None) -> Any:
-        if table.dtype == np.float64 and not jax.config.jax_enable_x64:
+        if table.dtype == np.float64 and not _config.jax_enable_x64:
             table = table.astype(np.float32)
         if like is not None and hasattr(like, "devices") and not isinstance(like, jax.core.Tracer):
             devices = like.devices()
@@ -165,18 +169,18 @@ class JaxNamespace(Namespace):
             return jnp.asarray(table)
         return jax.device_put(table)
 
-    abs = staticmethod(jnp.abs)
-    floor = staticmethod(jnp.floor)
-    round = staticmethod(jnp.round)
-    sin = staticmethod(jnp.sin)
-    cos = staticmethod(jnp.cos)
-    bitwise_right_shift = staticmethod(jnp.right_shift)
-    bitwise_and = staticmethod(jnp.bitwise_and)
-    where = staticmethod(jnp.where)
-    zeros_like = staticmethod(jnp.zeros_like)
-    reshape = staticmethod(jnp.reshape)
-    expand_dims = staticmethod(jnp.expand_dims)
-    broadcast_to = staticmethod(jnp.broadcast_to)
+    abs: ArrayFunction = staticmethod(jnp.abs)
+    floor: ArrayFunction = staticmethod(jnp.floor)
+    round: ArrayFunction = staticmethod(jnp.round)
+    sin: ArrayFunction = staticmethod(jnp.sin)
+    cos: ArrayFunction = staticmethod(jnp.cos)
+    bitwise_right_shift: ArrayFunction = staticmethod(jnp.right_shift)
+    bitwise_and: ArrayFunction = staticmethod(jnp.bitwise_and)
+    where: ArrayFunction = staticmethod(jnp.where)
+    zeros_like: ArrayFunction = staticmethod(jnp.zeros_like)
+    reshape: ArrayFunction = staticmethod(jnp.reshape)
+    expand_dims: ArrayFunction = staticmethod(jnp.expand_dims)
+    broadcast_to: ArrayFunction = staticmethod(jnp.broadcast_to)
 
     def stack(self, arrays: list[Any], axis: int = 0) -> Any:
         return jnp.stack(arrays, axis=axis)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from pe_core_backends._namespace import Namespace
+from pe_core_backends._namespace import ArrayFunction, Namespace
 
 
 class TensorflowNamespace(Namespace):
@@ -72,12 +72,12 @@ class TensorflowNamespace(Namespace):
                 return tf.identity(tf.convert_to_tensor(table))
         return tf.convert_to_tensor(table)
 
-    abs = staticmethod(tf.math.abs)
-    floor = staticmethod(tf.math.floor)
-    round = staticmethod(tf.math.round)  # half to even, like the Array API
-    sin = staticmethod(tf.math.sin)
-    cos = staticmethod(tf.math.cos)
-    where = staticmethod(tf.where)
+    abs: ArrayFunction = staticmethod(tf.math.abs)
+    floor: ArrayFunction = staticmethod(tf.math.floor)
+    round: ArrayFunction = staticmethod(tf.math.round)  # half to even, like the Array API
+    sin: ArrayFunction = staticmethod(tf.math.sin)
+    cos: ArrayFunction = staticmethod(tf.math.cos)
+    where: ArrayFunction = staticmethod(tf.where)
 
     def bitwise_right_shift(self, x: Any, bits: int) -> Any:
         return tf.bitwise.right_shift(x, tf.constant(bits, dtype=x.dtype))
@@ -85,13 +85,13 @@ class TensorflowNamespace(Namespace):
     def bitwise_and(self, x: Any, mask: int) -> Any:
         return tf.bitwise.bitwise_and(x, tf.constant(mask, dtype=x.dtype))
 
-    reshape = staticmethod(tf.reshape)
-    expand_dims = staticmethod(tf.expand_dims)
-    broadcast_to = staticmethod(tf.broadcast_to)
+    reshape: ArrayFunction = staticmethod(tf.reshape)
+    expand_dims: ArrayFunction = staticmethod(tf.expand_dims)
+    broadcast_to: ArrayFunction = staticmethod(tf.broadcast_to)
 
-    zeros_like = staticmethod(tf.zeros_like)
+    zeros_like: ArrayFunction = staticmethod(tf.zeros_like)
 
-    def shape(self, x: Any) -> tuple[int, ...]:
+    def shape(self, x: Any) -> tuple[Any, ...]:
         # None for sizes unknown while tracing (e.g. a Keras batch axis)
         return tuple(None if n is None else int(n) for n in x.shape)
 

@@ -35,6 +35,7 @@ from pe_core.testing.references import (
     reference_rope,
     uniqueness_window,
 )
+from pe_core.typing import Array, ArrayLike, PresetLike, RopeLayout
 from pe_core_backends import backend_of, get_namespace
 
 __all__ = [
@@ -72,7 +73,7 @@ class EncodingFunction(Protocol):
     TensorFlow array; it is converted to NumPy before comparing.
     """
 
-    def __call__(self, positions: np.ndarray, d: int) -> Any: ...
+    def __call__(self, positions: np.ndarray, d: int) -> ArrayLike: ...
 
 
 class RopeFunction(Protocol):
@@ -83,7 +84,7 @@ class RopeFunction(Protocol):
     at position ``positions[i]``. The result may come from any backend.
     """
 
-    def __call__(self, x: np.ndarray, positions: np.ndarray) -> Any: ...
+    def __call__(self, x: np.ndarray, positions: np.ndarray) -> ArrayLike: ...
 
 
 class PropertyFailure(AssertionError):
@@ -233,7 +234,11 @@ def _k_text(ks: np.ndarray, index: int) -> str:
 
 
 def check_bounded(
-    fn: EncodingFunction, spec: Spec | str | None, d: int, positions: Any, atol: float = 1e-5
+    fn: EncodingFunction,
+    spec: Spec | PresetLike | None,
+    d: int,
+    positions: ArrayLike,
+    atol: float = 1e-5,
 ) -> float:
     """Every value of ``fn(positions, d)`` is finite and in ``[-1 - atol, 1 + atol]``.
 
@@ -281,9 +286,9 @@ def check_bounded(
 
 def check_agreement(
     fn: EncodingFunction,
-    spec: Spec | str | None,
+    spec: Spec | PresetLike | None,
     d: int,
-    positions: Any,
+    positions: ArrayLike,
     atol: float = 1e-5,
     *,
     reference: str | Any = "float64",
@@ -390,9 +395,9 @@ def _reference_table(
 
 def check_uniqueness(
     fn: EncodingFunction,
-    spec: Spec | str | None,
+    spec: Spec | PresetLike | None,
     d: int,
-    positions: Any = None,
+    positions: ArrayLike = None,
     *,
     atol: float = 1e-5,
 ) -> float:
@@ -515,10 +520,10 @@ def _default_unique_positions(window: int) -> np.ndarray:
 
 def check_linear_relation(
     fn: EncodingFunction,
-    spec: Spec | str | None,
+    spec: Spec | PresetLike | None,
     d: int,
-    positions: Any,
-    k: Any,
+    positions: ArrayLike,
+    k: ArrayLike,
     atol: float = 1e-5,
 ) -> float:
     """``fn(p + k) == relative_matrix(k) @ fn(p)``: a shift is a fixed rotation.
@@ -576,11 +581,11 @@ def check_linear_relation(
 
 def check_relative_dot(
     fn: EncodingFunction,
-    spec: Spec | str | None,
+    spec: Spec | PresetLike | None,
     d: int,
-    p1: Any,
-    p2: Any,
-    k: Any,
+    p1: ArrayLike,
+    p2: ArrayLike,
+    k: ArrayLike,
     atol: float = 1e-5,
     *,
     exact: bool = False,
@@ -653,11 +658,11 @@ def check_relative_dot(
 
 def check_shift(
     fn: EncodingFunction,
-    shift_fn: Callable[[Any, Any], Any],
-    spec: Spec | str | None,
+    shift_fn: Callable[[Array, ArrayLike], Array],
+    spec: Spec | PresetLike | None,
     d: int,
-    positions: Any,
-    k: Any,
+    positions: ArrayLike,
+    k: ArrayLike,
     atol: float = 1e-5,
 ) -> float:
     """``shift_fn(fn(p), k) == fn(p + k)``, in the library and dtype of ``fn(p)``.
@@ -753,7 +758,7 @@ def _array_kind(out: Any) -> str:
 
 
 def check_cross_backend_agreement(
-    fn: Callable[[str], Any], backends: Sequence[str], *, atol: float = 0.0
+    fn: Callable[[str], Array], backends: Sequence[str], *, atol: float = 0.0
 ) -> float:
     """``fn(backend)`` gives the same numbers on every backend, within ``atol``.
 
@@ -834,11 +839,11 @@ def _call_rope(fn: RopeFunction, x: np.ndarray, positions: np.ndarray, prop: str
 
 def check_rope_agreement(
     fn: RopeFunction,
-    x: Any,
-    positions: Any,
+    x: ArrayLike,
+    positions: ArrayLike,
     *,
     base: float = 10000.0,
-    layout: str = "half",
+    layout: RopeLayout = "half",
     rotary_dim: int | None = None,
     atol: float = 1e-5,
 ) -> float:
@@ -889,11 +894,11 @@ def check_rope_agreement(
 
 def check_rope_relative_scores(
     fn: RopeFunction,
-    queries: Any,
-    keys: Any,
-    query_positions: Any,
-    key_positions: Any,
-    shifts: Any,
+    queries: ArrayLike,
+    keys: ArrayLike,
+    query_positions: ArrayLike,
+    key_positions: ArrayLike,
+    shifts: ArrayLike,
     *,
     atol: float = 1e-5,
 ) -> float:
@@ -971,7 +976,9 @@ def check_rope_relative_scores(
     return error
 
 
-def check_rope_norm(fn: RopeFunction, x: Any, positions: Any, *, atol: float = 1e-5) -> float:
+def check_rope_norm(
+    fn: RopeFunction, x: ArrayLike, positions: ArrayLike, *, atol: float = 1e-5
+) -> float:
     """Rotations keep lengths: ``|fn(x, p)_i| == |x_i|`` for every vector, within ``atol * |x_i|``.
 
     Holds for plain RoPE at any base, layout or partial ``rotary_dim``; scaling types

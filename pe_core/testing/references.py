@@ -20,6 +20,7 @@ import numpy as np
 from pe_core.frequency import check_d
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
+from pe_core.typing import ArrayLike, PresetLike, RopeLayout
 
 __all__ = ["exact_encoding", "reference_encoding", "reference_rope", "uniqueness_window"]
 
@@ -52,7 +53,7 @@ def _lay_out(sin: np.ndarray, cos: np.ndarray, d: int, layout: str) -> np.ndarra
     return table
 
 
-def reference_encoding(pos: Any, d: int, spec: Spec | str | None = None) -> np.ndarray:
+def reference_encoding(pos: ArrayLike, d: int, spec: Spec | PresetLike | None = None) -> np.ndarray:
     """The encoding restated in float64 NumPy: ``sin/cos((pos + offset) * w)``.
 
     The angle ``(pos + offset) * w`` is formed in float64 and handed to ``np.sin`` and
@@ -94,7 +95,11 @@ def reference_encoding(pos: Any, d: int, spec: Spec | str | None = None) -> np.n
 
 
 def exact_encoding(
-    pos: Any, d: int, spec: Spec | str | None = None, *, frequencies: Any = None
+    pos: ArrayLike,
+    d: int,
+    spec: Spec | PresetLike | None = None,
+    *,
+    frequencies: ArrayLike | None = None,
 ) -> np.ndarray:
     """The encoding from mpmath: ``sin/cos((pos + offset) * w)``, exact to float64 rounding.
 
@@ -139,6 +144,9 @@ def exact_encoding(
     (True, (1, 4))
     >>> bool(np.allclose(exact_encoding([3, 7.5], 6), reference_encoding([3, 7.5], 6), atol=1e-15))
     True
+    >>> half = Spec(offset=0.5)  # a fractional offset
+    >>> bool(np.allclose(exact_encoding([3, 7.5], 6, half), reference_encoding([3.5, 8], 6)))
+    True
     """
     mpmath = _import_mpmath()
     spec = resolve_spec(spec)
@@ -149,24 +157,27 @@ def exact_encoding(
         raise ValueError(f"frequencies must hold d // 2 = {d // 2} values. Received: {w.size}")
     positions = np.asarray(pos)
     weights = [mpmath.mpf(float(v)) for v in w]  # exact: a float64 fits any precision >= 53
-    values = []  # cos, sin of every (position, frequency)
+    values: list[tuple[Any, Any]] = []  # cos, sin of every (position, frequency)
     for position in positions.reshape(-1).tolist():
-        value, bits = _shifted_position(position, spec.offset)
+        value, offset, bits = _shifted_position(position, spec.offset)
         with mpmath.workprec(bits):
-            shifted = mpmath.mpf(value) + (0 if isinstance(value, int) else spec.offset)
+            shifted = mpmath.mpf(value) + offset
             values.extend(mpmath.cos_sin(shifted * wi) for wi in weights)  # reduced by mpmath
     table = np.array(values, dtype=np.float64).reshape(positions.shape + (w.size, 2))
     return _lay_out(table[..., 1], table[..., 0], d, spec.layout)
 
 
-def _shifted_position(value: Any, offset: int) -> tuple[int | float, int]:
-    """``value`` (with ``offset`` added when it is an integer, exactly), and the working
-    precision that keeps the angle ``(value + offset) * w`` exact or, for fractional
-    positions (``|value| < 2**53``), within ``2**-100`` of exact."""
-    if isinstance(value, int) or float(value).is_integer():
+def _shifted_position(value: Any, offset: float) -> tuple[int | float, float, int]:
+    """``(value, offset)`` to add in mpmath, and the working precision that keeps the
+    angle ``(value + offset) * w`` exact or, for a fractional position or offset, within
+    ``2**-100`` of exact. Integer positions and offsets are added here, exactly."""
+    integral = isinstance(value, int) or float(value).is_integer()
+    if integral and isinstance(offset, int):
         shifted = int(value) + offset
-        return shifted, max(shifted.bit_length(), 1) + 53 + 24
-    return float(value), 53 + 53 + 100
+        return shifted, 0, max(shifted.bit_length(), 1) + 53 + 24
+    if integral:  # a fractional offset: the integer exactly, with room for the fraction
+        return int(value), offset, max(abs(int(value)).bit_length(), 53) + 53 + 100
+    return float(value), offset, 53 + 53 + 100
 
 
 def _import_mpmath() -> Any:
@@ -180,11 +191,11 @@ def _import_mpmath() -> Any:
 
 
 def reference_rope(
-    x: Any,
-    pos: Any,
+    x: ArrayLike,
+    pos: ArrayLike,
     *,
     base: float = 10000.0,
-    layout: str = "half",
+    layout: RopeLayout = "half",
     rotary_dim: int | None = None,
 ) -> np.ndarray:
     """The rotary embedding restated in float64 NumPy (what :func:`pe_core.apply_rope` computes).
@@ -244,7 +255,7 @@ def reference_rope(
     return out
 
 
-def uniqueness_window(d: int, spec: Spec | str | None = None) -> tuple[int, float]:
+def uniqueness_window(d: int, spec: Spec | PresetLike | None = None) -> tuple[int, float]:
     """``(N, bound)``: any ``N`` consecutive integer positions have encodings at least
     ``bound`` apart.
 

@@ -38,13 +38,14 @@ from pe_core.testing.strategies import (
     int_positions,
     position_arrays,
 )
+from pe_core.typing import PresetLike
 
 __all__ = ["check_encoding"]
 
 
 def check_encoding(
     fn: EncodingFunction,
-    spec: Spec | str | None = None,
+    spec: Spec | PresetLike | None = None,
     *,
     d: int | None = None,
     max_examples: int = 50,

@@ -9,6 +9,8 @@ these names is used.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 try:
@@ -21,6 +23,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without hypothes
 
 from pe_core.presets import PRESETS, resolve_spec
 from pe_core.spec import Spec
+from pe_core.typing import PresetLike
 
 __all__ = ["dims", "float_positions", "int_positions", "position_arrays", "specs"]
 
@@ -76,7 +79,7 @@ def specs(*, presets: bool = True, explicit_frequencies: bool = True) -> st.Sear
 
 
 def dims(
-    spec: Spec | str | None = None, *, min_d: int = 2, max_d: int = 64
+    spec: Spec | PresetLike | None = None, *, min_d: int = 2, max_d: int = 64
 ) -> st.SearchStrategy[int]:
     """Feature counts ``d`` that ``spec`` accepts, in ``[min_d, max_d]``.
 
@@ -151,7 +154,7 @@ def position_arrays(
     return st.lists(elements, min_size=min_size, max_size=max_size).map(_as_position_array)
 
 
-def _as_position_array(values: list[float]) -> np.ndarray:
+def _as_position_array(values: Sequence[float]) -> np.ndarray:
     if all(isinstance(v, (int, np.integer)) for v in values):
         return np.asarray(values, dtype=np.int64)
     return np.asarray(values, dtype=np.float64)

@@ -1,0 +1,144 @@
+"""Type aliases for pe_core's public API, for type checkers and IDEs.
+
+* :data:`Array`, :data:`ArrayLike` and :data:`DTypeLike` name what functions take and
+  return across backends. They are :data:`typing.Any` underneath: a NumPy array, a JAX
+  array, a ``torch.Tensor`` and a ``tf.Tensor`` share no base class, and naming one
+  would import that framework.
+* The ``Literal`` aliases spell out the string choices the API takes (layouts, metrics,
+  presets, ...): an IDE completes them and a type checker rejects a misspelt one. Each
+  lists exactly the values of the runtime tuple named in its comment, in the same order
+  (a test keeps the two equal).
+* :data:`BackendLike` and :data:`PresetLike` add ``str`` to their ``Literal``: backend
+  names have aliases in any case (``"TF"``), and both often arrive as plain strings from
+  configs and command lines. An IDE still offers the ``Literal`` values; a misspelt
+  name is caught when the call runs, with an error that lists the known ones.
+
+This module imports nothing but :mod:`typing`: no framework, not even NumPy.
+
+>>> from typing import get_args
+>>> from pe_core.typing import RopeLayout
+>>> get_args(RopeLayout)
+('half', 'interleaved')
+>>> from pe_core.rope_layout import LAYOUTS
+>>> get_args(RopeLayout) == LAYOUTS
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "Array",
+    "ArrayLike",
+    "AxisOrder",
+    "BackendLike",
+    "BackendName",
+    "DTypeLike",
+    "Denominator",
+    "FloatDTypeName",
+    "Metric",
+    "NamedFrequencies",
+    "OddDPolicy",
+    "PositionCode",
+    "PresetLike",
+    "PresetName",
+    "RopeLayout",
+    "RopeType",
+    "SectionLayout",
+    "T5Arithmetic",
+    "TableLayout",
+]
+
+# -- arrays and dtypes ---------------------------------------------------------------
+
+#: An array of any backend: ``numpy.ndarray``, ``jax.Array``, ``torch.Tensor`` or
+#: ``tf.Tensor``. Functions that return an ``Array`` return one of the backend they
+#: computed on (the backend of their input, or ``backend=``).
+Array: TypeAlias = Any
+
+#: An :data:`Array`, or Python data NumPy can turn into one: an int, a float, a
+#: (nested) sequence of them, or a ``range``.
+ArrayLike: TypeAlias = Any
+
+#: The canonical names of the backends (:data:`pe_core_backends.BACKENDS`).
+BackendName: TypeAlias = Literal["jax", "numpy", "tensorflow", "torch"]
+
+#: What a ``backend=`` argument takes: a :data:`BackendName`, or any spelling
+#: :func:`pe_core_backends.canonical_backend` accepts (``"np"``, ``"tf"``,
+#: ``"pytorch"``, ``"jnp"``; any case).
+BackendLike: TypeAlias = BackendName | str
+
+#: The floating dtype names pe_core speaks, widest first
+#: (:data:`pe_core_backends.FLOAT_DTYPES`).
+FloatDTypeName: TypeAlias = Literal["float64", "float32", "bfloat16", "float16"]
+
+#: What a ``dtype=`` argument takes: a :data:`FloatDTypeName` or a framework's dtype
+#: object (``numpy.float32``, ``torch.bfloat16``, ``jnp.float16``, ``tf.float64``, ...).
+DTypeLike: TypeAlias = FloatDTypeName | Any
+
+# -- sinusoidal encodings ------------------------------------------------------------
+
+#: The sin/cos table layouts (:data:`pe_core.rope_layout.TABLE_LAYOUTS`; the
+#: ``layout`` of :class:`pe_core.Spec`).
+TableLayout: TypeAlias = Literal["interleaved", "split"]
+
+#: The frequency schedules of :attr:`pe_core.Spec.denominator`.
+Denominator: TypeAlias = Literal["d", "half_minus_one"]
+
+#: What :attr:`pe_core.Spec.odd_d` does with an odd ``d``.
+OddDPolicy: TypeAlias = Literal["raise", "zero_pad", "truncate"]
+
+#: The coordinate orders of :attr:`pe_core.Spec.axis_order`.
+AxisOrder: TypeAlias = Literal["forward", "reversed"]
+
+#: The preset names of :data:`pe_core.PRESETS`, in the table's order.
+PresetName: TypeAlias = Literal[
+    "vaswani",
+    "tensor2tensor",
+    "fairseq",
+    "whisper",
+    "flax",
+    "mae_2d",
+    "tensor2tensor_2d",
+    "tensor2tensor_3d",
+    "positional_encodings_2d",
+    "positional_encodings_3d",
+]
+
+#: What a ``spec=`` argument takes besides a :class:`pe_core.Spec`: a
+#: :data:`PresetName`, or any string (checked against :data:`pe_core.PRESETS` when the
+#: call runs).
+PresetLike: TypeAlias = PresetName | str
+
+#: The similarity measures of :mod:`pe_core.analysis` (:data:`~pe_core.analysis.METRICS`).
+Metric: TypeAlias = Literal["cosine", "dot", "euclidean"]
+
+#: The position codes :func:`pe_core.analysis.resolution_report` measures
+#: (:data:`~pe_core.analysis.CODES`).
+PositionCode: TypeAlias = Literal["sinusoidal", "binary", "normalized"]
+
+# -- rotary embeddings ---------------------------------------------------------------
+
+#: The RoPE pair layouts (:data:`pe_core.rope_layout.LAYOUTS`): ``"half"`` pairs
+#: feature ``j`` with ``j + r/2``, ``"interleaved"`` pairs ``2j`` with ``2j + 1``.
+RopeLayout: TypeAlias = Literal["half", "interleaved"]
+
+#: The built-in ``rope_type`` values of a RoPE scaling dict
+#: (:data:`pe_core.rope_scaling.ROPE_TYPES`, the keys of ``SCALING_TYPES``).
+RopeType: TypeAlias = Literal[
+    "default", "dynamic", "linear", "llama3", "longrope", "proportional", "yarn"
+]
+
+#: How M-RoPE sections share out the rotary pairs
+#: (:data:`pe_core.rope_nd.SECTION_LAYOUTS`).
+SectionLayout: TypeAlias = Literal["contiguous", "interleaved"]
+
+#: The frequency schedules N-D RoPE's ``frequencies=`` names (besides explicit values).
+NamedFrequencies: TypeAlias = Literal["per_axis"]
+
+# -- relative biases -----------------------------------------------------------------
+
+#: The arithmetics :func:`pe_core.t5_relative_bucket` can reproduce
+#: (:data:`pe_core.t5.ARITHMETICS`).
+T5Arithmetic: TypeAlias = Literal["float32", "exact"]

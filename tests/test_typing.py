@@ -1,0 +1,98 @@
+"""pe_core.typing: every Literal alias lists exactly the values the runtime accepts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any, Literal, get_args, get_origin
+
+import pytest
+
+import pe_core
+import pe_core.typing as pt
+import pe_core_backends
+from pe_core import analysis, rope_layout, rope_nd, rope_scaling, spec, t5
+
+
+def _runtime_choices() -> dict[str, Callable[[], tuple[Any, ...]]]:
+    """Alias name -> the runtime tuple (or registry keys) it must equal, in order."""
+    return {
+        "BackendName": lambda: pe_core_backends.BACKENDS,
+        "FloatDTypeName": lambda: pe_core_backends.FLOAT_DTYPES,
+        "TableLayout": lambda: rope_layout.TABLE_LAYOUTS,
+        "Denominator": lambda: spec._DENOMINATORS,
+        "OddDPolicy": lambda: spec._ODD_D,
+        "AxisOrder": lambda: spec._AXIS_ORDERS,
+        "PresetName": lambda: tuple(pe_core.PRESETS),
+        "Metric": lambda: analysis.METRICS,
+        "PositionCode": lambda: analysis.CODES,
+        "RopeLayout": lambda: rope_layout.LAYOUTS,
+        "RopeType": lambda: tuple(sorted(rope_scaling.SCALING_TYPES)),
+        "SectionLayout": lambda: rope_nd.SECTION_LAYOUTS,
+        "NamedFrequencies": lambda: rope_nd._NAMED_FREQUENCIES,
+        "T5Arithmetic": lambda: t5.ARITHMETICS,
+    }
+
+
+def _literal_aliases() -> list[str]:
+    return [name for name in pt.__all__ if get_origin(getattr(pt, name)) is Literal]
+
+
+@pytest.mark.parametrize("name", sorted(_runtime_choices()))
+def test_literal_alias_equals_the_runtime_choices(name: str) -> None:
+    alias = getattr(pt, name)
+    assert get_origin(alias) is Literal
+    assert get_args(alias) == tuple(_runtime_choices()[name]())
+
+
+def test_every_literal_alias_is_checked_against_the_runtime() -> None:
+    assert sorted(_literal_aliases()) == sorted(_runtime_choices())
+
+
+def test_rope_types_are_the_scaling_table() -> None:
+    assert get_args(pt.RopeType) == rope_scaling.ROPE_TYPES
+
+
+@pytest.mark.parametrize(
+    ("alias", "local"),
+    [
+        (pt.TableLayout, spec.Layout),
+        (pt.Denominator, spec.Denominator),
+        (pt.OddDPolicy, spec.OddDPolicy),
+        (pt.AxisOrder, spec.AxisOrder),
+        (pt.T5Arithmetic, t5.Arithmetic),
+    ],
+)
+def test_module_aliases_agree_with_pe_core_typing(alias: Any, local: Any) -> None:
+    assert get_args(local) == get_args(alias)
+
+
+def test_open_aliases_widen_the_literals() -> None:
+    """``backend=`` also takes the aliases canonical_backend accepts, ``dtype=``
+    framework dtype objects and ``spec=`` any string (checked when the call runs)."""
+    assert get_args(pt.BackendLike) == (pt.BackendName, str)
+    assert pe_core_backends.canonical_backend("TF") in get_args(pt.BackendName)
+    assert get_args(pt.DTypeLike) == (pt.FloatDTypeName, Any)
+    assert get_args(pt.PresetLike) == (pt.PresetName, str)
+
+
+def test_all_lists_every_alias_once() -> None:
+    assert [name for name in pt.__all__ if not hasattr(pt, name)] == []
+    assert len(set(pt.__all__)) == len(pt.__all__)
+    imported = {"Any", "Literal", "TypeAlias"}  # from typing
+    public = {name for name in vars(pt) if name[0].isupper()} - imported
+    assert public == set(pt.__all__)
+
+
+def test_importing_pe_core_typing_loads_no_framework() -> None:
+    frameworks = ("torch", "jax", "tensorflow", "keras", "flax")
+    probe = (
+        "import sys, pe_core.typing\n"
+        f"print(','.join(m for m in {frameworks!r} if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""
