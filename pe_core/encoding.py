@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from pe_core import device_tables
 from pe_core.angles import reduced_turns, sin_cos_turns
 from pe_core.frequency import check_d, omegas
-from pe_core.host_tables import host_sin_cos, small_call_fits, small_sin_cos
+from pe_core.host_tables import few_integer_sin_cos, host_sin_cos
 from pe_core.layout import assemble
-from pe_core.placement import Positions, check_host_positions, prepare_positions
+from pe_core.placement import Positions, prepare_positions
 from pe_core.positions import check_request_size, choose_backend, resolve_dtype
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
@@ -109,14 +109,13 @@ def encode(
     True
     """
     if (
-        type(pos) is np.ndarray
-        and spec is None
+        spec is None
         and backend is None
         and dtype is None
         and out is None
         and like is None
         and not check_values
-    ):
+    ):  # a decode step or short prompt: the few-positions lane, if it takes the call
         table = _few_integer_positions(pos, d)
         if table is not None:
             return table
@@ -125,18 +124,38 @@ def encode(
         from pe_core.nd import encode_nd
 
         return encode_nd(pos, d, spec, backend, dtype, out, like, check_values)
+    return _run(_prepare(pos, d, spec, backend, dtype, out, like, check_values))
+
+
+class _Request(NamedTuple):
+    """One validated call of :func:`encode`: where to compute, on what, into what."""
+
+    xp: Namespace
+    positions: Positions
+    freqs: tuple[float, ...]
+    spec: Spec
+    d: int
+    out_name: str
+    like: Any
+    out: Any
+
+
+def _prepare(
+    pos: Any,
+    d: Any,
+    spec: Spec,
+    backend: str | None,
+    dtype: Any,
+    out: Any,
+    like: Any,
+    check_values: bool,
+) -> _Request:
+    """Validate the arguments and classify the positions, once."""
     d = check_d(d, spec)
-    source = backend_of(pos)
-    if backend is None and source is None:
-        for anchor in (like, out):
-            if anchor is not None and backend_of(anchor) is not None:
-                backend = backend_of(anchor)
-                break
-    xp, source = choose_backend(pos, backend, source=source)
+    xp, source = _choose_namespace(pos, backend, like, out)
     if out is not None:
         _check_out_backend(xp, out)
-        if dtype is None:
-            dtype = out.dtype
+        dtype = out.dtype if dtype is None else dtype
         like = out if like is None else like
     out_name, _ = resolve_dtype(xp, dtype)
     positions = prepare_positions(pos, xp, source, check_values=check_values)
@@ -151,44 +170,77 @@ def encode(
     )
     if out is not None:
         _check_out(xp, out, (*shape, d), out_name)
-    freqs = omegas(d, spec, xp)
+    if positions.placement == "host" and like is None:
+        like = positions.array
+    return _Request(xp, positions, omegas(d, spec, xp), spec, d, out_name, like, out)
+
+
+def _choose_namespace(
+    pos: Any, backend: str | None, like: Any, out: Any
+) -> tuple[Namespace, str | None]:
+    """The backend to compute on: ``backend``, else the positions', else ``like``'s or
+    ``out``'s (for host positions), else NumPy; and the positions' own backend."""
+    source = backend_of(pos)
+    if backend is None and source is None:
+        anchors = (backend_of(a) for a in (like, out) if a is not None)
+        backend = next((name for name in anchors if name is not None), None)
+    return choose_backend(pos, backend, source=source)
+
+
+def _run(request: _Request) -> Any:
+    """Host positions: the cheapest exact host route; others: the kernel where they live."""
+    xp, positions, out = request.xp, request.positions, request.out
     if positions.placement == "host":
-        if like is None and positions.array is not None:
-            like = positions.array
-        table = _host_encode(xp, positions, freqs, spec, d, out_name, like=like, out=out)
-        if out is not None:
-            return out
-        return table
-    table = _device_encode(xp, positions, freqs, spec, d, out_name)
-    if out is not None:
-        return xp.copy_into(out, table)
-    return table
+        table = _host_encode(
+            xp,
+            positions,
+            request.freqs,
+            request.spec,
+            request.d,
+            request.out_name,
+            like=request.like,
+            out=out,
+        )
+        return out if out is not None else table
+    table = _device_encode(xp, positions, request.freqs, request.spec, request.d, request.out_name)
+    return xp.copy_into(out, table) if out is not None else table
 
 
 #: Most positions the lane of :func:`_few_integer_positions` takes.
 FEW_POSITIONS = 64
 
 
-def _few_integer_positions(pos: np.ndarray, d: Any) -> np.ndarray | None:
-    """The default encoding of a few NumPy integer positions, or ``None``.
+def _few_integer_positions(pos: Any, d: Any) -> Any | None:
+    """The default encoding of a few integer positions, or ``None``.
 
     The lane of the calls models make most (a decode step, a short prompt): float32
     output of the default spec for up to :data:`FEW_POSITIONS` integer positions of
-    magnitude below :data:`~pe_core.host_tables.SMALL_MAX_INTEGER`, built by the same
-    float64 pass as the general host route (:func:`~pe_core.host_tables.small_sin_cos`)
-    without its dispatch. Anything else returns ``None`` and takes the general route.
+    magnitude below :data:`~pe_core.host_tables.SMALL_MAX_INTEGER`, given as a NumPy
+    array or as an array another backend can show the host without a copy or a
+    synchronisation (:meth:`~pe_core_backends.Namespace.host_view`: a CPU tensor), built
+    by the same float64 pass as the general host route
+    (:func:`~pe_core.host_tables.few_integer_sin_cos`) without its dispatch. Anything else
+    returns ``None`` and takes the general route.
     """
-    if pos.dtype.kind not in "iu" or not 0 < pos.size <= FEW_POSITIONS:
+    xp = None
+    values: np.ndarray | None = pos if type(pos) is np.ndarray else None
+    if values is None:
+        name = backend_of(pos)
+        if name is None or name == "numpy":
+            return None
+        xp = get_namespace(name)
+        values = xp.host_view(pos)
+        if values is None:
+            return None
+    if values.dtype.kind not in "iu" or not 0 < values.size <= FEW_POSITIONS:
         return None
     if type(d) is not int or d < 2 or d % 2:
         return None
-    spec = _DEFAULT_SPEC
-    freqs = _default_omegas(d)
-    max_abs = check_host_positions(pos)  # integers: the largest magnitude, no NaN check
-    if not small_call_fits(pos.size, d // 2, max_abs, spec.offset, freqs, integral=True):
+    table = few_integer_sin_cos(values, _default_omegas(d))  # the default layout
+    if table is None:
         return None
-    table = small_sin_cos(pos, freqs, offset=spec.offset, layout=spec.layout)
-    return table.reshape(*pos.shape, d)
+    table = table.reshape(*values.shape, d)
+    return table if xp is None else xp.from_host(table, like=pos)
 
 
 _DEFAULT_SPEC = resolve_spec(None)

@@ -38,6 +38,7 @@ from pe_core.host_tables import host_sin_cos, small_angles, small_call_fits
 from pe_core.placement import Positions, prepare_positions
 from pe_core.rope_layout import LAYOUTS
 from pe_core.rope_scaling import needs_seq_len, scaling_rope_type
+from pe_core.rope_small import few_positions_rope
 from pe_core.rope_spec import RopeSpec, freeze, rope_constants
 from pe_core.rope_spec import scaling_for_layer as _scaling_for_layer
 from pe_core.validation import choice, finite_real
@@ -217,6 +218,18 @@ def apply_rope(
     >>> bool(np.isclose(a, apply_rope(q, 1004) @ apply_rope(k, 1000)))
     True
     """
+    if (
+        scaling is None
+        and layer_type is None
+        and backend is None
+        and not check_values
+        and sections is None
+        and frequencies is None
+        and section_layout == "contiguous"
+    ):  # a decode step: the few-positions lane, if it takes the call
+        result = few_positions_rope(x, pos, base, layout, rotary_dim, spec)
+        if result is not None:
+            return result
     if spec is not None:
         base, layout, rotary_dim, scaling, layer_type = _unpack_spec(
             spec, base, layout, rotary_dim, scaling, layer_type
@@ -393,8 +406,8 @@ def _host_factors(
     an accelerator, and for small position arrays everywhere (the query and the key
     of a decode step share them).
     """
-    values = positions.host
-    assert values is not None and positions.max_abs is not None
+    values, max_abs = positions.host, positions.max_abs
+    assert values is not None and max_abs is not None
     n = len(inv_freq)
     rounded_once = xp.dtype_of(x) in ("float16", "bfloat16")
     if (
@@ -402,7 +415,7 @@ def _host_factors(
         and not rounded_once
         and not xp.on_accelerator(x)
         and small_call_fits(
-            values.size, n, positions.max_abs, 0, inv_freq, integral=values.dtype.kind in "iu"
+            values.size, n, max_abs, 0, inv_freq, integral=values.dtype.kind in "iu"
         )
     ):
         # a few positions off an accelerator (decode steps): one float64 pass, no cache
@@ -420,7 +433,7 @@ def _host_factors(
             offset=0.0,
             layout="split",
             working=working,
-            max_abs=positions.max_abs,
+            max_abs=max_abs,
             # small calls for float16/bfloat16 x: float64 cos/sin, rounded once (the
             # rotation nearly cancels in places, where float32's error would show)
             rounded_once=rounded_once,
@@ -434,8 +447,9 @@ def _host_factors(
     values_key = device_tables.values_key(values)
     keep = xp.on_accelerator(x) or values.size <= device_tables.MAX_KEYED_VALUES
     key = ("rope", values_key, inv_freq, attention_factor, rounded_once)
-    key = key if keep and values_key else None
-    return device_tables.cached(xp, key, x, working, build, private=True)
+    return device_tables.cached(
+        xp, key if keep and values_key else None, x, working, build, private=True
+    )
 
 
 # --------------------------------------------------------------------------- validation

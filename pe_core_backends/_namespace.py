@@ -7,11 +7,17 @@ Adapters are deliberately small: only what the kernel needs, nothing encoding-sp
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from pe_core_backends._device import device_path_forced
+
+#: A framework function that an adapter installs as one of the methods below with
+#: ``staticmethod`` (``sin = staticmethod(np.sin)``: no extra Python call per use). Its
+#: own signature is wider than the method's, so adapters declare it with this type.
+ArrayFunction: TypeAlias = Callable[..., Any]
 
 
 class Namespace:
@@ -147,6 +153,28 @@ class Namespace:
     def copy(self, x: Any) -> Any:
         """A new array with the values of ``x`` (on its device)."""
         return x
+
+    # -- the few-positions lanes of encode and apply_rope -------------------------
+    def host_view(self, x: Any) -> np.ndarray | None:
+        """The values of ``x`` as a NumPy array without a copy, transfer or synchronisation.
+
+        Only for eager arrays in host memory that nothing records (no autograd, no
+        tracing, no function transform, no forced device path); ``None`` otherwise, and
+        for backends that cannot tell cheaply. The few-positions lanes of
+        :func:`~pe_core.encode` and :func:`~pe_core.apply_rope` compute from such a
+        view on the host; ``None`` sends the call down the general route.
+        """
+        return None
+
+    def rotate_small(self, x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
+        """Rotate a float32 ``x`` in host memory by host-built factors, or ``None``.
+
+        ``factors`` is a :class:`~pe_core.rope_small.HostFactors` (NumPy float32
+        ``cos``/``sin`` of shape ``P + (rotary_dim/2,)``, ``P`` broadcasting against
+        ``x.shape[:-1]``). ``None`` when ``x`` is not an eager float32 array in host
+        memory that nothing records; the caller then takes the general route.
+        """
+        return None
 
     # -- elementwise and shape functions (Array API names) --------------------
     def floor(self, x: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core_backends._namespace import Namespace
+from pe_core_backends._namespace import ArrayFunction, Namespace
 
 _DTYPE_NAMES: dict[np.dtype, str] = {}
 
@@ -57,18 +57,18 @@ class NumpyNamespace(Namespace):
     def astype(self, x: Any, dtype: Any) -> Any:
         return np.asarray(x).astype(dtype, copy=False)
 
-    abs = staticmethod(np.abs)
-    floor = staticmethod(np.floor)
-    round = staticmethod(np.round)
-    sin = staticmethod(np.sin)
-    cos = staticmethod(np.cos)
-    bitwise_right_shift = staticmethod(np.right_shift)
-    bitwise_and = staticmethod(np.bitwise_and)
-    where = staticmethod(np.where)
-    zeros_like = staticmethod(np.zeros_like)
-    reshape = staticmethod(np.reshape)
-    expand_dims = staticmethod(np.expand_dims)
-    broadcast_to = staticmethod(np.broadcast_to)
+    abs: ArrayFunction = staticmethod(np.abs)
+    floor: ArrayFunction = staticmethod(np.floor)
+    round: ArrayFunction = staticmethod(np.round)
+    sin: ArrayFunction = staticmethod(np.sin)
+    cos: ArrayFunction = staticmethod(np.cos)
+    bitwise_right_shift: ArrayFunction = staticmethod(np.right_shift)
+    bitwise_and: ArrayFunction = staticmethod(np.bitwise_and)
+    where: ArrayFunction = staticmethod(np.where)
+    zeros_like: ArrayFunction = staticmethod(np.zeros_like)
+    reshape: ArrayFunction = staticmethod(np.reshape)
+    expand_dims: ArrayFunction = staticmethod(np.expand_dims)
+    broadcast_to: ArrayFunction = staticmethod(np.broadcast_to)
 
     def stack(self, arrays: list[Any], axis: int = 0) -> Any:
         return np.stack(arrays, axis=axis)
@@ -99,6 +99,29 @@ class NumpyNamespace(Namespace):
 
     def empty(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         return np.empty(shape, dtype=dtype)
+
+    def host_view(self, x: Any) -> np.ndarray | None:
+        return x if isinstance(x, np.ndarray) else None
+
+    def rotate_small(self, x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
+        if type(x) is not np.ndarray or x.dtype != np.float32:
+            return None
+        head_dim, half = x.shape[-1], rotary_dim // 2
+        out = np.empty_like(x)
+        part, target = x[..., :rotary_dim], out[..., :rotary_dim]
+        if rotary_dim < head_dim:
+            out[..., rotary_dim:] = x[..., rotary_dim:]
+        if layout == "interleaved":  # pairs (2j, 2j + 1), as the general kernel computes
+            cos, sin = factors.cos(x.ndim), factors.sin(x.ndim)
+            a, b = part[..., 0::2], part[..., 1::2]
+            target[..., 0::2] = a * cos - b * sin
+            target[..., 1::2] = b * cos + a * sin
+            return out
+        cos, sin = factors.doubled_cos(x.ndim), factors.sin(x.ndim)
+        np.multiply(part, cos, out=target)
+        target[..., :half] -= part[..., half:] * sin
+        target[..., half:] += part[..., :half] * sin
+        return out
 
     def take_rows(self, table: Any, indices: Any, out: Any = None) -> Any:
         # mode="clip" lets np.take write into out directly (mode="raise" buffers it)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pe_core_backends._namespace import Namespace
+from pe_core_backends._namespace import ArrayFunction, Namespace
 
 
 def _mark_constant(fn: Any) -> Any:
@@ -107,6 +107,22 @@ class TorchNamespace(Namespace):
     def copy(self, x: Any) -> Any:
         return x.clone()
 
+    def host_view(self, x: Any) -> np.ndarray | None:
+        if type(x) is not torch.Tensor or x.requires_grad or self.on_accelerator(x):
+            return None
+        if torch.compiler.is_compiling() or torch._C._functorch.is_functorch_wrapped_tensor(x):
+            return None
+        if x.device.type != "cpu" or x.dtype == torch.bfloat16:
+            return None
+        return x.numpy()
+
+    def rotate_small(self, x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
+        from pe_core_backends import _torch_rope
+
+        if self.on_accelerator(x):  # (or the device path is forced): the general route
+            return None
+        return _torch_rope.rotate_small(x, factors, layout, rotary_dim)
+
     def rotate_pairs(
         self, x: Any, cos: Any, sin: Any, layout: str, rotary_dim: int, working: str
     ) -> Any:
@@ -121,12 +137,12 @@ class TorchNamespace(Namespace):
             return _torch_rope.rotate(x, cos, sin, layout, rotary_dim, working)
         return super().rotate_pairs(x, cos, sin, layout, rotary_dim, working)
 
-    abs = staticmethod(torch.abs)
-    floor = staticmethod(torch.floor)
-    round = staticmethod(torch.round)
-    sin = staticmethod(torch.sin)
-    cos = staticmethod(torch.cos)
-    reshape = staticmethod(torch.reshape)
+    abs: ArrayFunction = staticmethod(torch.abs)
+    floor: ArrayFunction = staticmethod(torch.floor)
+    round: ArrayFunction = staticmethod(torch.round)
+    sin: ArrayFunction = staticmethod(torch.sin)
+    cos: ArrayFunction = staticmethod(torch.cos)
+    reshape: ArrayFunction = staticmethod(torch.reshape)
 
     def bitwise_right_shift(self, x: Any, bits: int) -> Any:
         return torch.bitwise_right_shift(x, bits)
@@ -134,8 +150,8 @@ class TorchNamespace(Namespace):
     def bitwise_and(self, x: Any, mask: int) -> Any:
         return torch.bitwise_and(x, mask)
 
-    where = staticmethod(torch.where)
-    zeros_like = staticmethod(torch.zeros_like)
+    where: ArrayFunction = staticmethod(torch.where)
+    zeros_like: ArrayFunction = staticmethod(torch.zeros_like)
 
     def expand_dims(self, x: Any, axis: int) -> Any:
         return torch.unsqueeze(x, axis)

@@ -90,6 +90,42 @@ def rotate(
     return out
 
 
+def rotate_small(x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
+    """The rotation of a small eager float32 CPU tensor by host-built factors, or ``None``.
+
+    ``factors`` is a :class:`~pe_core.rope_small.HostFactors`; its NumPy arrays become
+    tensors without a copy (``torch.from_numpy``). ``None`` for anything else: tensors
+    that autograd records, traced or wrapped tensors, other devices or dtypes.
+    """
+    if (
+        type(x) is not torch.Tensor
+        or x.dtype != torch.float32
+        or x.device.type != "cpu"
+        or (x.requires_grad and torch.is_grad_enabled())
+        or torch.compiler.is_compiling()
+        or torch._C._functorch.is_functorch_wrapped_tensor(x)
+        or not x.is_contiguous()
+    ):
+        return None
+    ndim, head_dim, half = x.dim(), x.shape[-1], rotary_dim // 2
+    if layout == "half" and rotary_dim == head_dim:
+        # x * [cos, cos] + roll(x, r/2) * [-sin, sin]: two passes over contiguous
+        # tensors, the same products and sums (same rounding) as the general kernel
+        out = torch.mul(x, torch.from_numpy(factors.doubled_cos(ndim)))
+        out.addcmul_(torch.roll(x, half, -1), torch.from_numpy(factors.signed_sin(ndim)))
+        return out
+    if layout == "half":
+        prepared: tuple[Any, ...] = (
+            torch.from_numpy(factors.doubled_cos(ndim)),
+            torch.from_numpy(factors.sin(ndim)),
+        )
+    else:
+        prepared = (torch.from_numpy(factors.rotation(ndim)),)
+    out = torch.empty_like(x)
+    _rotate_block(x, out, prepared, layout, rotary_dim, torch.float32, {})
+    return out
+
+
 def _block_plan(x: Any, pshape: tuple[int, ...]) -> tuple[Any, ...] | None:
     """How to cut a large CPU tensor into blocks of about ``_TORCH_BLOCK`` elements.
 

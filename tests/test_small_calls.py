@@ -52,3 +52,29 @@ def test_large_positions_stay_exact() -> None:
 def test_odd_d_is_still_refused() -> None:
     with pytest.raises(ValueError):
         pe_core.encode(np.array([3]), 7)
+
+
+def test_few_cpu_tensor_positions_take_the_lane() -> None:
+    torch = pytest.importorskip("torch")
+    pos = torch.tensor([[1000, 3], [0, 2**20]])
+    lane = encoding._few_integer_positions(pos, 64)
+    assert lane is not None and isinstance(lane, torch.Tensor)
+    assert lane.dtype == torch.float32 and lane.shape == (2, 2, 64)
+    general = pe_core.encode(pos, 64, check_values=True)  # check_values skips the lane
+    assert torch.equal(lane, general)
+    assert torch.equal(pe_core.encode(pos, 64), general)
+    pos += 7  # in place: read again
+    expected = pe_core.encode(pos.numpy().copy(), 64, spec="vaswani")  # the general route
+    np.testing.assert_array_equal(pe_core.encode(pos, 64).numpy(), expected)
+
+
+def test_tensors_the_host_cannot_read_for_free_leave_the_lane() -> None:
+    torch = pytest.importorskip("torch")
+    from pe_core_backends import force_device_path
+
+    with force_device_path():  # as on an accelerator: no host read
+        assert encoding._few_integer_positions(torch.arange(3), 8) is None
+    assert encoding._few_integer_positions(torch.arange(3.0), 8) is None  # not integers
+    batched = torch.func.vmap(lambda p: pe_core.encode(p, 8))(torch.arange(6).reshape(2, 3))
+    expected = pe_core.encode(np.arange(6).reshape(2, 3), 8)
+    np.testing.assert_allclose(batched.numpy(), expected, atol=1e-6)

@@ -1,0 +1,231 @@
+"""The few-positions lane of :func:`~pe_core.apply_rope`: a decode step without dispatch.
+
+A decode step rotates one new query and key per example: a few positions, and
+tensors of a few thousand elements, where the general route's classification,
+validation and dispatch cost more than the arithmetic. This lane takes the calls
+whose every property it can check in a few attribute reads:
+
+* ``x`` (or every array of a ``(q, k)`` tuple) is an eager float32 array in host
+  memory that nothing records (no autograd, tracing or function transform): see
+  :meth:`~pe_core_backends.Namespace.rotate_small`;
+* ``pos`` is a Python int, a NumPy integer array, or an integer array of ``x``'s
+  backend readable without a copy or synchronisation
+  (:meth:`~pe_core_backends.Namespace.host_view`), with at most :data:`FEW_POSITIONS`
+  values of magnitude below :data:`~pe_core.host_tables.SMALL_MAX_INTEGER`;
+* the rope configuration needs no sequence length (validated once per
+  configuration and head size, then cached).
+
+cos and sin come from the same float64 pass as the general route's small calls
+(:func:`~pe_core.host_tables.small_angles`), so both routes give the same numbers;
+the factors of the last positions are kept, so the key of a decode step reuses the
+query's. Everything else returns ``None`` and takes the general route, which also
+raises the errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from pe_core.host_tables import SMALL_MAX_INTEGER, SMALL_MAX_PAIRS, small_angles
+from pe_core_backends import Namespace, backend_of, get_namespace
+
+__all__ = ["FEW_POSITIONS", "HostFactors", "few_positions_rope"]
+
+#: Most positions the lane takes (a decode step of a batch of 64 sequences).
+FEW_POSITIONS = 64
+
+
+class HostFactors:
+    """cos and sin of a few positions (NumPy float32, shape ``P + (r/2,)``), in the
+    shapes a rotation asks for: broadcast against an ``ndim``-dimensional ``x``,
+    doubled for the half layout or as ``cos + i sin`` for the interleaved one.
+
+    >>> f = HostFactors(np.ones((3, 2), np.float32), np.zeros((3, 2), np.float32))
+    >>> f.doubled_cos(4).shape, f.sin(4).shape, f.signed_sin(3).shape, f.rotation(2).dtype
+    ((1, 1, 3, 4), (1, 1, 3, 2), (1, 3, 4), dtype('complex64'))
+    """
+
+    __slots__ = ("_cos", "_lock", "_shaped", "_sin")
+
+    def __init__(self, cos: np.ndarray, sin: np.ndarray) -> None:
+        self._cos, self._sin = cos, sin
+        self._shaped: dict[tuple[str, int], np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def _lead(self, ndim: int) -> tuple[int, ...]:
+        pos_shape = self._cos.shape[:-1]
+        return (1,) * (ndim - 1 - len(pos_shape)) + pos_shape
+
+    def _get(self, kind: str, ndim: int) -> np.ndarray:
+        hit = self._shaped.get((kind, ndim))
+        if hit is not None:
+            return hit
+        if kind == "doubled_cos":
+            value = np.concatenate([self._cos, self._cos], axis=-1)
+        elif kind == "signed_sin":
+            value = np.concatenate([-self._sin, self._sin], axis=-1)
+        elif kind == "rotation":
+            value = np.empty(self._cos.shape, np.complex64)
+            value.real, value.imag = self._cos, self._sin
+        else:
+            value = self._cos if kind == "cos" else self._sin
+        value = value.reshape(*self._lead(ndim), value.shape[-1])
+        with self._lock:
+            self._shaped[(kind, ndim)] = value
+        return value
+
+    def doubled_cos(self, ndim: int) -> np.ndarray:
+        """``[cos, cos]`` (``P' + (r,)``) for the half layout."""
+        return self._get("doubled_cos", ndim)
+
+    def cos(self, ndim: int) -> np.ndarray:
+        """``cos`` (``P' + (r/2,)``)."""
+        return self._get("cos", ndim)
+
+    def sin(self, ndim: int) -> np.ndarray:
+        """``sin`` (``P' + (r/2,)``)."""
+        return self._get("sin", ndim)
+
+    def signed_sin(self, ndim: int) -> np.ndarray:
+        """``[-sin, sin]`` (``P' + (r,)``): the half layout as ``x * [cos, cos] +
+        roll(x, r/2) * [-sin, sin]``."""
+        return self._get("signed_sin", ndim)
+
+    def rotation(self, ndim: int) -> np.ndarray:
+        """``cos + i sin`` (complex64, ``P' + (r/2,)``) for the interleaved layout."""
+        return self._get("rotation", ndim)
+
+
+class _Constants(NamedTuple):
+    inv_freq: tuple[float, ...]
+    attention_factor: float
+    layout: str
+    rotary_dim: int
+
+
+def few_positions_rope(
+    x: Any, pos: Any, base: Any, layout: Any, rotary_dim: Any, spec: Any
+) -> Any | None:
+    """``apply_rope(x, pos, ...)`` for the calls of the lane, else ``None``.
+
+    >>> q = np.ones((2, 1, 4), np.float32)  # (batch, seq, head_dim)
+    >>> y = few_positions_rope(q, np.array([[3], [5]]), 10000.0, "half", None, None)
+    >>> y.shape, bool(np.allclose(y[0, 0, [0, 2]], [np.cos(3) - np.sin(3), np.cos(3) + np.sin(3)]))
+    ((2, 1, 4), True)
+    >>> few_positions_rope(q.astype(np.float64), 3, 10000.0, "half", None, None) is None
+    True
+    """
+    single = not isinstance(x, (tuple, list))
+    xs = (x,) if single else tuple(x)
+    if not xs:
+        return None
+    name = backend_of(xs[0])
+    if name is None:
+        return None
+    xp = get_namespace(name)
+    if type(xp).rotate_small is Namespace.rotate_small:  # no small rotation here
+        return None
+    values = _host_values(pos, xp)
+    if values is None or values.dtype.kind not in "iu" or not 0 < values.size <= FEW_POSITIONS:
+        return None
+    listed = values.ravel().tolist()
+    if max(listed) >= SMALL_MAX_INTEGER or min(listed) <= -SMALL_MAX_INTEGER:
+        return None
+    head_dim = xs[0].shape[-1] if xs[0].ndim else None
+    if not isinstance(head_dim, int):
+        return None
+    try:
+        constants = _constants(spec, base, layout, rotary_dim, head_dim)
+    except TypeError:  # unhashable arguments: the general route
+        return None
+    if constants is None or values.size * len(constants.inv_freq) > SMALL_MAX_PAIRS:
+        return None
+    for item in xs:
+        if backend_of(item) != name or not _broadcasts(values.shape, item.shape, head_dim):
+            return None
+    factors = _factors(values, constants)
+    out = []
+    for item in xs:
+        rotated = xp.rotate_small(item, factors, constants.layout, constants.rotary_dim)
+        if rotated is None:
+            return None
+        out.append(rotated)
+    return out[0] if single else tuple(out)
+
+
+def _host_values(pos: Any, xp: Any) -> np.ndarray | None:
+    kind = type(pos)
+    if kind is np.ndarray:
+        return pos
+    if kind is int:
+        return np.array(pos) if -(2**62) < pos < 2**62 else None
+    if backend_of(pos) == xp.name:
+        view: np.ndarray | None = xp.host_view(pos)
+        return view
+    return None
+
+
+def _broadcasts(pos_shape: tuple[int, ...], x_shape: Any, head_dim: int) -> bool:
+    """``pos`` broadcasts against ``x.shape[:-1]`` without adding axes."""
+    lead = tuple(x_shape)[:-1]
+    if x_shape[-1] != head_dim or len(pos_shape) > len(lead):
+        return False
+    return all(p == 1 or p == n for p, n in zip(reversed(pos_shape), reversed(lead), strict=False))
+
+
+# typed: rotary_dim=4.0 or True must not hit the entry of 4 or 1 (the general route
+# refuses them)
+@functools.lru_cache(maxsize=256, typed=True)
+def _constants(
+    spec: Any, base: Any, layout: Any, rotary_dim: Any, head_dim: int
+) -> _Constants | None:
+    """Validated frequencies of one configuration and head size; ``None`` when the lane
+    cannot take it (the sequence length is needed, or the general route should say
+    what is wrong)."""
+    from pe_core import rope  # the general route's validators (imported on a miss only)
+    from pe_core.rope_scaling import needs_seq_len
+
+    try:
+        scaling = None
+        if spec is not None:
+            base, layout, rotary_dim, scaling, _ = rope._unpack_spec(
+                spec, base, layout, rotary_dim, None, None
+            )
+        if needs_seq_len(scaling):
+            return None
+        layout = rope._check_layout(layout)
+        rope._check_head_dim(head_dim)
+        rotary_dim = rope._check_rotary_dim(rotary_dim, head_dim)
+        base = rope._check_base(base)
+        inv_freq, attention_factor = rope._scaling_constants(
+            scaling, base, head_dim, rotary_dim, None
+        )
+    except (TypeError, ValueError):
+        return None
+    return _Constants(tuple(inv_freq), float(attention_factor), layout, 2 * len(inv_freq))
+
+
+#: The factors of the last positions: (key, factors), reused by the next call with
+#: the same positions and configuration (a decode step's query, then its key).
+_last: tuple[Any, HostFactors] | None = None
+
+
+def _factors(values: np.ndarray, constants: _Constants) -> HostFactors:
+    global _last
+    key = (constants, values.shape, values.dtype.str, values.tobytes())
+    last = _last
+    if last is not None and last[0] == key:
+        return last[1]
+    n = len(constants.inv_freq)
+    angles = small_angles(values, constants.inv_freq).reshape(*values.shape, n)
+    cos, sin = np.cos(angles), np.sin(angles)
+    if constants.attention_factor != 1.0:
+        cos *= np.float32(constants.attention_factor)
+        sin *= np.float32(constants.attention_factor)
+    factors = HostFactors(cos, sin)
+    _last = (key, factors)
+    return factors
