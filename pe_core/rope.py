@@ -53,12 +53,6 @@ from pe_core_backends import (
 
 __all__ = ["LAYOUTS", "apply_rope"]
 
-#: Elements per block of the blocked PyTorch CPU path for float16/bfloat16 inputs: each
-#: block is widened into two float32 scratch buffers of 1 MiB that stay in cache.
-_TORCH_BLOCK = 2**18
-#: Most leading rows (heads) in one block: they share the block's cos/sin.
-_BLOCK_GROUPS = 16
-
 
 def apply_rope(
     x: Any,

@@ -53,7 +53,7 @@ class HostFactors:
 
     def __init__(self, cos: np.ndarray, sin: np.ndarray) -> None:
         self._cos, self._sin = cos, sin
-        self._shaped: dict[tuple[str, int], np.ndarray] = {}
+        self._shaped: dict[tuple[str, int], Any] = {}
         self._lock = threading.Lock()
 
     def _lead(self, ndim: int) -> tuple[int, ...]:
@@ -77,6 +77,25 @@ class HostFactors:
         with self._lock:
             self._shaped[(kind, ndim)] = value
         return value
+
+    def converted(self, key: Any, build: Any) -> Any:
+        """``build()`` once per ``key``: a backend keeps its own arrays of the factors
+        here (e.g. tensors sharing their memory), for the next array of the same call."""
+        hit = self._shaped.get(key)
+        if hit is None:
+            hit = build()
+            with self._lock:
+                self._shaped[key] = hit
+        return hit
+
+    def half_layout(self, ndim: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(doubled_cos(ndim), signed_sin(ndim))`` in one lookup."""
+        hit = self._shaped.get(("half", ndim))
+        if hit is None:
+            hit = (self.doubled_cos(ndim), self.signed_sin(ndim))
+            with self._lock:
+                self._shaped[("half", ndim)] = hit
+        return hit
 
     def doubled_cos(self, ndim: int) -> np.ndarray:
         """``[cos, cos]`` (``P' + (r,)``) for the half layout."""
@@ -123,13 +142,10 @@ def few_positions_rope(
     xs = (x,) if single else tuple(x)
     if not xs:
         return None
-    name = backend_of(xs[0])
-    if name is None:
+    xp = _namespace_of(xs[0])
+    if xp is None:
         return None
-    xp = get_namespace(name)
-    if type(xp).rotate_small is Namespace.rotate_small:  # no small rotation here
-        return None
-    values = _host_values(pos, xp)
+    values = _host_values(pos, xp, xs[0])
     if values is None or values.dtype.kind not in "iu" or not 0 < values.size <= FEW_POSITIONS:
         return None
     listed = values.ravel().tolist()
@@ -144,8 +160,9 @@ def few_positions_rope(
         return None
     if constants is None or values.size * len(constants.inv_freq) > SMALL_MAX_PAIRS:
         return None
-    for item in xs:
-        if backend_of(item) != name or not _broadcasts(values.shape, item.shape, head_dim):
+    kind = type(xs[0])
+    for item in xs:  # the same array type as the first (so the same backend)
+        if type(item) is not kind or not _broadcasts(values.shape, item.shape, head_dim):
             return None
     factors = _factors(values, constants)
     out = []
@@ -157,13 +174,33 @@ def few_positions_rope(
     return out[0] if single else tuple(out)
 
 
-def _host_values(pos: Any, xp: Any) -> np.ndarray | None:
+#: The namespace of each array type seen, or None where it has no small rotation.
+_NAMESPACES: dict[type, Namespace | None] = {}
+
+
+def _namespace_of(x: Any) -> Namespace | None:
+    """The namespace of ``x``'s backend if it rotates small arrays, else ``None``
+    (looked up once per array type)."""
+    kind = type(x)
+    try:
+        return _NAMESPACES[kind]
+    except KeyError:
+        pass
+    name = backend_of(x)
+    xp = None if name is None else get_namespace(name)
+    if xp is not None and type(xp).rotate_small is Namespace.rotate_small:
+        xp = None
+    _NAMESPACES[kind] = xp
+    return xp
+
+
+def _host_values(pos: Any, xp: Any, x: Any) -> np.ndarray | None:
     kind = type(pos)
     if kind is np.ndarray:
         return pos
     if kind is int:
         return np.array(pos) if -(2**62) < pos < 2**62 else None
-    if backend_of(pos) == xp.name:
+    if kind is type(x) or backend_of(pos) == xp.name:
         view: np.ndarray | None = xp.host_view(pos)
         return view
     return None
@@ -171,7 +208,7 @@ def _host_values(pos: Any, xp: Any) -> np.ndarray | None:
 
 def _broadcasts(pos_shape: tuple[int, ...], x_shape: Any, head_dim: int) -> bool:
     """``pos`` broadcasts against ``x.shape[:-1]`` without adding axes."""
-    lead = tuple(x_shape)[:-1]
+    lead = x_shape[:-1]
     if x_shape[-1] != head_dim or len(pos_shape) > len(lead):
         return False
     return all(p == 1 or p == n for p, n in zip(reversed(pos_shape), reversed(lead), strict=False))

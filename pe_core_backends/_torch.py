@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from pe_core_backends import _torch_rope
+from pe_core_backends._device import device_path_forced
 from pe_core_backends._namespace import ArrayFunction, Namespace
 
 
@@ -108,25 +110,22 @@ class TorchNamespace(Namespace):
         return x.clone()
 
     def host_view(self, x: Any) -> np.ndarray | None:
-        if type(x) is not torch.Tensor or x.requires_grad or self.on_accelerator(x):
+        if type(x) is not torch.Tensor or x.requires_grad or device_path_forced():
+            return None
+        if x.device.type != "cpu" or x.dtype is torch.bfloat16:
             return None
         if torch.compiler.is_compiling() or torch._C._functorch.is_functorch_wrapped_tensor(x):
-            return None
-        if x.device.type != "cpu" or x.dtype == torch.bfloat16:
             return None
         return x.numpy()
 
     def rotate_small(self, x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
-        from pe_core_backends import _torch_rope
-
-        if self.on_accelerator(x):  # (or the device path is forced): the general route
+        if device_path_forced():  # as on an accelerator: the general route
             return None
         return _torch_rope.rotate_small(x, factors, layout, rotary_dim)
 
     def rotate_pairs(
         self, x: Any, cos: Any, sin: Any, layout: str, rotary_dim: int, working: str
     ) -> Any:
-        from pe_core_backends import _torch_rope
 
         wrapped = torch._C._functorch.is_functorch_wrapped_tensor
         if (

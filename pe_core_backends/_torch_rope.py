@@ -99,20 +99,24 @@ def rotate_small(x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
     """
     if (
         type(x) is not torch.Tensor
-        or x.dtype != torch.float32
-        or x.device.type != "cpu"
+        or x.dtype is not torch.float32
         or (x.requires_grad and torch.is_grad_enabled())
+        or not x.is_contiguous()
+        or x.device.type != "cpu"
         or torch.compiler.is_compiling()
         or torch._C._functorch.is_functorch_wrapped_tensor(x)
-        or not x.is_contiguous()
     ):
         return None
     ndim, head_dim, half = x.dim(), x.shape[-1], rotary_dim // 2
     if layout == "half" and rotary_dim == head_dim:
         # x * [cos, cos] + roll(x, r/2) * [-sin, sin]: two passes over contiguous
         # tensors, the same products and sums (same rounding) as the general kernel
-        out = torch.mul(x, torch.from_numpy(factors.doubled_cos(ndim)))
-        out.addcmul_(torch.roll(x, half, -1), torch.from_numpy(factors.signed_sin(ndim)))
+        cos, signed_sin = factors.converted(
+            ("torch-half", ndim),
+            lambda: tuple(torch.from_numpy(f) for f in factors.half_layout(ndim)),
+        )
+        out = torch.mul(x, cos)
+        out.addcmul_(torch.roll(x, half, -1), signed_sin)
         return out
     if layout == "half":
         prepared: tuple[Any, ...] = (

@@ -434,9 +434,14 @@ def test_torch_autograd_is_the_inverse_rotation():
 def test_torch_blocked_path_matches_generic(monkeypatch):
     """Large bf16 tensors go through the blocked CPU path (here with small blocks)."""
     torch = pytest.importorskip("torch")
-    import pe_core.rope
+    from pe_core_backends import _torch_rope
 
-    monkeypatch.setattr(pe_core.rope, "_TORCH_BLOCK", 2**14)
+    monkeypatch.setattr(_torch_rope, "_TORCH_BLOCK", 2**14)
+    blocks = []
+    real_block = _torch_rope._rotate_block
+    monkeypatch.setattr(
+        _torch_rope, "_rotate_block", lambda x, *a: blocks.append(x.numel()) or real_block(x, *a)
+    )
     rng = np.random.default_rng(14)
     cases = [
         ((1, 3, 1000, 128), np.arange(1000) + 77, None),
@@ -454,6 +459,7 @@ def test_torch_blocked_path_matches_generic(monkeypatch):
             ulp = np.exp2(np.floor(np.log2(np.maximum(np.abs(exact), 2.0**-14))) - 7)
             assert np.all(err <= ulp)
             np.testing.assert_array_equal(out[..., r:].float().numpy(), x[..., r:].float().numpy())
+    assert any(n <= 2**14 for n in blocks)  # the small blocks were taken
 
 
 # --------------------------------------------------------------------------- bad input
