@@ -273,58 +273,75 @@ def _host_encode(
     out: Any,
 ) -> Any:
     """Positions known on the host: the cheapest exact route, then onto ``xp``."""
-    values = positions.host
-    assert values is not None and positions.max_abs is not None
-    shape, n_pairs = positions.shape, len(freqs)
-    n_rows = values.size
     if like is not None and xp.on_accelerator(like):
-        values_key = device_tables.values_key(values)
-        table_key = ("encode", values_key, freqs, spec.offset, spec.layout, d)
-        key = None if values_key is None else table_key
-        host_name = "float32" if out_name == "float32" else "float64"
-        if not xp.supports("float64"):
-            host_name = "float32"
-        numpy = get_namespace("numpy")
-        table = device_tables.cached(
-            xp,
-            key,
-            like,
-            out_name,
-            lambda: _host_encode(numpy, positions, freqs, spec, d, host_name, like=None, out=None),
-        )
+        table = _cached_on_device(xp, positions, freqs, spec, d, out_name, like)
         return xp.copy_into(out, table) if out is not None else table
-    working = _working(out_name, xp)
+    values, max_abs = positions.host, positions.max_abs
+    assert values is not None and max_abs is not None
     # torch and TensorFlow build large tables with their own (threaded) kernels
-    builder = xp if xp.builds_tables and n_rows * n_pairs >= MIN_PAIRS else None
+    builds = xp.builds_tables and values.size * len(freqs) >= MIN_PAIRS
     table = host_sin_cos(
         values,
         freqs,
         offset=spec.offset,
         layout=spec.layout,
-        working=working,
-        max_abs=positions.max_abs,
-        xp=builder,
+        working=_working(out_name, xp),
+        max_abs=max_abs,
+        xp=xp if builds else None,
         like=like,
         rounded_once=out_name in ("float16", "bfloat16"),
     )
     if d % 2:
         table = _pad_column(table)
-    if isinstance(table, np.ndarray):
-        table = table.reshape(*shape, d)
-        if xp.name == "numpy":
-            if out is not None:
-                out[...] = table
-                return out
-            return table.astype(xp.dtype(out_name), copy=False)
-        if out_name in ("float32", "float64"):
-            table = table.astype(out_name, copy=False)
-        # float16/bfloat16: the framework rounds the float64 table once, as it always did
-        table = device_tables.place(xp, table, like, out_name)
-    else:
-        table = xp.reshape(table, (*shape, d))
+    shape = (*positions.shape, d)
+    if not isinstance(table, np.ndarray):  # built by the backend itself
+        table = xp.reshape(table, shape)
         if xp.dtype_of(table) != out_name:
             table = xp.astype(table, xp.dtype(out_name))
+    elif xp.name == "numpy":
+        if out is not None:
+            out[...] = table.reshape(shape)
+            return out
+        return table.reshape(shape).astype(xp.dtype(out_name), copy=False)
+    else:
+        table = _placed(xp, table.reshape(shape), like, out_name)
     return xp.copy_into(out, table) if out is not None else table
+
+
+def _cached_on_device(
+    xp: Namespace,
+    positions: Positions,
+    freqs: tuple[float, ...],
+    spec: Spec,
+    d: int,
+    out_name: str,
+    like: Any,
+) -> Any:
+    """The host table of ``positions`` on ``like``'s accelerator, through the cache of
+    :mod:`pe_core.device_tables` (built and moved once per key)."""
+    values = positions.host
+    assert values is not None
+    values_key = device_tables.values_key(values)
+    key = None
+    if values_key is not None:
+        key = ("encode", values_key, freqs, spec.offset, spec.layout, d)
+    host_name = "float32" if out_name == "float32" or not xp.supports("float64") else "float64"
+    numpy = get_namespace("numpy")
+    return device_tables.cached(
+        xp,
+        key,
+        like,
+        out_name,
+        lambda: _host_encode(numpy, positions, freqs, spec, d, host_name, like=None, out=None),
+    )
+
+
+def _placed(xp: Namespace, table: np.ndarray, like: Any, out_name: str) -> Any:
+    """A NumPy table on ``xp`` (``like``'s device) in ``out_name``."""
+    if out_name in ("float32", "float64"):
+        table = table.astype(out_name, copy=False)
+    # float16/bfloat16: the framework rounds the float64 table once, as it always did
+    return device_tables.place(xp, table, like, out_name)
 
 
 def _pad_column(table: Any) -> Any:

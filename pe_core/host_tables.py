@@ -55,6 +55,12 @@ MAX_KERNEL_FLOAT = 2.0**63
 #: Most sin/cos pairs in one call of the small-call route.
 SMALL_MAX_PAIRS = 16_384
 
+#: Runs of consecutive positions with at least this many rows and pairs take the
+#: angle-addition tables (:func:`~pe_core.tables.table_sin_cos`) even when small: from
+#: about there, they are cheaper than one sin and one cos per pair.
+RUN_MIN_ROWS = 16
+RUN_MIN_PAIRS = 2048
+
 _TWO_PI = 2.0 * math.pi
 
 
@@ -174,9 +180,11 @@ def small_sin_cos(
 def few_integer_sin_cos(values: np.ndarray, omegas: tuple[float, ...]) -> np.ndarray | None:
     """:func:`small_sin_cos` of a few integer positions, interleaved, in fewer steps.
 
-    The same numbers as ``small_sin_cos(values, omegas, offset=0,
-    layout="interleaved")`` (the same float64 operations in the same order), for the
-    calls whose cost is their dispatch (a decode step): one pass over the values checks
+    The same numbers as :func:`host_sin_cos` gives these positions (``offset=0``,
+    ``layout="interleaved"``, float32: the same float64 operations in the same order as
+    :func:`small_sin_cos`, or the angle-addition tables for a run of at least
+    :data:`RUN_MIN_ROWS` rows and :data:`RUN_MIN_PAIRS` pairs), for the calls whose cost
+    is their dispatch (a decode step, a short prompt): one pass over the values checks
     the domain, and a single position multiplies the frequencies as a Python int.
     ``None`` outside :func:`small_call_fits`' integral domain.
 
@@ -193,6 +201,21 @@ def few_integer_sin_cos(values: np.ndarray, omegas: tuple[float, ...]) -> np.nda
         return None
     if max(listed) >= SMALL_MAX_INTEGER or min(listed) <= -SMALL_MAX_INTEGER:
         return None
+    if n >= RUN_MIN_ROWS and n * n_pairs >= RUN_MIN_PAIRS:
+        start = listed[0]
+        if listed == list(range(start, start + n)):  # a run: the angle-addition tables
+            numpy = get_namespace("numpy")
+            table: np.ndarray = table_sin_cos(
+                numpy,
+                start,
+                n,
+                omegas,
+                offset=0,
+                layout="interleaved",
+                working="float32",
+                like=None,
+            )
+            return table
     phi = _turn_frequencies(omegas)[1]
     if n == 1:
         turns = phi * float(listed[0])  # exact: |p| < 2**26
@@ -292,7 +315,10 @@ def host_sin_cos(
     n_rows, n_pairs = values.size, len(omegas)
     rounded_once = rounded_once or working == "float64"
     integral = values.dtype.kind in "iu" and _is_integer(offset)
-    if small_call_fits(
+    start = None
+    if not rounded_once and n_rows >= RUN_MIN_ROWS and n_rows * n_pairs >= RUN_MIN_PAIRS:
+        start = contiguous_start(values)
+    if start is None and small_call_fits(
         n_rows,
         n_pairs,
         max_abs,
@@ -307,8 +333,7 @@ def host_sin_cos(
         )
     numpy = get_namespace("numpy")
     xp = numpy if xp is None else xp
-    start = None
-    if n_rows >= 64 and n_rows * n_pairs >= MIN_PAIRS:
+    if start is None and n_rows >= 64 and n_rows * n_pairs >= MIN_PAIRS:
         start = contiguous_start(values)
     if start is not None:
         return table_sin_cos(
