@@ -9,6 +9,9 @@ installed are skipped (``pytest`` with NumPy alone passes, with skips).
 
 The test modules under ``tests/`` skip themselves (``pytest.importorskip`` and the
 ``backend`` fixture of ``tests/conftest.py``).
+
+Under pytest-xdist (``pytest -n 2``) a worker that has finished its tests ignores SIGINT
+while it tears down (``pytest_sessionfinish`` below).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+import os
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -86,3 +91,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         missing = sorted(m for m in needed & {*FRAMEWORKS, "matplotlib"} if not installed(m))
         if missing:
             item.add_marker(pytest.mark.skip(reason=f"doctest needs {', '.join(missing)}"))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker that has run its tests ignores SIGINT from then on.
+
+    Once the last worker reports, the controller tells every worker to exit, and execnet
+    gives a worker 5 s to finish what it is doing before it sends the worker SIGINT. What
+    a worker still does then is pytest's teardown, whose ``gc.collect()`` runs the
+    finalizers of every framework object the tests made (about a second for a few test
+    files; more for a whole half of the suite on a busy machine). Interrupted, it printed
+    an "Exception ignored in ... KeyboardInterrupt" traceback after a green run. A
+    finished worker has nothing left to interrupt (Ctrl+C still stops the controller,
+    which ends the workers), so it finishes its teardown instead.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the main thread: leave the handler alone
+            pass

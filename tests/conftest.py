@@ -1,10 +1,13 @@
-"""Shared test fixtures: the backend fixture, Hypothesis profiles, one array comparator.
+"""Shared test fixtures: the backend fixture, Hypothesis profiles, the array comparators.
 
 * ``backend`` is parametrised over every backend pe_core knows; a backend whose
   framework is missing is skipped. ``PE_CORE_TEST_BACKENDS=numpy,jax`` narrows the set
   (and rejects typos).
 * Hypothesis profile ``ci`` is the default; ``PE_CORE_HYPOTHESIS_PROFILE=thorough`` runs
   many more examples.
+* ``assert_close`` (a tolerance) and ``assert_equal`` (none) compare arrays of any backend
+  and check library, dtype and shape as well as values; tests compare arrays through them
+  (tests/test_testing_helpers.py shows each check can fail).
 """
 
 from __future__ import annotations
@@ -70,27 +73,128 @@ def to_numpy(x: Any) -> np.ndarray:
     return get_namespace(source).to_numpy(x).astype(np.float64)
 
 
-def assert_close(
-    actual: Any,
-    expected: np.ndarray,
-    *,
-    atol: float,
-    backend: str | None = None,
-    dtype: str | None = None,
-    rtol: float = 0.0,
-) -> None:
-    """Compare library, dtype and shape as well as values (after SciPy's xp_assert_close)."""
+def _host_copy(x: Any) -> np.ndarray:
+    """A NumPy copy of ``x`` (an array of any backend or Python data) for comparing values.
+
+    Floating values widen to float64 and complex ones to complex128; booleans and integers
+    keep their dtype, so exact comparisons of large integers lose nothing.
+    """
     from pe_core_backends import backend_of
 
-    if backend is not None:
-        assert backend_of(actual) == backend, f"expected a {backend} array, got {type(actual)}"
-    if dtype is not None:
-        xp = get_namespace(backend_of(actual) or "numpy")
-        assert xp.dtype_of(actual) == dtype, f"expected dtype {dtype}, got {xp.dtype_of(actual)}"
-    got = to_numpy(actual)
-    expected = np.asarray(expected, dtype=np.float64)
-    assert got.shape == expected.shape, f"shape {got.shape} != expected {expected.shape}"
-    np.testing.assert_allclose(got, expected, atol=atol, rtol=rtol)
+    source = backend_of(x)
+    host = np.asarray(x) if source is None else np.asarray(get_namespace(source).to_numpy(x))
+    if host.dtype.kind in "biu":
+        return host
+    if host.dtype.kind == "c":
+        return host.astype(np.complex128)
+    return host.astype(np.float64)
+
+
+def _check_kind(
+    actual: Any, expected: Any, backend: str | None, dtype: str | None, err_msg: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Check library, dtype and shape; return host copies of both arrays.
+
+    ``backend`` and ``dtype`` (canonical names, ``"float32"``) are required of ``actual``.
+    An ``expected`` that is a framework array (not NumPy or Python data) also requires
+    ``actual`` to be an array of the same framework, dtype and device.
+    """
+    from pe_core_backends import backend_of
+
+    prefix = f"{err_msg}\n" if err_msg else ""
+    got_backend = backend_of(actual)
+
+    def dtype_name(x: Any, source: str | None) -> str:
+        return get_namespace(source or "numpy").dtype_of(x if source else np.asarray(x))
+
+    if backend is not None and got_backend != backend:
+        raise AssertionError(
+            f"{prefix}expected a {backend} array, got {type(actual).__module__}."
+            f"{type(actual).__qualname__} ({got_backend or 'not an array'})"
+        )
+    if dtype is not None and dtype_name(actual, got_backend) != dtype:
+        raise AssertionError(
+            f"{prefix}expected dtype {dtype}, got {dtype_name(actual, got_backend)}"
+        )
+    want_backend = backend_of(expected)
+    if want_backend not in (None, "numpy"):
+        if got_backend != want_backend:
+            raise AssertionError(
+                f"{prefix}expected is a {want_backend} array, so actual must be one too; "
+                f"got {type(actual).__module__}.{type(actual).__qualname__}"
+            )
+        got_dtype, want_dtype = dtype_name(actual, got_backend), dtype_name(expected, want_backend)
+        if got_dtype != want_dtype:
+            raise AssertionError(f"{prefix}dtype {got_dtype} != expected dtype {want_dtype}")
+        xp = get_namespace(want_backend)
+        if xp.device_key(actual) != xp.device_key(expected):
+            raise AssertionError(
+                f"{prefix}device {xp.device_key(actual)} != expected device "
+                f"{xp.device_key(expected)}"
+            )
+    got, want = _host_copy(actual), _host_copy(expected)
+    if got.shape != want.shape:
+        raise AssertionError(f"{prefix}shape {got.shape} != expected shape {want.shape}")
+    return got, want
+
+
+def assert_close(
+    actual: Any,
+    expected: Any,
+    *,
+    atol: float | np.ndarray,
+    rtol: float = 0.0,
+    backend: str | None = None,
+    dtype: str | None = None,
+    err_msg: str = "",
+) -> None:
+    """Compare library, dtype and shape as well as values (after SciPy's xp_assert_close).
+
+    Values must satisfy ``|actual - expected| <= atol + rtol * |expected|`` elementwise
+    (NaNs in the same places count as equal), compared in float64 (complex128 for complex
+    values); ``atol`` may also hold one bound per element (broadcast against ``expected``).
+    Shapes must match exactly: nothing is broadcast. ``backend`` / ``dtype`` are required
+    of ``actual``; an ``expected`` from a framework (a torch tensor, a JAX array...)
+    requires ``actual`` to come from the same framework with the same dtype and device
+    (as ``torch.testing.assert_close`` does).
+    """
+    got, want = _check_kind(actual, expected, backend, dtype, err_msg)
+    if got.dtype.kind in "biu":
+        got = got.astype(np.float64)
+    if want.dtype.kind in "biu":
+        want = want.astype(np.float64)
+    if np.ndim(atol) == 0:
+        np.testing.assert_allclose(got, want, atol=float(atol), rtol=rtol, err_msg=err_msg)
+        return
+    bound = np.broadcast_to(np.asarray(atol, dtype=np.float64), want.shape) + rtol * np.abs(want)
+    with np.errstate(invalid="ignore"):  # inf - inf
+        ok = (np.abs(got - want) <= bound) | (got == want) | (np.isnan(got) & np.isnan(want))
+    if not ok.all():
+        worst = np.unravel_index(
+            np.argmax(np.where(ok, -np.inf, np.abs(got - want) - bound)), ok.shape
+        )
+        raise AssertionError(
+            f"{err_msg}\n{int((~ok).sum())} of {ok.size} elements beyond their per-element "
+            f"tolerance; at {tuple(int(i) for i in worst)}: actual {got[worst]!r}, "
+            f"expected {want[worst]!r}, bound {bound[worst]!r}".lstrip("\n")
+        )
+
+
+def assert_equal(
+    actual: Any,
+    expected: Any,
+    *,
+    backend: str | None = None,
+    dtype: str | None = None,
+    err_msg: str = "",
+) -> None:
+    """Like :func:`assert_close` with no tolerance: every value exactly equal.
+
+    Floats are widened to float64 (exactly); integers and booleans are compared as they are,
+    not through float64, so large integers are compared exactly too.
+    """
+    got, want = _check_kind(actual, expected, backend, dtype, err_msg)
+    np.testing.assert_array_equal(got, want, err_msg=err_msg)
 
 
 def positions_on(backend: str, positions: np.ndarray) -> Any:

@@ -19,7 +19,7 @@ from pe_core.analysis import (
     similarity_matrix,
 )
 from pe_core.testing import reference_encoding, specs
-from tests.conftest import assert_close, positions_on, to_numpy
+from tests.conftest import assert_close, assert_equal, positions_on, to_numpy
 
 SPECS = [
     "vaswani",
@@ -67,9 +67,8 @@ def test_similarity_follows_the_backend_argument(backend):
 
 def test_similarity_dtype_float32():
     got = similarity(range(5), 8, dtype="float32", metric="euclidean")
-    assert got.dtype == np.float32
     expected = brute_similarity(reference_encoding(np.arange(5), 8), "euclidean")
-    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert_close(got, expected, atol=1e-5, rtol=1e-7, backend="numpy", dtype="float32")
 
 
 def test_similarity_matrix_of_any_code(backend):
@@ -83,14 +82,19 @@ def test_similarity_matrix_of_any_code(backend):
             got, brute_similarity(bits.astype(np.float64), metric), atol=1e-6, backend=backend
         )
     # a zero vector (position 0) has cosine 0 with everything
-    assert np.all(to_numpy(similarity_matrix(xp.asarray(bits)))[0] == 0)
+    assert_equal(to_numpy(similarity_matrix(xp.asarray(bits)))[0], np.zeros(16))
 
 
 def test_similarity_matrix_wide_and_empty_tables():
     wide = np.random.default_rng(0).normal(size=(3, 40))
     for metric in ("cosine", "dot", "euclidean"):
-        np.testing.assert_allclose(
-            similarity_matrix(wide, metric=metric), brute_similarity(wide, metric), atol=1e-12
+        assert_close(
+            similarity_matrix(wide, metric=metric),
+            brute_similarity(wide, metric),
+            atol=1e-12,
+            rtol=1e-7,
+            backend="numpy",
+            dtype="float64",
         )
     for metric in ("cosine", "dot", "euclidean"):
         assert similarity_matrix(np.zeros((0, 4)), metric=metric).shape == (0, 0)
@@ -107,7 +111,8 @@ def test_similarity_euclidean_blocks():
         got = similarity_matrix(table, metric="euclidean")
     finally:
         analysis._BLOCK_VALUES = old
-    np.testing.assert_allclose(got[::37], brute_similarity(table, "euclidean")[::37], atol=1e-12)
+    want = brute_similarity(table, "euclidean")[::37]
+    assert_close(got[::37], want, atol=1e-12, rtol=1e-7, backend="numpy", dtype="float64")
 
 
 # -- similarity by distance ----------------------------------------------------------
@@ -132,16 +137,21 @@ def test_by_distance_is_the_cos_sum(d):
     w = 10000.0 ** (-np.arange(0, d, 2) / d)
     k = np.arange(2001)
     cos_sum = np.cos(k[:, None] * w).sum(-1)
-    np.testing.assert_allclose(
-        similarity_by_distance(d, max_distance=2000), cos_sum / (d / 2), atol=1e-12
+    assert_close(
+        similarity_by_distance(d, max_distance=2000),
+        cos_sum / (d / 2),
+        atol=1e-12,
+        rtol=1e-7,
+        dtype="float64",
     )
-    np.testing.assert_allclose(
-        similarity_by_distance(d, max_distance=2000, metric="dot"), cos_sum, atol=1e-10
+    assert_close(
+        similarity_by_distance(d, max_distance=2000, metric="dot"), cos_sum, atol=1e-10, rtol=1e-7
     )
-    np.testing.assert_allclose(
+    assert_close(
         similarity_by_distance(d, max_distance=2000, metric="euclidean") ** 2,
         2 * (d / 2 - cos_sum),
         atol=1e-9,
+        rtol=1e-7,
     )
 
 
@@ -168,8 +178,8 @@ def test_by_distance_near_collision_keeps_digits():
 def test_by_distance_zero_features():
     """d = 1 zero-padded: one zero feature, every encoding the same zero vector."""
     spec = Spec(odd_d="zero_pad")
-    assert similarity_by_distance(1, spec, max_distance=3).tolist() == [0.0] * 4
-    assert similarity_by_distance(1, spec, max_distance=3, metric="euclidean").tolist() == [0.0] * 4
+    assert_equal(similarity_by_distance(1, spec, max_distance=3), np.zeros(4))
+    assert_equal(similarity_by_distance(1, spec, max_distance=3, metric="euclidean"), np.zeros(4))
 
 
 # -- resolution reports --------------------------------------------------------------

@@ -11,6 +11,7 @@ from importlib.metadata import entry_points
 
 import numpy as np
 import pytest
+from conftest import assert_close, assert_equal
 
 import pe_core
 from pe_core import cli
@@ -42,7 +43,7 @@ def test_encode_prints_the_table(capsys):
     expected = pe_core.encode(np.arange(8), 16)
     for p, (_, values) in enumerate(rows):
         printed = np.array(values.strip("[]").split(), dtype=float)
-        np.testing.assert_allclose(printed, expected[p], atol=5e-5)
+        assert_close(printed, expected[p], atol=5e-5, rtol=1e-7)
 
 
 @pytest.mark.parametrize(
@@ -61,7 +62,7 @@ def test_encode_position_syntax(tmp_path, argument, positions):
     flag = "--positions" + argument if argument.startswith("=") else None
     argv = ["encode", flag] if flag else ["encode", "--positions", argument]
     assert cli.main([*argv, "--dim", "6", "--out", str(out)]) == 0
-    np.testing.assert_array_equal(np.load(out), pe_core.encode(np.array(positions), 6))
+    assert_equal(np.load(out), pe_core.encode(np.array(positions), 6))
 
 
 def test_encode_out_saves_what_encode_returns(tmp_path, capsys):
@@ -69,10 +70,9 @@ def test_encode_out_saves_what_encode_returns(tmp_path, capsys):
     argv = ["encode", "--positions", "0:1000:7", "--dim", "33", "--spec", "flax"]
     assert cli.main([*argv, "--dtype", "float64", "--out", str(out)]) == 0
     saved = np.load(out)
-    assert saved.dtype == np.float64 and saved.shape == (143, 33)
-    np.testing.assert_array_equal(
-        saved, pe_core.encode(np.arange(0, 1000, 7), 33, spec="flax", dtype="float64")
-    )
+    assert saved.shape == (143, 33)
+    expected = pe_core.encode(np.arange(0, 1000, 7), 33, spec="flax", dtype="float64")
+    assert_equal(saved, expected, dtype="float64")
     assert f"-> {out}" in capsys.readouterr().out
 
 
@@ -81,7 +81,7 @@ def test_encode_on_another_backend(tmp_path):
     out = tmp_path / "t.npy"
     argv = ["encode", "--positions", "0:4", "--dim", "8", "--backend", "pytorch"]
     assert cli.main([*argv, "--out", str(out)]) == 0
-    np.testing.assert_allclose(np.load(out), pe_core.encode(np.arange(4), 8), atol=1e-7)
+    assert_close(np.load(out), pe_core.encode(np.arange(4), 8), atol=1e-7, rtol=1e-7)
 
 
 def test_encode_bfloat16_is_saved_as_float32(tmp_path):
@@ -90,8 +90,7 @@ def test_encode_bfloat16_is_saved_as_float32(tmp_path):
     argv = ["encode", "--positions", "0:4", "--dim", "8", "--backend", "jax", "--dtype", "bfloat16"]
     assert cli.main([*argv, "--out", str(out)]) == 0
     saved = np.load(out)
-    assert saved.dtype == np.float32
-    np.testing.assert_allclose(saved, pe_core.encode(np.arange(4), 8), atol=1e-2)
+    assert_close(saved, pe_core.encode(np.arange(4), 8), atol=1e-2, rtol=1e-7, dtype="float32")
 
 
 def test_encode_summarises_wide_and_long_tables(capsys):
@@ -154,7 +153,7 @@ def test_header_is_the_call_that_gives_the_table(capsys):
     call = document["call"]
     assert call.startswith("pe_core.encode(pos=np.arange(0, 1, 0.25), d=4, spec='fairseq'")
     again = eval(call, {"pe_core": pe_core, "np": np})  # the header is runnable code
-    np.testing.assert_array_equal(np.asarray(document["values"], dtype=np.float32), again)
+    assert_equal(np.asarray(document["values"], dtype=np.float32), again)
 
 
 @pytest.mark.parametrize(
@@ -167,7 +166,7 @@ def test_out_format_follows_the_extension(tmp_path, capsys, suffix, fmt):
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # no name added
     assert capsys.readouterr().out.rstrip().endswith(f"-> {out} ({fmt})")
     expected = pe_core.encode(np.array([0, 7, 100000]), 6, dtype="float64")
-    np.testing.assert_array_equal(read_table(out, fmt), expected)
+    assert_equal(read_table(out, fmt), expected)
 
 
 def read_table(path, fmt: str) -> np.ndarray:
@@ -187,7 +186,7 @@ def test_format_overrides_the_extension(tmp_path, fmt):
     assert cli.main([*argv, "--out", str(out), "--format", fmt]) == 0
     saved = read_table(out, fmt)
     expected = pe_core.encode(np.arange(3, 9, 2), 8, spec="tensor2tensor")  # float32
-    np.testing.assert_array_equal(saved.astype(np.float32), expected)  # every bit back
+    assert_equal(saved.astype(np.float32), expected)  # every bit back
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
@@ -204,7 +203,7 @@ def test_format_prints_csv_and_json(capsys, fmt):
         assert document["pos"] == [-3.0, 0.5] and document["shape"] == [2, 4]
         assert document["dtype"] == "float32"
         values = np.array(document["values"], dtype=np.float32)
-    np.testing.assert_array_equal(values, pe_core.encode(np.array([-3.0, 0.5]), 4))
+    assert_equal(values, pe_core.encode(np.array([-3.0, 0.5]), 4))
 
 
 @pytest.mark.parametrize(
@@ -283,7 +282,7 @@ def test_huge_positions_are_exact_or_refused(capsys, argument):
         return
     assert status == 0, captured.err
     got = np.array(json.loads(captured.out)["values"][0], dtype=np.float64)
-    np.testing.assert_allclose(got, exact_encoding(float(int(float(argument))), 4), atol=1e-6)
+    assert_close(got, exact_encoding(float(int(float(argument))), 4), atol=1e-6, rtol=1e-7)
 
 
 @pytest.mark.parametrize(
@@ -312,7 +311,7 @@ def test_python_dash_m_pe_core_runs_the_cli(tmp_path):
         [*argv, "--out", str(tmp_path / "t.npy")], capture_output=True, text=True, env=env
     )
     assert result.returncode == 0, result.stderr
-    np.testing.assert_array_equal(np.load(tmp_path / "t.npy"), pe_core.encode(range(3), 4))
+    assert_equal(np.load(tmp_path / "t.npy"), pe_core.encode(range(3), 4))
     bad = subprocess.run(
         [*argv[:3], "encode", "--positions", "x", "--dim", "4"], capture_output=True, text=True
     )

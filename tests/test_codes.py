@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_close, positions_on, to_numpy
+from conftest import assert_close, assert_equal, positions_on, to_numpy
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pe_core.codes import binary_encode, learned_table_init, normalized_positions
-from pe_core_backends import backend_of, get_namespace
 
 # --------------------------------------------------------------------------- binary
 
@@ -24,26 +23,24 @@ def test_binary_columns_are_the_bits(backend, d, data):
     assert_close(out, np.array(expected), atol=0, backend=backend, dtype="float32")
     # reading the bits back gives the position
     weights = 2.0 ** np.arange(d)
-    np.testing.assert_array_equal(to_numpy(out) @ weights, positions)
+    assert_equal(to_numpy(out) @ weights, positions)
 
 
 def test_binary_lowest_bit_changes_fastest():
     table = binary_encode(range(16), 4)
     changes = np.abs(np.diff(table, axis=0)).sum(axis=0)
-    assert changes.tolist() == [15.0, 7.0, 3.0, 1.0]  # column j flips every 2**j positions
+    assert_equal(changes, [15.0, 7.0, 3.0, 1.0])  # column j flips every 2**j positions
     assert binary_encode(np.array([[5, 6]]), 3).shape == (1, 2, 3)
 
 
 def test_binary_wide_and_float_positions():
-    assert binary_encode(2**62 + 1, 70)[[0, 61, 62, 63, 69]].tolist() == [1, 0, 1, 0, 0]
-    np.testing.assert_array_equal(binary_encode([3.0, 4.0], 3), binary_encode([3, 4], 3))
+    assert_equal(binary_encode(2**62 + 1, 70)[[0, 61, 62, 63, 69]], [1, 0, 1, 0, 0])
+    assert_equal(binary_encode([3.0, 4.0], 3), binary_encode([3, 4], 3), dtype="float32")
 
 
 def test_binary_backend_and_dtype(backend):
-    xp = get_namespace(backend)
     out = binary_encode([1, 2], 4, backend=backend, dtype="float16")
-    assert backend_of(out) == backend and xp.dtype_of(out) == "float16"
-    assert to_numpy(out).tolist() == [[1, 0, 0, 0], [0, 1, 0, 0]]
+    assert_equal(out, [[1, 0, 0, 0], [0, 1, 0, 0]], backend=backend, dtype="float16")
 
 
 @pytest.mark.parametrize(

@@ -145,7 +145,7 @@ def test_onnx_export_runs_in_onnxruntime_at_every_length(torch_model, tmp_path) 
         offset = np.array([3, BIG])
         eager = model(torch.from_numpy(x), torch.from_numpy(offset))
         for got, want in zip(run(x, offset), eager, strict=True):
-            np.testing.assert_allclose(got, want.numpy(), atol=2e-6, rtol=0)
+            assert_close(got, want.numpy(), atol=2e-6, backend="numpy", dtype="float32")
 
 
 # --------------------------------------------------------------------------- JAX

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import assert_close, assert_equal
 
 INNER = os.environ.get("PE_CORE_KERAS_INNER")
 inner = pytest.mark.skipif(not INNER, reason="runs in the per-backend subprocess")
@@ -93,8 +94,8 @@ def test_torch_t5_bias_is_compute_bias(q_len, k_len, offset, is_decoder) -> None
     layer.load_state_dict({"relative_attention_bias.weight": torch.as_tensor(TABLE)})
     expected = hf_compute_bias(TABLE, q_len, k_len, offset, is_decoder)
     with torch.no_grad():
-        assert np.array_equal(layer(q_len, k_len, offset).numpy(), expected)
-        assert np.array_equal(layer(q_len, k_len, torch.tensor(offset)).numpy(), expected)
+        assert_equal(layer(q_len, k_len, offset), expected, backend="torch")
+        assert_equal(layer(q_len, k_len, torch.tensor(offset)), expected, backend="torch")
 
 
 @outer
@@ -108,9 +109,9 @@ def test_torch_bias_layers_compile_without_graph_breaks() -> None:
         compiled = torch.compile(layer, fullgraph=True)
         for offset in (0, 7):
             got = compiled(3, 9, torch.tensor(offset))
-            assert torch.equal(got, layer(3, 9, offset))
+            assert_equal(got, layer(3, 9, offset), backend="torch")
     alibi = AlibiBias(6, alibi_bias_max=4.5)
-    assert torch.equal(torch.compile(lambda: alibi(6, 6), fullgraph=True)(), alibi(6, 6))
+    assert_equal(torch.compile(lambda: alibi(6, 6), fullgraph=True)(), alibi(6, 6), backend="torch")
 
 
 @outer
@@ -139,9 +140,10 @@ def test_torch_alibi_is_keras_hubs_under_a_causal_mask(n_heads, alibi_bias_max) 
     from pe_core import alibi_slopes
     from pe_core.layers.torch import AlibiBias
 
-    np.testing.assert_allclose(
+    assert_close(
         alibi_slopes(n_heads, alibi_bias_max=alibi_bias_max),
         keras_hub_slopes(n_heads, alibi_bias_max),
+        atol=0,
         rtol=1e-14,
     )
     scores = np.random.default_rng(n_heads).standard_normal((2, n_heads, 6, 6))
@@ -149,13 +151,11 @@ def test_torch_alibi_is_keras_hubs_under_a_causal_mask(n_heads, alibi_bias_max) 
     ours = scores + layer(6, 6, like=torch.zeros(1, dtype=torch.float64)).numpy()
     theirs = keras_hub_alibi(scores, alibi_bias_max)
     causal = np.tril(np.ones((6, 6), bool))
-    np.testing.assert_allclose(
-        softmax(ours), softmax(np.where(causal, theirs, -np.inf)), atol=1e-12
-    )
-    one_step = layer(1, 6, like=torch.zeros(1, dtype=torch.float64)).numpy()
-    np.testing.assert_allclose(
-        one_step, keras_hub_alibi(np.zeros((1, n_heads, 1, 6)), alibi_bias_max)
-    )
+    want = softmax(np.where(causal, theirs, -np.inf))
+    assert_close(softmax(ours), want, atol=1e-12, rtol=1e-7)
+    one_step = layer(1, 6, like=torch.zeros(1, dtype=torch.float64))
+    want = keras_hub_alibi(np.zeros((1, n_heads, 1, 6)), alibi_bias_max)
+    assert_close(one_step, want, atol=0, rtol=1e-7, backend="torch", dtype="float64")
 
 
 # --------------------------------------------------------------------------- Flax
@@ -172,11 +172,11 @@ def test_flax_t5_bias_is_compute_bias_under_jit(q_len, k_len, offset, is_decoder
     layer = T5RelativeBias(4, bidirectional=not is_decoder, rngs=nnx.Rngs(0))
     layer.relative_attention_bias.embedding[...] = jax.numpy.asarray(TABLE)
     run = nnx.jit(lambda m, off: m(q_len, k_len, off))
-    assert np.array_equal(np.asarray(run(layer, jax.numpy.asarray(offset))), expected)
+    assert_equal(run(layer, jax.numpy.asarray(offset)), expected, backend="jax")
     linen = LinenT5RelativeBias(4, bidirectional=not is_decoder)
     params = {"params": {"relative_attention_bias": jax.numpy.asarray(TABLE)}}
     got = jax.jit(lambda p, off: linen.apply(p, q_len, k_len, off))(params, offset)
-    assert np.array_equal(np.asarray(got), expected)
+    assert_equal(got, expected, backend="jax")
 
 
 @outer
@@ -190,7 +190,8 @@ def test_flax_t5_gradient_reaches_the_table() -> None:
     grad = np.asarray(grads.relative_attention_bias.embedding[...])
     used = np.unique(__import__("pe_core").t5_bucket_matrix(3, 6))
     assert np.all(np.abs(grad[used]).sum(1) > 0)
-    assert np.all(np.delete(grad, used, axis=0) == 0)
+    unused = np.delete(grad, used, axis=0)
+    assert_equal(unused, np.zeros_like(unused))
     assert jax.jit(lambda: 0)() == 0
 
 
@@ -202,9 +203,9 @@ def test_flax_alibi_under_jit_is_pe_core_alibi_bias() -> None:
 
     expected = pe_core.alibi_bias(3, 7, 6, alibi_bias_max=4.0)[None]
     layer = AlibiBias(6, alibi_bias_max=4.0)
-    assert np.array_equal(np.asarray(jax.jit(lambda: layer(3, 7))()), expected)
+    assert_equal(jax.jit(lambda: layer(3, 7))(), expected, backend="jax")
     linen = LinenAlibiBias(6, alibi_bias_max=4.0)
-    assert np.array_equal(np.asarray(jax.jit(lambda: linen.apply({}, 3, 7))()), expected)
+    assert_equal(jax.jit(lambda: linen.apply({}, 3, 7))(), expected, backend="jax")
 
 
 @outer
@@ -260,9 +261,10 @@ def test_keras_t5_bias_is_pe_cores(q_len, k_len, offset, is_decoder) -> None:
     expected = pe_core.t5_relative_bias(
         q_len, k_len, TABLE, offset=offset, bidirectional=not is_decoder
     )
-    assert np.array_equal(_numpy(layer.bias(q_len, k_len, offset)), expected)
+    assert_equal(_numpy(layer.bias(q_len, k_len, offset)), expected)
     scores = np.random.default_rng(1).standard_normal((2, 4, q_len, k_len)).astype("float32")
-    np.testing.assert_allclose(_numpy(layer(scores, offset=offset)), scores + expected, atol=1e-6)
+    got = _numpy(layer(scores, offset=offset))
+    assert_close(got, scores + expected, atol=1e-6, rtol=1e-7)
 
 
 @inner
@@ -281,11 +283,11 @@ def test_keras_t5_trains_and_round_trips(tmp_path: Path) -> None:
     after = model.get_layer("t5").relative_attention_bias.numpy()
     used = np.unique(__import__("pe_core").t5_bucket_matrix(5, 5))
     assert np.all(np.abs(after - before)[used].sum(1) > 0)  # gradients reached the table
-    assert np.array_equal(np.delete(after, used, 0), np.delete(before, used, 0))
+    assert_equal(np.delete(after, used, 0), np.delete(before, used, 0))
     path = tmp_path / "model.keras"
     model.save(path)
     loaded = keras.saving.load_model(path)
-    assert np.array_equal(_numpy(model(data)), _numpy(loaded(data)))
+    assert_equal(model(data), loaded(data))  # the same library and dtype too
 
 
 @inner
@@ -297,20 +299,21 @@ def test_keras_alibi_is_keras_hubs(n_heads, alibi_bias_max) -> None:
     theirs = keras_hub_alibi(scores.astype(np.float64), alibi_bias_max)
     ours = _numpy(AlibiBias(alibi_bias_max=alibi_bias_max)(scores))
     causal = np.tril(np.ones((6, 6), bool))
-    np.testing.assert_allclose(softmax(ours), softmax(np.where(causal, theirs, -np.inf)), atol=1e-6)
+    want = softmax(np.where(causal, theirs, -np.inf))
+    assert_close(softmax(ours), want, atol=1e-6, rtol=1e-7)
     step = scores[:, :, -1:]
-    np.testing.assert_allclose(
+    assert_close(
         _numpy(AlibiBias(n_heads, alibi_bias_max=alibi_bias_max)(step)),
         keras_hub_alibi(step.astype(np.float64), alibi_bias_max),
         atol=1e-6,
+        rtol=1e-7,
     )
     if find_spec("keras_hub") is not None:  # the real layer, where installed
         import keras_hub
 
         real = _numpy(keras_hub.layers.AlibiBias(alibi_bias_max)(step))
-        np.testing.assert_allclose(
-            _numpy(AlibiBias(alibi_bias_max=alibi_bias_max)(step)), real, atol=1e-6
-        )
+        got = _numpy(AlibiBias(alibi_bias_max=alibi_bias_max)(step))
+        assert_close(got, real, atol=1e-6, rtol=1e-7)
 
 
 @inner
@@ -325,14 +328,14 @@ def test_keras_nd_layers() -> None:
     x = np.random.default_rng(0).standard_normal((2, 12, 16)).astype("float32")
     layer = SinusoidalPatchEncoding(16, grid_shape=(3, 4), spec="mae_2d")
     want = x + pe_core.encode(pe_core.grid((3, 4)), 16, spec="mae_2d").reshape(12, 16)
-    np.testing.assert_allclose(_numpy(layer(x)), want, atol=1e-6)
+    assert_close(_numpy(layer(x)), want, atol=1e-6, rtol=1e-7)
     restored = SinusoidalPatchEncoding.from_config(layer.get_config())
     assert restored.grid_shape == (3, 4) and restored.spec == layer.spec
     rope = RotaryEmbeddingND(8, (2, 2), frequencies="per_axis", grid_shape=(3, 4))
     q = x[..., :8]
     coords = pe_core.grid((3, 4)).reshape(12, 2)
     want = pe_core.apply_rope(q, coords, sections=(2, 2), frequencies="per_axis")
-    np.testing.assert_allclose(_numpy(rope(q, q)[0]), want, atol=1e-6)
+    assert_close(_numpy(rope(q, q)[0]), want, atol=1e-6, rtol=1e-7)
     again = RotaryEmbeddingND.from_config(rope.get_config())
-    np.testing.assert_allclose(_numpy(again(q, q, coords)[1]), want, atol=1e-6)
+    assert_close(_numpy(again(q, q, coords)[1]), want, atol=1e-6, rtol=1e-7)
     assert keras.backend.backend() == INNER

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import assert_close, assert_equal
 
 torch = pytest.importorskip("torch")
 
@@ -55,7 +56,7 @@ def test_same_outputs_as_the_textbook_module(d_model: int) -> None:
     textbook = PositionalEncoding(d_model, dropout=0.05, max_len=80).eval()
     ours = SinusoidalEncoding(d_model, dropout=0.05).eval()
     x = torch.randn(3, 80, d_model)
-    np.testing.assert_allclose(ours(x).numpy(), textbook(x).numpy(), atol=2e-5, rtol=0)
+    assert_close(ours(x), textbook(x), atol=2e-5, backend="torch")  # same dtype and device
     # and ours is the closer one to the float64 formula
     exact = truth(np.arange(80), d_model)
     ours_error = np.abs(ours.encoding(80).double().numpy() - exact).max()
@@ -80,7 +81,7 @@ def test_textbook_checkpoint_loads_strictly() -> None:
     result = new.load_state_dict(checkpoint)  # strict=True: 'pe' is checked and dropped
     assert not result.missing_keys and not result.unexpected_keys
     tokens = torch.randint(0, 10, (2, 50))
-    np.testing.assert_allclose(new(tokens).detach(), old(tokens).detach(), atol=2e-5)
+    assert_close(new(tokens), old(tokens), atol=2e-5, rtol=1e-7, backend="torch")
     assert "pos_encoder.pe" not in new.state_dict()
     assert "pos_encoder.pe" in checkpoint  # the caller's dict is left alone
     new.load_state_dict(checkpoint, strict=False)  # the other documented way
@@ -115,20 +116,21 @@ def test_offsets_int_and_per_example() -> None:
     layer = SinusoidalEncoding(16)
     x = torch.randn(3, 5, 16, dtype=torch.float64)
     full = truth(np.arange(100), 16)
-    np.testing.assert_allclose(layer(x, offset=7) - x, np.broadcast_to(full[7:12], (3, 5, 16)))
+    want = np.broadcast_to(full[7:12], (3, 5, 16))
+    assert_close(layer(x, offset=7) - x, want, atol=0, rtol=1e-7, backend="torch", dtype="float64")
     offsets = torch.tensor([0, 40, 91])
-    got = (layer(x, offset=offsets) - x).numpy()
+    got = layer(x, offset=offsets) - x
     for b, start in enumerate(offsets.tolist()):
-        np.testing.assert_allclose(got[b], full[start : start + 5], atol=1e-12)
-    np.testing.assert_allclose(layer(x, offset=torch.tensor(7)) - x, layer(x, offset=7) - x)
+        assert_close(got[b], full[start : start + 5], atol=1e-12, rtol=1e-7, backend="torch")
+    assert_close(layer(x, offset=torch.tensor(7)) - x, layer(x, offset=7) - x, atol=0, rtol=1e-7)
 
 
 def test_large_offsets_are_exact() -> None:
     layer = SinusoidalEncoding(16)
     x = torch.zeros(1, 4, 16)
-    got = layer(x, offset=10**7)[0].double().numpy()
+    got = layer(x, offset=10**7)[0]
     exact = pe_core.encode(np.arange(10**7, 10**7 + 4), 16, dtype="float64")
-    np.testing.assert_allclose(got, exact, atol=1e-6)
+    assert_close(got, exact, atol=1e-6, rtol=1e-7, backend="torch", dtype="float32")
 
 
 def test_max_len_only_bounds_a_cache() -> None:
@@ -136,9 +138,8 @@ def test_max_len_only_bounds_a_cache() -> None:
     plain = SinusoidalEncoding(16)
     x = torch.randn(2, 100, 16)
     for offset, length in [(0, 10), (20, 12), (30, 5), (0, 100), (200, 3)]:
-        np.testing.assert_allclose(
-            cached(x[:, :length], offset), plain(x[:, :length], offset), atol=1e-6
-        )
+        got, want = cached(x[:, :length], offset), plain(x[:, :length], offset)
+        assert_close(got, want, atol=1e-6, rtol=1e-7, backend="torch")
     assert (torch.device("cpu"), torch.float32) in cached._cache
     assert cached._cache[(torch.device("cpu"), torch.float32)].shape == (32, 16)
 
@@ -154,14 +155,14 @@ def test_low_precision_only_rounds_the_output(dtype: torch.dtype) -> None:
     assert y.dtype == dtype
     # The exact value rounded once to the output dtype (eager encode works in float64 here).
     reference = pe_core.encode(np.arange(1000, 1300), 16, dtype="float64")
-    assert torch.equal(y[0], torch.from_numpy(reference).to(dtype))
+    assert_equal(y[0], torch.from_numpy(reference).to(dtype))  # the same dtype too
 
 
 def test_float64_inputs_get_float64_values() -> None:
     layer = SinusoidalEncoding(8)
     y = layer(torch.zeros(1, 3, 8, dtype=torch.float64), offset=123_456)
-    assert y.dtype == torch.float64
-    np.testing.assert_allclose(y[0], truth(np.arange(123_456, 123_459), 8), atol=1e-9)
+    want = truth(np.arange(123_456, 123_459), 8)
+    assert_close(y[0], want, atol=1e-9, rtol=1e-7, backend="torch", dtype="float64")
 
 
 def test_follows_the_input_device() -> None:
@@ -176,7 +177,7 @@ def test_follows_the_input_device() -> None:
 def test_gradients_flow_through_the_input() -> None:
     x = torch.randn(2, 3, 8, requires_grad=True)
     SinusoidalEncoding(8)(x).sum().backward()
-    assert torch.equal(x.grad, torch.ones_like(x))
+    assert_equal(x.grad, torch.ones_like(x))
 
 
 def test_dropout_in_training_only() -> None:
@@ -184,7 +185,7 @@ def test_dropout_in_training_only() -> None:
     x = torch.ones(4, 16, 8)
     assert (layer(x) == 0).any()
     layer.eval()
-    assert torch.equal(layer(x), SinusoidalEncoding(8)(x))
+    assert_equal(layer(x), SinusoidalEncoding(8)(x))
 
 
 # --------------------------------------------------------------------------- compilation
@@ -209,11 +210,12 @@ def test_compile_no_recompile_within_a_bucket() -> None:
         x = torch.randn(2, length, 16)
         torch._dynamo.mark_dynamic(x, 1)
         offsets = torch.tensor(offset)
-        torch.testing.assert_close(compiled(x, offsets), layer(x, offsets), atol=1e-6, rtol=0)
+        assert_close(compiled(x, offsets), layer(x, offsets), atol=1e-6, backend="torch")
     assert len(compiles) == 1
     x = torch.randn(2, 40, 16)  # the next bucket: 32..63
     torch._dynamo.mark_dynamic(x, 1)
-    torch.testing.assert_close(compiled(x, torch.tensor([0, 1])), layer(x, torch.tensor([0, 1])))
+    got, want = compiled(x, torch.tensor([0, 1])), layer(x, torch.tensor([0, 1]))
+    assert_close(got, want, atol=1e-5, rtol=1.3e-6, backend="torch", dtype="float32")
     assert len(compiles) == 2
 
 
@@ -222,7 +224,7 @@ def test_compile_int_offsets_recompile_at_most_once() -> None:
     compiled, compiles = counting_compile(layer)
     for length, offset in [(20, 2), (23, 3), (30, 70), (17, 10**6), (25, 5)]:
         x = torch.randn(2, length, 16)
-        torch.testing.assert_close(compiled(x, offset), layer(x, offset), atol=1e-6, rtol=0)
+        assert_close(compiled(x, offset), layer(x, offset), atol=1e-6, backend="torch")
     assert len(compiles) <= 2  # PyTorch specialises the first int, then makes it dynamic
 
 
@@ -232,7 +234,7 @@ def test_compile_decoding_one_token_at_a_time() -> None:
     for step in range(6):
         x = torch.randn(3, 1, 16)
         offsets = torch.tensor([step, step + 10, step + 20])
-        torch.testing.assert_close(compiled(x, offsets), layer(x, offsets), atol=1e-6, rtol=0)
+        assert_close(compiled(x, offsets), layer(x, offsets), atol=1e-6, backend="torch")
     assert len(compiles) == 1
 
 
@@ -260,7 +262,8 @@ def test_constructor_validates(kwargs: dict, error: type, match: str) -> None:
 
 def test_odd_d_model_with_a_zero_pad_spec() -> None:
     y = SinusoidalEncoding(7, spec="flax")(torch.zeros(1, 2, 7))
-    assert y.shape == (1, 2, 7) and torch.all(y[..., -1] == 0)
+    assert y.shape == (1, 2, 7)
+    assert_equal(y[..., -1], torch.zeros(1, 2))
 
 
 def test_call_time_errors() -> None:
@@ -287,17 +290,19 @@ def test_rotary_matches_apply_rope() -> None:
     q = torch.randn(2, 3, 5, 16)
     k = torch.randn(2, 3, 7, 16)  # k may be longer than q
     kwargs = {"base": 500.0, "layout": "interleaved", "rotary_dim": 8}
+    # torch.testing.assert_close's float32 tolerances; expected torch: same dtype and device
+    checks = {"atol": 1e-5, "rtol": 1.3e-6, "backend": "torch", "dtype": "float32"}
     q1, k1 = rope(q, k, offset=4)
-    torch.testing.assert_close(q1, apply_rope(q, np.arange(4, 9), **kwargs))
-    torch.testing.assert_close(k1, apply_rope(k, np.arange(4, 11), **kwargs))
+    assert_close(q1, apply_rope(q, np.arange(4, 9), **kwargs), **checks)
+    assert_close(k1, apply_rope(k, np.arange(4, 11), **kwargs), **checks)
     offsets = torch.tensor([0, 1000])
     q2, k2 = rope(q, k, offset=offsets)
     for b, start in enumerate(offsets.tolist()):
-        torch.testing.assert_close(q2[b], apply_rope(q[b], np.arange(start, start + 5), **kwargs))
-        torch.testing.assert_close(k2[b], apply_rope(k[b], np.arange(start, start + 7), **kwargs))
+        assert_close(q2[b], apply_rope(q[b], np.arange(start, start + 5), **kwargs), **checks)
+        assert_close(k2[b], apply_rope(k[b], np.arange(start, start + 7), **kwargs), **checks)
     positions = torch.tensor([3, 1, 4, 1, 5])
     q3, _ = rope(q, q, positions=positions)
-    torch.testing.assert_close(q3, apply_rope(q, positions, **kwargs))
+    assert_close(q3, apply_rope(q, positions, **kwargs), **checks)
 
 
 def test_rotary_scores_depend_on_relative_positions() -> None:
@@ -305,7 +310,7 @@ def test_rotary_scores_depend_on_relative_positions() -> None:
     q, k = torch.randn(2, 1, 2, 6, 32, dtype=torch.float64).unbind(0)
     q1, k1 = rope(q, k)
     q2, k2 = rope(q, k, offset=10**5)
-    torch.testing.assert_close(q1 @ k1.mT, q2 @ k2.mT, atol=1e-9, rtol=0)
+    assert_close(q1 @ k1.mT, q2 @ k2.mT, atol=1e-9, backend="torch", dtype="float64")
 
 
 def test_rotary_keeps_dtype_and_state_free() -> None:
@@ -314,7 +319,7 @@ def test_rotary_keeps_dtype_and_state_free() -> None:
     q1, k1 = rope(q, q.clone(), offset=torch.tensor([3]))
     assert q1.dtype == k1.dtype == torch.bfloat16
     reference = apply_rope(q.float(), np.arange(3, 7)).to(torch.bfloat16)
-    torch.testing.assert_close(q1, reference, atol=1e-2, rtol=0)
+    assert_close(q1, reference, atol=1e-2, backend="torch", dtype="bfloat16")
     assert dict(rope.state_dict()) == {}
     assert "head_dim=8" in repr(rope)
 
@@ -328,7 +333,8 @@ def test_rotary_compiles_without_recompiles() -> None:
         torch._dynamo.mark_dynamic(k, 2)
         got = compiled(q, k, offset=torch.tensor(offset))
         want = rope(q, k, offset=torch.tensor(offset))
-        torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+        for got_part, want_part in zip(got, want, strict=True):  # (q, k)
+            assert_close(got_part, want_part, atol=1e-5, backend="torch")
     assert len(compiles) == 1
 
 
@@ -336,7 +342,7 @@ def test_rotary_compiles_without_recompiles() -> None:
     ("kwargs", "error", "match"),
     [
         ({"head_dim": 7}, ValueError, "head_dim must be even.*Received: 7"),
-        ({"head_dim": 0}, ValueError, "head_dim must be an integer >= 1.*Received: 0"),
+        ({"head_dim": 0}, ValueError, "head_dim must be an integer >= 2.*Received: 0"),
         (
             {"head_dim": 8, "base": 1.0},
             ValueError,

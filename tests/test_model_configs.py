@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import assert_close, assert_equal
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
@@ -319,8 +320,7 @@ FAMILIES = {
 def _compare(got: tuple[np.ndarray, float], want: tuple[torch.Tensor, float]) -> None:
     inv, attn = got
     want_inv = want[0].double().numpy()
-    assert inv.dtype == np.float64 and inv.shape == want_inv.shape
-    np.testing.assert_allclose(inv, want_inv, rtol=RTOL, atol=0)
+    assert_close(inv, want_inv, atol=0, rtol=RTOL, backend="numpy", dtype="float64")
     assert attn == pytest.approx(float(want[1]), rel=1e-12, abs=0)
 
 
@@ -405,7 +405,7 @@ def test_apply_rope_with_a_config_matches_transformers(name: str, layer_type: st
     for scaling in (d, cfg):
         got = apply_rope(x, positions, scaling=scaling, layer_type=layer_type)
         # transformers' float32 frequencies: angle error ~ 310 * 3e-6 * |w|
-        np.testing.assert_allclose(got.numpy(), want.numpy(), atol=3e-3, rtol=0)
+        assert_close(got, want, atol=3e-3, backend="torch")  # same dtype and device
 
 
 def test_whole_head_rotation_of_pythia_would_be_far_off() -> None:
@@ -430,19 +430,17 @@ def test_gemma3_needs_and_honours_layer_type() -> None:
         rope_frequencies(GEMMA_3_4B_TEXT, layer_type="chunked_attention")
     full, _ = rope_frequencies(GEMMA_3_4B_TEXT, layer_type="full_attention")
     local, _ = rope_frequencies(GEMMA_3_4B_TEXT, layer_type="sliding_attention")
-    np.testing.assert_allclose(full, 1e6 ** (-np.arange(0, 256, 2) / 256) / 8, rtol=1e-14)
-    np.testing.assert_allclose(local, 1e4 ** (-np.arange(0, 256, 2) / 256), rtol=1e-14)
+    assert_close(full, 1e6 ** (-np.arange(0, 256, 2) / 256) / 8, atol=0, rtol=1e-14)
+    assert_close(local, 1e4 ** (-np.arange(0, 256, 2) / 256), atol=0, rtol=1e-14)
     for t in ("full_attention", "sliding_attention"):
         same = rope_frequencies(rope_config_for_layer(GEMMA_3_4B_TEXT, t))[0]
-        np.testing.assert_array_equal(same, rope_frequencies(GEMMA_3_4B_TEXT, layer_type=t)[0])
+        assert_equal(same, rope_frequencies(GEMMA_3_4B_TEXT, layer_type=t)[0])
 
 
 def test_flat_config_accepts_its_declared_layer_types() -> None:
     cfg = transformers.Qwen2Config(**copy.deepcopy(QWEN2_7B_INSTRUCT))
     assert "full_attention" in cfg.to_dict()["layer_types"]
-    np.testing.assert_array_equal(
-        rope_frequencies(cfg, layer_type="full_attention")[0], rope_frequencies(cfg)[0]
-    )
+    assert_equal(rope_frequencies(cfg, layer_type="full_attention")[0], rope_frequencies(cfg)[0])
     with pytest.raises(ValueError, match="Unknown layer_type 'sliding_attention'"):
         rope_frequencies(cfg, layer_type="sliding_attention")
     with pytest.raises(ValueError, match="scaling is None"):
@@ -460,7 +458,7 @@ def test_torch_layer_takes_a_config_object_and_layer_type() -> None:
     q = torch.randn(1, 2, 5, 256, generator=torch.Generator().manual_seed(1))
     got, _ = layer(q, q)
     want = apply_rope(q, range(5), scaling=GEMMA_3_4B_TEXT, layer_type="sliding_attention")
-    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert_equal(got, want, backend="torch")  # want is torch too: same dtype and device
     with pytest.raises(ValueError, match="pass layer_type="):
         RotaryEmbedding(256, scaling=cfg)
 
@@ -474,11 +472,11 @@ def test_flax_and_keras_layers_take_layer_type() -> None:
     q = np.random.default_rng(2).standard_normal((1, 5, 256)).astype(np.float32)
     want = apply_rope(q, range(5), scaling=GEMMA_3_4B_TEXT, layer_type="full_attention")
     nnx_layer = RotaryEmbedding(256, scaling=GEMMA_3_4B_TEXT, layer_type="full_attention")
-    np.testing.assert_allclose(np.asarray(nnx_layer(q, q)[0]), want, atol=1e-6)
+    assert_close(nnx_layer(q, q)[0], want, atol=1e-6, rtol=1e-7, backend="jax")
     linen = LinenRotaryEmbedding(256, scaling=GEMMA_3_4B_TEXT, layer_type="full_attention")
-    np.testing.assert_allclose(np.asarray(linen.apply({}, q, q)[0]), want, atol=1e-6)
+    assert_close(linen.apply({}, q, q)[0], want, atol=1e-6, rtol=1e-7, backend="jax")
     layer = keras_layers.RotaryEmbedding(256, scaling=GEMMA_3_4B_TEXT, layer_type="full_attention")
-    np.testing.assert_allclose(np.asarray(layer(q, q)[0]), want, atol=1e-6)
+    assert_close(layer(q, q)[0], want, atol=1e-6, rtol=1e-7)
     config = layer.get_config()
     assert config["layer_type"] == "full_attention"
     assert type(layer).from_config(config).get_config() == config
@@ -595,9 +593,8 @@ def test_factor_list_errors_name_the_key(short_factor: object) -> None:
 def test_config_objects_and_wrong_types() -> None:
     cfg = transformers.LlamaConfig(**copy.deepcopy(LLAMA_3_1_8B))
     x = np.ones((3, 128), dtype=np.float32)
-    np.testing.assert_array_equal(
-        apply_rope(x, [0, 1, 2], scaling=cfg), apply_rope(x, [0, 1, 2], scaling=LLAMA_3_1_8B)
-    )
+    want = apply_rope(x, [0, 1, 2], scaling=LLAMA_3_1_8B)
+    assert_equal(apply_rope(x, [0, 1, 2], scaling=cfg), want, dtype="float32")
     with pytest.raises(TypeError, match="or an object with to_dict"):
         rope_frequencies(object())
     with pytest.raises(TypeError, match="layer_type must be a string"):

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import assert_close, positions_on, to_numpy
+from conftest import assert_close, assert_equal, positions_on, to_numpy
 from hypothesis import given
 from hypothesis import strategies as st
 from preset_references import _cos, _exp, _f32_pow, _sin
@@ -270,16 +270,14 @@ def nd_cases(draw: st.DrawFn, fractional: bool = True) -> tuple[Spec, int, np.nd
 
 def test_grid_is_row_major_integer_coordinates() -> None:
     g = pe_core.grid((3, 4))
-    assert g.shape == (3, 4, 2) and g.dtype == np.int64
     rows, cols = np.meshgrid(np.arange(3), np.arange(4), indexing="ij")
-    np.testing.assert_array_equal(g[..., 0], rows)
-    np.testing.assert_array_equal(g[..., 1], cols)
+    assert_equal(g, np.stack([rows, cols], axis=-1), backend="numpy", dtype="int64")
     flat = g.reshape(-1, 2)
-    assert [tuple(v) for v in flat[:5]] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)]
+    assert_equal(flat[:5], [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)])
     video = pe_core.grid((2, 3, 4))
     assert video.shape == (2, 3, 4, 3)
-    assert video[1, 2, 3].tolist() == [1, 2, 3]
-    assert pe_core.grid(5).tolist() == [[0], [1], [2], [3], [4]]
+    assert_equal(video[1, 2, 3], [1, 2, 3])
+    assert_equal(pe_core.grid(5), [[0], [1], [2], [3], [4]])
     assert pe_core.grid((0, 3)).shape == (0, 3, 2)
 
 
@@ -343,14 +341,12 @@ def test_nd_d_rules_and_errors() -> None:
     assert pe_core.nd.axis_pairs(10, "positional_encodings_2d") == 3
     assert pe_core.nd.axis_pairs(10, "tensor2tensor_2d") == 2
     assert pe_core.nd.axis_pairs(8, "vaswani") == 4
-    np.testing.assert_allclose(pe_core.frequencies(16, "mae_2d"), schedule(8))
+    assert_close(pe_core.frequencies(16, "mae_2d"), schedule(8), atol=0, rtol=1e-7)
 
 
 def test_one_axis_spec_is_unchanged() -> None:
     """axes=1 keeps the 1-D path: (n,) positions give (n, d)."""
-    np.testing.assert_array_equal(
-        pe_core.encode(range(5), 8, spec=Spec(axes=1)), pe_core.encode(range(5), 8)
-    )
+    assert_equal(pe_core.encode(range(5), 8, spec=Spec(axes=1)), pe_core.encode(range(5), 8))
 
 
 # -- properties on every backend ------------------------------------------------------
@@ -383,10 +379,10 @@ def test_per_axis_shift_is_a_fixed_rotation(backend: str, case, shift: int, axis
     t[axis % spec.axes] = shift
     m = to_numpy(pe_core.relative_matrix(t, d, spec, backend=backend, dtype=dtype))
     expected = nd_reference(coords + t, d, spec)
-    np.testing.assert_allclose(pe @ m.T, expected, atol=atol)
-    np.testing.assert_allclose(m @ m.T, np.eye(d), atol=atol)
+    assert_close(pe @ m.T, expected, atol=atol, rtol=1e-7)
+    assert_close(m @ m.T, np.eye(d), atol=atol, rtol=1e-7)
     shifted = pe_core.shift(pe_core.encode(coords, d, spec=spec, dtype="float64"), t, spec)
-    np.testing.assert_allclose(shifted, expected, atol=1e-10)
+    assert_close(shifted, expected, atol=1e-10, rtol=1e-7)
 
 
 @given(case=nd_cases(fractional=False), shifts=st.lists(st.integers(-99, 99), min_size=4))
@@ -403,16 +399,17 @@ def test_relative_matrix_is_the_block_diagonal_of_the_axes(case, shifts: list[in
         rows = slice(2 * n * block, 2 * n * (block + 1))
         expected[rows, rows] = pe_core.relative_matrix(t[axis], 2 * n, one_axis, dtype="float64")
     got = pe_core.relative_matrix(t, d, spec, dtype="float64")
-    np.testing.assert_allclose(got, expected, atol=0)
+    assert_close(got, expected, atol=0, rtol=1e-7, dtype="float64")
     stack = pe_core.relative_matrix(np.stack([t, -t]), d, spec, dtype="float64")
-    np.testing.assert_allclose(stack[1], expected.T, atol=1e-15)
+    assert_close(stack[1], expected.T, atol=1e-15, rtol=1e-7)
 
 
 def test_out_and_like(backend: str) -> None:
     coords = pe_core.grid((3, 4))
     buffer = np.empty((3, 4, 16), np.float32)
     assert pe_core.encode(coords, 16, spec="mae_2d", out=buffer) is buffer
-    np.testing.assert_allclose(buffer, nd_reference(coords, 16, pe_core.PRESETS["mae_2d"]), 1e-6)
+    expected = nd_reference(coords, 16, pe_core.PRESETS["mae_2d"])
+    assert_close(buffer, expected, atol=0, rtol=1e-6, dtype="float32")
     xp = get_namespace(backend)
     like = xp.asarray(np.zeros(1, np.float32))
     table = pe_core.encode(coords.tolist(), 16, spec="mae_2d", like=like)  # Python values
@@ -492,17 +489,17 @@ def test_every_nd_preset_has_a_reference() -> None:
 def test_mae_and_dit(d: int, size: int) -> None:
     """MAE (float32 omega: its own float32 numbers) and DiT (float64 omega)."""
     mae = mae_get_2d_sincos_pos_embed(d, size, cls_token=True)
-    assert np.array_equal(mae, mae.astype(np.float32))  # float32 numbers, float64 array
+    assert_equal(mae, mae.astype(np.float32), dtype="float64")  # float32 numbers, float64 array
     dit = mae_get_2d_sincos_pos_embed(d, size, cls_token=True, omega_dtype=np.float64)
     assert dit.dtype == np.float64
     ours32 = pe_core.grid_encoding(d, (size, size), extra_tokens=1)
     ours64 = pe_core.grid_encoding(d, (size, size), extra_tokens=1, dtype="float64")
-    np.testing.assert_allclose(ours64, dit, atol=ATOL64)
-    np.testing.assert_allclose(ours32, dit, atol=ATOL32)
+    assert_close(ours64, dit, atol=ATOL64, rtol=1e-7, dtype="float64")
+    assert_close(ours32, dit, atol=ATOL32, rtol=1e-7, dtype="float32")
     angles = np.tile(size * np.ones(d), (1 + size * size, 1))  # |angle| <= size - 1
-    assert np.all(np.abs(ours32.astype(np.float64) - mae) <= f32_tolerance(angles))
+    assert_close(ours32, mae, atol=f32_tolerance(angles))
     grid_rows = pe_core.encode(pe_core.grid((size, size)), d, spec="mae_2d").reshape(-1, d)
-    np.testing.assert_array_equal(grid_rows, ours32[1:])
+    assert_equal(grid_rows, ours32[1:])
 
 
 @pytest.mark.parametrize(
@@ -523,11 +520,11 @@ def test_diffusers_get_2d_sincos_pos_embed(d, shape, base_size, scale, extra) ->
         d, shape, base_size=base_size, interpolation_scale=scale, extra_tokens=extra,
         dtype="float64",
     )  # fmt: skip
-    np.testing.assert_allclose(ours64, reference, atol=ATOL64)
+    assert_close(ours64, reference, atol=ATOL64, rtol=1e-7, dtype="float64")
     ours32 = pe_core.grid_encoding(
         d, shape, base_size=base_size, interpolation_scale=scale, extra_tokens=extra
     )
-    np.testing.assert_allclose(ours32, reference, atol=ATOL32)
+    assert_close(ours32, reference, atol=ATOL32, rtol=1e-7, dtype="float32")
 
     embeddings = pytest.importorskip("diffusers.models.embeddings")
     torch = pytest.importorskip("torch")
@@ -542,7 +539,7 @@ def test_diffusers_get_2d_sincos_pos_embed(d, shape, base_size, scale, extra) ->
     real = real.to(torch.float64).numpy()
     # diffusers rounds the coordinates to float32 first: |angle error| <= 2**-24 * |x|
     max_coord = base_size / scale
-    np.testing.assert_allclose(ours64, real, atol=2.0**-23 * max_coord + ATOL64)
+    assert_close(ours64, real, atol=2.0**-23 * max_coord + ATOL64, rtol=1e-7)
     # given diffusers' own float32 coordinates, pe_core gives diffusers' numbers
     coords32 = torch.stack(
         torch.meshgrid(
@@ -552,7 +549,7 @@ def test_diffusers_get_2d_sincos_pos_embed(d, shape, base_size, scale, extra) ->
         -1,
     ).numpy()
     same = pe_core.encode(coords32.reshape(-1, 2), d, spec="mae_2d", dtype="float64")
-    np.testing.assert_allclose(same, real[extra:], atol=ATOL64)
+    assert_close(same, real[extra:], atol=ATOL64, rtol=1e-7)
 
 
 @pytest.mark.parametrize(
@@ -563,25 +560,26 @@ def test_tensor2tensor_add_timing_signal_nd(shape, channels) -> None:
     spec = "tensor2tensor_2d" if len(shape) == 2 else "tensor2tensor_3d"
     reference = t2t_add_timing_signal_nd(shape, channels)
     ours64 = pe_core.encode(pe_core.grid(shape), channels, spec=spec, dtype="float64")
-    np.testing.assert_allclose(ours64, reference, atol=ATOL64)
+    assert_close(ours64, reference, atol=ATOL64, rtol=1e-7, dtype="float64")
     ours32 = pe_core.encode(pe_core.grid(shape), channels, spec=spec)
     reference32 = t2t_add_timing_signal_nd(shape, channels, float32=True)
     angle = max(shape)  # positions < max(shape), frequencies <= 1
     bound = 4 * 2.0**-23 * angle
-    assert float(np.max(np.abs(ours32.astype(np.float64) - reference32))) <= bound
+    assert_close(ours32, reference32, atol=bound, dtype="float32")
 
 
 def test_tensor2tensor_nd_with_one_timescale_is_nan_there_finite_here() -> None:
     """t2t divides by num_timescales - 1 = 0 (no guard in the N-D version)."""
     reference = t2t_add_timing_signal_nd((3, 3), 6)
-    assert np.isnan(reference[..., :4]).all() and (reference[..., 4:] == 0).all()
+    assert_equal(reference[..., :4], np.full((3, 3, 4), np.nan))
+    assert_equal(reference[..., 4:], np.zeros((3, 3, 2)))
     ours = pe_core.encode(pe_core.grid((3, 3)), 6, spec="tensor2tensor_2d", dtype="float64")
     # one pair per axis at frequency 1 (min_timescale), as max(n - 1, 1) gives
     expected = np.stack(
         [np.sin(pe_core.grid((3, 3))[..., 0]), np.cos(pe_core.grid((3, 3))[..., 0])], -1
     )
-    np.testing.assert_allclose(ours[..., :2], expected, atol=ATOL64)
-    assert (ours[..., 4:] == 0).all()
+    assert_close(ours[..., :2], expected, atol=ATOL64, rtol=1e-7)
+    assert_equal(ours[..., 4:], np.zeros((3, 3, 2)))
 
 
 @pytest.mark.parametrize(
@@ -593,12 +591,12 @@ def test_positional_encodings_nd(shape, channels) -> None:
     spec = "positional_encodings_2d" if len(shape) == 2 else "positional_encodings_3d"
     reference = positional_encodings_nd(shape, channels)
     ours64 = pe_core.encode(pe_core.grid(shape), channels, spec=spec, dtype="float64")
-    np.testing.assert_allclose(ours64, reference, atol=ATOL64)
+    assert_close(ours64, reference, atol=ATOL64, rtol=1e-7, dtype="float64")
     ours32 = pe_core.encode(pe_core.grid(shape), channels, spec=spec)
-    np.testing.assert_allclose(ours32, reference, atol=ATOL32)
+    assert_close(ours32, reference, atol=ATOL32, rtol=1e-7, dtype="float32")
     bound = 4 * 2.0**-23 * max(shape)
     reference32 = positional_encodings_nd(shape, channels, float32=True)
-    assert float(np.max(np.abs(ours32.astype(np.float64) - reference32))) <= bound
+    assert_close(ours32, reference32, atol=bound)
 
     encodings = pytest.importorskip("positional_encodings.torch_encodings")
     torch = pytest.importorskip("torch")
@@ -607,8 +605,8 @@ def test_positional_encodings_nd(shape, channels) -> None:
     )(channels)
     real = module(torch.zeros((1, *shape, channels)))[0].numpy()
     assert real.dtype == np.float32
-    assert float(np.max(np.abs(ours32.astype(np.float64) - real))) <= bound
-    assert float(np.max(np.abs(reference32.astype(np.float64) - real))) <= bound
+    assert_close(ours32, real, atol=bound)
+    assert_close(reference32, real, atol=bound)
 
 
 def test_positional_encodings_tf_2d() -> None:
@@ -617,7 +615,7 @@ def test_positional_encodings_tf_2d() -> None:
     shape, channels = (5, 6), 10
     real = encodings.TFPositionalEncoding2D(channels)(tf.zeros((1, *shape, channels)))[0]
     ours = pe_core.encode(pe_core.grid(shape), channels, spec="positional_encodings_2d")
-    assert float(np.max(np.abs(ours - real.numpy()))) <= 4 * 2.0**-23 * max(shape)
+    assert_close(ours, real.numpy(), atol=4 * 2.0**-23 * max(shape))
 
 
 # -- the figure -----------------------------------------------------------------------
@@ -632,7 +630,8 @@ def test_plot_grid_similarity_shows_cosines_of_the_grid() -> None:
     for ax, (row, col) in zip(fig.axes, [(1, 2), (4, 5)], strict=False):
         reference = pe[row * 6 + col]
         cosines = pe @ reference / (np.linalg.norm(pe, axis=1) * np.linalg.norm(reference))
-        np.testing.assert_allclose(ax.images[0].get_array(), cosines.reshape(5, 6), atol=1e-12)
+        shown = ax.images[0].get_array()
+        assert_close(shown, cosines.reshape(5, 6), atol=1e-12, rtol=1e-7)
     with pytest.raises(ValueError, match="axes == 2"):
         plot_grid_similarity(spec="tensor2tensor_3d")
     with pytest.raises(ValueError, match="patches must lie in the 3 x 3 grid"):

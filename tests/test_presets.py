@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import positions_on, to_numpy
+from conftest import assert_close, positions_on
 from hypothesis import given
 from hypothesis import strategies as st
 from preset_references import PRESET_OF, REFERENCES
@@ -40,7 +40,7 @@ def test_preset_matches_codebase_float64(backend: str, reference: str, data: st.
     )
     expected = REFERENCES[reference](positions, d)
     out = pe_core.encode(positions_on(backend, positions), d, spec=PRESET_OF[reference])
-    np.testing.assert_allclose(to_numpy(out), expected, atol=ATOL32)
+    assert_close(out, expected, atol=ATOL32, rtol=1e-7, backend=backend)
 
 
 @pytest.mark.parametrize("reference", sorted(REFERENCES))
@@ -53,18 +53,17 @@ def test_preset_matches_codebase_float32_numbers(reference: str) -> None:
     ours = pe_core.encode(positions, d, spec=spec, dtype="float64")
     angles = (positions[:, None] + spec.offset) * np.max(pe_core.frequencies(d, spec))
     bound = 4 * 2.0**-23 * np.maximum(1.0, np.abs(angles)) + ATOL32
-    assert np.all(np.abs(ours - codebase) <= bound)
+    assert_close(ours, codebase, atol=bound)
 
 
 def test_fairseq_first_token_is_table_row_two() -> None:
     from preset_references import fairseq
 
     table = fairseq(np.arange(3), 16, padding_idx=1)
-    np.testing.assert_allclose(pe_core.encode([0, 1, 2], 16, spec="fairseq"), table, atol=ATOL32)
-    np.testing.assert_allclose(
-        pe_core.encode([0], 16, spec=pe_core.Spec(denominator="half_minus_one", layout="split"))[0],
-        np.concatenate([np.zeros(8), np.ones(8)]),
-    )
+    got = pe_core.encode([0, 1, 2], 16, spec="fairseq")
+    assert_close(got, table, atol=ATOL32, rtol=1e-7)
+    got = pe_core.encode([0], 16, spec=pe_core.Spec(denominator="half_minus_one", layout="split"))
+    assert_close(got[0], np.concatenate([np.zeros(8), np.ones(8)]), atol=0, rtol=1e-7)
 
 
 def test_every_preset_has_a_reference() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import assert_close, assert_equal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -84,7 +85,7 @@ def test_converted_weights_keep_attention_scores(n_heads, half_dim, extra, parti
     wq2 = permute_rows(wq, n_heads, head_dim, perm)
     wk2 = permute_rows(wk, n_heads, head_dim, perm)
     after = attention_scores(x, wq2, wk2, n_heads, head_dim, rotary_dim, target, q_pos, k_pos)
-    np.testing.assert_allclose(after, before, rtol=1e-10, atol=1e-10)
+    assert_close(after, before, atol=1e-10, rtol=1e-10)
 
     # ...while keeping the old weights and only switching the kernel breaks them (rotary_dim >= 4)
     if half_dim >= 2:
@@ -102,37 +103,33 @@ def test_matches_convert_llama_weights_to_hf_permute():
         .reshape(n_heads * head_dim, hidden)
     )
     perm = rope_permutation(head_dim, "interleaved", "half")
-    np.testing.assert_array_equal(permute_rows(w, n_heads, head_dim, perm), hf)
+    assert_equal(permute_rows(w, n_heads, head_dim, perm), hf)
 
 
 @pytest.mark.parametrize("head_dim", [2, 4, 8, 64, 128])
 def test_values_and_inverse(head_dim):
     i2h = rope_permutation(head_dim, "interleaved", "half")
     h2i = rope_permutation(head_dim, "half", "interleaved")
-    assert i2h.dtype == np.int64 and h2i.dtype == np.int64
     half = head_dim // 2
-    np.testing.assert_array_equal(i2h[:half], np.arange(0, head_dim, 2))
-    np.testing.assert_array_equal(i2h[half:], np.arange(1, head_dim, 2))
-    np.testing.assert_array_equal(i2h[h2i], np.arange(head_dim))
-    np.testing.assert_array_equal(h2i[i2h], np.arange(head_dim))
-    np.testing.assert_array_equal(np.sort(i2h), np.arange(head_dim))
+    assert_equal(i2h[:half], np.arange(0, head_dim, 2), backend="numpy", dtype="int64")
+    assert_equal(i2h[half:], np.arange(1, head_dim, 2))
+    assert_equal(i2h[h2i], np.arange(head_dim))
+    assert_equal(h2i[i2h], np.arange(head_dim), backend="numpy", dtype="int64")  # h2i's dtype
+    assert_equal(np.sort(i2h), np.arange(head_dim))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_identity_for_equal_layouts(layout):
-    np.testing.assert_array_equal(rope_permutation(10, layout, layout), np.arange(10))
-    assert rope_permutation(10, layout, layout).dtype == np.int64
+    assert_equal(rope_permutation(10, layout, layout), np.arange(10), dtype="int64")
 
 
 def test_partial_rotary_leaves_tail_in_place():
     perm = rope_permutation(10, "interleaved", "half", rotary_dim=6)
-    np.testing.assert_array_equal(perm, [0, 2, 4, 1, 3, 5, 6, 7, 8, 9])
+    assert_equal(perm, [0, 2, 4, 1, 3, 5, 6, 7, 8, 9])
 
 
 def test_odd_head_dim_is_fine_when_only_even_part_rotates():
-    np.testing.assert_array_equal(
-        rope_permutation(5, "half", "interleaved", rotary_dim=4), [0, 2, 1, 3, 4]
-    )
+    assert_equal(rope_permutation(5, "half", "interleaved", rotary_dim=4), [0, 2, 1, 3, 4])
 
 
 @pytest.mark.parametrize(

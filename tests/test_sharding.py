@@ -9,13 +9,18 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 SCRIPT = textwrap.dedent(
     """
+    import sys
+    sys.path.insert(0, sys.argv[1])  # tests/, for its conftest's assert_close
+
     import jax, jax.numpy as jnp, numpy as np, pe_core
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from conftest import assert_close
 
     assert len(jax.devices()) == 8, jax.devices()
     mesh = Mesh(np.array(jax.devices()), ("seq",))
@@ -28,14 +33,15 @@ SCRIPT = textwrap.dedent(
     expected_sharding = NamedSharding(mesh, P("seq", None))
     assert out.sharding.is_equivalent_to(expected_sharding, 2), out.sharding
     single = pe_core.encode(np.arange(offset, offset + n), d, dtype="float64")
-    np.testing.assert_allclose(np.asarray(out), single, atol=1e-6)
+    checks = {"atol": 1e-6, "rtol": 1e-7, "backend": "jax", "dtype": "float32"}
+    assert_close(out, single, **checks)
     hlo = encode.lower(positions).compile().as_text().lower()
     for collective in ("all-gather", "all-reduce", "all-to-all", "collective-permute", "reduce-scatter"):
         assert collective not in hlo, collective
     # each shard's rows are its own global positions
     for shard in out.addressable_shards:
         rows = shard.index[0]
-        np.testing.assert_allclose(np.asarray(shard.data), single[rows], atol=1e-6)
+        assert_close(shard.data, single[rows], **checks)
     print("OK", len(out.addressable_shards))
     """
 )
@@ -47,7 +53,11 @@ def test_sharded_encode_has_no_collectives() -> None:
         os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu"
     )
     result = subprocess.run(
-        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, env=env
+        [sys.executable, "-c", SCRIPT, str(Path(__file__).resolve().parent)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "OK 8" in result.stdout

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import to_numpy
+from conftest import assert_close, assert_equal, to_numpy
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -98,9 +98,7 @@ def test_float64_log_disagrees_with_transformers_where_pe_core_does_not() -> Non
     float64 = _float64_bucket(relative, True, 100, 10**6)
     differs = relative[float64 != expected]
     assert differs.size > 0 and set(np.abs(differs).tolist()) == {14427}
-    assert np.array_equal(
-        t5_relative_bucket(relative, num_buckets=100, max_distance=10**6), expected
-    )
+    assert_equal(t5_relative_bucket(relative, num_buckets=100, max_distance=10**6), expected)
 
 
 @pytest.mark.parametrize("config", T5_CONFIGS)
@@ -110,16 +108,16 @@ def test_float32_float64_and_exact_agree_for_t5s_configs(config) -> None:
     kwargs = {"bidirectional": bidirectional, "num_buckets": num_buckets}
     ours = t5_relative_bucket(relative, max_distance=max_distance, **kwargs)
     exact = t5_relative_bucket(relative, max_distance=max_distance, arithmetic="exact", **kwargs)
-    assert np.array_equal(ours, exact)
-    assert np.array_equal(ours, _float64_bucket(relative, bidirectional, num_buckets, max_distance))
+    assert_equal(ours, exact)
+    assert_equal(ours, _float64_bucket(relative, bidirectional, num_buckets, max_distance))
 
 
 def test_the_tie_distances_16_32_64_take_the_upper_bucket() -> None:
     """log(r / 8) / log(16) * 8 is exactly 2, 4 and 6 there: a boundary, not below it."""
     expected = _hf_bucket(-np.array([15, 16, 31, 32, 63, 64]), False, 16, 128)
-    assert expected.tolist() == [9, 10, 11, 12, 13, 14]
+    assert_equal(expected, [9, 10, 11, 12, 13, 14])
     ours = t5_relative_bucket([-15, -16, -31, -32, -63, -64], bidirectional=False, num_buckets=16)
-    assert ours.tolist() == expected.tolist()
+    assert_equal(ours, expected)
 
 
 @pytest.mark.parametrize("config", FLOAT32_DIFFERS)
@@ -139,7 +137,7 @@ def test_exact_arithmetic_is_the_real_number_bucket(config) -> None:
     )
     offset = n if bidirectional else 0
     expected = [_exact_bucket(a, n, max_distance) + (offset if a > 0 else 0) for a in distances]
-    assert got.tolist() == expected
+    assert_equal(got, expected)
     float32 = t5_relative_bucket(
         [sign * a for a in distances],
         bidirectional=bidirectional,
@@ -171,7 +169,7 @@ def test_every_backend_gives_transformers_buckets(backend: str, data: st.DataObj
         max_distance=max_distance,
     )
     assert xp.kind(xp.dtype_of(got)) == "int"
-    assert np.array_equal(to_numpy(got), expected)
+    assert_equal(got, expected, backend=backend)
 
 
 def test_traced_buckets_equal_eager_ones(backend: str) -> None:
@@ -188,7 +186,7 @@ def test_traced_buckets_equal_eager_ones(backend: str) -> None:
         got = tf.function(t5_relative_bucket, jit_compile=True)(tf.constant(relative))
     else:
         pytest.skip("NumPy does not trace")
-    assert np.array_equal(to_numpy(got), expected)
+    assert_equal(got, expected, backend=backend)
 
 
 # --------------------------------------------------------------------------- properties
@@ -222,15 +220,16 @@ def test_buckets_are_in_range_monotone_and_symmetric(
     for side in (before, after):
         assert side.min() >= 0 and side.max() < num_buckets
     # keys before the query: exact buckets, then monotone, saturating at max_distance
-    assert np.array_equal(before[:max_exact], distances[:max_exact])
+    assert_equal(before[:max_exact], distances[:max_exact])
     assert np.all(np.diff(before) >= 0)
-    assert np.all(before[distances >= max_distance] == n - 1)
+    saturated = before[distances >= max_distance]
+    assert_equal(saturated, np.full_like(saturated, n - 1))
     assert np.all(before[distances < max_distance] <= n - 1)
     if bidirectional:  # keys after it: the same buckets, shifted to the upper half
         assert after[0] == 0
-        assert np.array_equal(after[1:], before[1:] + n)
+        assert_equal(after[1:], before[1:] + n)
     else:  # a decoder sees no keys after the query: all share bucket 0
-        assert np.all(after == 0)
+        assert_equal(after, np.zeros_like(after))
 
 
 @given(data=st.data())
@@ -290,7 +289,7 @@ def test_bias_is_transformers_compute_bias(
         bidirectional=not is_decoder,
     )
     assert to_numpy(got).shape == (1, 3, q_len, k_len)
-    assert np.array_equal(to_numpy(got), expected)  # a gather: bit for bit
+    assert_equal(got, expected, backend=backend)  # a gather: bit for bit
 
 
 def test_per_example_and_traced_offsets(backend: str) -> None:
@@ -300,13 +299,11 @@ def test_per_example_and_traced_offsets(backend: str) -> None:
     got = to_numpy(t5_relative_bias(4, 9, xp.asarray(table), offset=xp.asarray(offsets)))
     assert got.shape == (3, 2, 4, 9)
     for b, off in enumerate(offsets):
-        np.testing.assert_array_equal(
-            got[b], to_numpy(t5_relative_bias(4, 9, table, offset=int(off)))[0]
-        )
+        assert_equal(got[b], t5_relative_bias(4, 9, table, offset=int(off))[0])
     matrix = to_numpy(t5_bucket_matrix(4, 9, offset=xp.asarray(offsets)))
     assert matrix.shape == (3, 4, 9)
     rel = np.arange(9)[None, None, :] - (np.arange(4)[None, :, None] + offsets[:, None, None])
-    np.testing.assert_array_equal(matrix, t5_relative_bucket(rel))
+    assert_equal(matrix, t5_relative_bucket(rel))
 
 
 def test_x_transformers_relative_position_bias() -> None:
@@ -318,7 +315,7 @@ def test_x_transformers_relative_position_bias() -> None:
         with torch.no_grad():
             expected = module(5, 12)  # queries are the last 5 of 12 positions
             got = t5_relative_bias(5, 12, table, offset=12 - 5, bidirectional=not causal)
-        assert torch.equal(got[0], expected)
+        assert_equal(got[0], expected)  # torch both: the same dtype and device too
 
 
 def test_gradients_reach_the_table(backend: str) -> None:
@@ -344,7 +341,7 @@ def test_gradients_reach_the_table(backend: str) -> None:
         grad = tf.convert_to_tensor(tape.gradient(loss, t)).numpy()
     else:
         pytest.skip("NumPy has no gradients")
-    np.testing.assert_allclose(grad, expected, atol=1e-5)
+    assert_close(grad, expected, atol=1e-5, rtol=1e-7)
 
 
 # --------------------------------------------------------------------------- errors

@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import assert_close, assert_equal
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -277,9 +278,7 @@ def test_dims_are_accepted_by_their_spec(spec_and_d):
 
 def test_reference_matches_the_textbook_formula():
     positions = np.arange(50)
-    np.testing.assert_allclose(
-        pt.reference_encoding(positions, 16), textbook(positions, 16), rtol=0, atol=1e-13
-    )
+    assert_close(pt.reference_encoding(positions, 16), textbook(positions, 16), atol=1e-13)
 
 
 @given(pt.position_arrays(), pt.position_arrays(pt.float_positions()))
@@ -358,9 +357,8 @@ def test_exact_reference_matches_float64_on_small_positions():
     pytest.importorskip("mpmath")
     spec = pe_core.PRESETS["fairseq"]
     for grid in (np.arange(-50, 50), np.linspace(-3, 3, 13)):
-        np.testing.assert_allclose(
-            pt.exact_encoding(grid, 17, spec), pt.reference_encoding(grid, 17, spec), atol=1e-13
-        )
+        want = pt.reference_encoding(grid, 17, spec)
+        assert_close(pt.exact_encoding(grid, 17, spec), want, atol=1e-13, rtol=1e-7)
 
 
 def test_exact_reference_at_huge_positions_matches_high_precision_mpmath():
@@ -372,7 +370,7 @@ def test_exact_reference_at_huge_positions_matches_high_precision_mpmath():
         for row, p in zip(got, positions.tolist(), strict=True):
             angles = [mpmath.mpf(p) * mpmath.mpf(float(v)) for v in w]
             expected = [float(f(a)) for a in angles for f in (mpmath.sin, mpmath.cos)]
-            assert row.tolist() == expected
+            assert_equal(row, expected)
 
 
 def test_exact_reference_rejects_frequencies_of_the_wrong_length():
@@ -395,19 +393,19 @@ def test_reference_rope_matches_complex_multiplication():
     rng = np.random.default_rng(0)
     x, pos = rng.normal(size=(7, 12)), np.array([0, 1, 5, 1000, -3, 2.5, 2**20])
     interleaved = pt.reference_rope(x, pos, layout="interleaved")
-    np.testing.assert_allclose(interleaved, complex_rope(x, pos), rtol=0, atol=1e-12)
+    assert_close(interleaved, complex_rope(x, pos), atol=1e-12)
     # "half" pairs (j, j + d/2): the same rotation on permuted features
     perm = np.stack([np.arange(6), np.arange(6) + 6], axis=-1).reshape(-1)
     half = pt.reference_rope(x[..., np.argsort(perm)], pos, layout="half")
-    np.testing.assert_allclose(half[..., perm], complex_rope(x, pos), rtol=0, atol=1e-12)
+    assert_close(half[..., perm], complex_rope(x, pos), atol=1e-12)
 
 
 def test_reference_rope_partial_rotary_leaves_the_rest():
     rng = np.random.default_rng(1)
     x, pos = rng.normal(size=(3, 8)), np.array([1, 2, 3])
     out = pt.reference_rope(x, pos, rotary_dim=4, layout="interleaved", base=100.0)
-    np.testing.assert_array_equal(out[:, 4:], x[:, 4:])
-    np.testing.assert_allclose(out[:, :4], complex_rope(x[:, :4], pos, base=100.0), atol=1e-12)
+    assert_equal(out[:, 4:], x[:, 4:])
+    assert_close(out[:, :4], complex_rope(x[:, :4], pos, base=100.0), atol=1e-12, rtol=1e-7)
     with pytest.raises(ValueError, match="rotary_dim must be even"):
         pt.reference_rope(x, pos, rotary_dim=3)
     with pytest.raises(ValueError, match="Unknown layout 'neox'"):

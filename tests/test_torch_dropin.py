@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import assert_close, assert_equal
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
@@ -125,8 +126,8 @@ def test_seq_first_matches_pytorch_tutorial(d_model: int, seq: int, batch: int) 
     ours = SinusoidalEncoding(d_model, 0.1, 5000, batch_first=False).eval()
     x = torch.randn(seq, batch, d_model, generator=torch.Generator().manual_seed(0))
     got, want = ours(x), tutorial(x)
-    assert got.shape == want.shape == (seq, batch, d_model)
-    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=textbook_tolerance(seq), rtol=0)
+    assert got.shape == (seq, batch, d_model)
+    assert_close(got, want, atol=textbook_tolerance(seq), backend="torch")  # torch both
     # ours is the closer one to the formula
     table = exact(seq, d_model)
     ours_error = np.abs((got - x).double().numpy() - table[:, None]).max()
@@ -146,9 +147,7 @@ def test_batch_first_matches_the_seed_modules(textbook) -> None:
     module = textbook().eval()
     ours = SinusoidalEncoding(312, 0.05, 80).eval()
     x = torch.randn(3, 80, 312, generator=torch.Generator().manual_seed(1))
-    np.testing.assert_allclose(
-        ours(x).numpy(), module(x).numpy(), atol=textbook_tolerance(80), rtol=0
-    )
+    assert_close(ours(x), module(x), atol=textbook_tolerance(80), backend="torch")
 
 
 def test_seq_first_dropout_draws_the_tutorials_mask() -> None:
@@ -159,21 +158,21 @@ def test_seq_first_dropout_draws_the_tutorials_mask() -> None:
     want = tutorial(x)
     torch.manual_seed(3)
     got = ours(x)
-    assert torch.equal(got == 0, want == 0)  # the same elements dropped
-    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-4, rtol=0)
+    assert_equal(got == 0, want == 0)  # the same elements dropped
+    assert_close(got, want, atol=1e-4, backend="torch")
 
 
 def test_seq_first_is_batch_first_transposed() -> None:
     x = torch.randn(7, 3, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
     seq_first = SinusoidalEncoding(8, batch_first=False)
     batch_first = SinusoidalEncoding(8)
-    assert torch.equal(seq_first(x), batch_first(x.transpose(0, 1)).transpose(0, 1))
+    assert_equal(seq_first(x), batch_first(x.transpose(0, 1)).transpose(0, 1), backend="torch")
     offsets = torch.tensor([0, 5, 1000])  # per-example offsets (batch,)
-    assert torch.equal(
+    assert_equal(
         seq_first(x, offset=offsets),
         batch_first(x.transpose(0, 1), offset=offsets).transpose(0, 1),
     )
-    assert torch.equal(seq_first(x[:, 0]), batch_first(x[:, 0]))  # (seq, d_model)
+    assert_equal(seq_first(x[:, 0]), batch_first(x[:, 0]))  # (seq, d_model)
     with pytest.raises(ValueError, match=r"batch_first=False.*\(seq, batch, d_model\)"):
         seq_first(torch.zeros(2, 3, 4, 8))
     with pytest.raises(ValueError, match=r"offset must be a scalar or hold one offset per example"):
@@ -201,7 +200,7 @@ def test_a_tutorial_model_runs_unchanged() -> None:
     new = TransformerModel(SinusoidalEncoding(32, 0.1, batch_first=False)).eval()
     new.load_state_dict(old.state_dict())  # strict: the pe buffer is checked and dropped
     src = torch.randint(0, 50, (35, 4), generator=torch.Generator().manual_seed(6))  # (seq, batch)
-    np.testing.assert_allclose(new(src).detach().numpy(), old(src).detach().numpy(), atol=1e-4)
+    assert_close(new(src), old(src), atol=1e-4, rtol=1e-7, backend="torch")
 
 
 # --------------------------------------------------------------------------- checkpoints
@@ -255,8 +254,8 @@ def test_tolerance_accepts_the_textbook_rounding_only() -> None:
     # The textbook float32 table's own error, at the tutorial's length, is within the
     # documented tolerance, and a table one tolerance further off is refused.
     pe = TutorialPositionalEncoding(512).pe[:, 0].double().numpy()
-    error = np.abs(pe - pe_core.encode(range(5000), 512, dtype="float64")).max()
-    assert error <= textbook_tolerance(5000)
+    exact = pe_core.encode(range(5000), 512, dtype="float64")
+    assert_close(pe, exact, atol=textbook_tolerance(5000))
     shifted = TutorialPositionalEncoding(512).state_dict()
     shifted["pe"][4999, 0, 0] += 2 * textbook_tolerance(5000)
     with pytest.raises(RuntimeError, match="at row 4999"):
