@@ -25,6 +25,9 @@ from pe_core.spec import Spec
 from pe_core.tables import MIN_PAIRS
 from pe_core_backends import Namespace, backend_of, get_namespace
 
+#: The NumPy namespace (host computations), looked up once.
+_NUMPY = get_namespace("numpy")
+
 
 def encode(
     pos: Any,
@@ -326,7 +329,7 @@ def _cached_on_device(
     if values_key is not None:
         key = ("encode", values_key, freqs, spec.offset, spec.layout, d)
     host_name = "float32" if out_name == "float32" or not xp.supports("float64") else "float64"
-    numpy = get_namespace("numpy")
+    numpy = _NUMPY
     return device_tables.cached(
         xp,
         key,

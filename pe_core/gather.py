@@ -41,6 +41,9 @@ from pe_core.angles import reduced_angles
 from pe_core.rope_layout import TABLE_LAYOUTS
 from pe_core_backends import Namespace, get_namespace
 
+#: The NumPy namespace (host computations), looked up once.
+_NUMPY = get_namespace("numpy")
+
 #: Below this many output rows the lookup does not pay off (compute directly).
 MIN_ROWS = 64
 #: Below this many sin/cos pairs in all, computing directly is as fast.
@@ -114,7 +117,7 @@ def _unit_complex(angles: np.ndarray, *, conj: bool, form: str, working: str) ->
 @functools.lru_cache(maxsize=64)
 def step_table(block: int, omegas: tuple[float, ...], working: str, form: str) -> np.ndarray:
     """The ``(B, n)`` table of ``e^{ibw}`` (``cos - i sin`` for form ``"sin_cos"``)."""
-    numpy = get_namespace("numpy")
+    numpy = _NUMPY
     angles = reduced_angles(numpy, np.arange(block, dtype=np.int64), omegas, working="float64")
     return _unit_complex(angles, conj=True, form=form, working=working)
 
@@ -130,7 +133,7 @@ def start_table(
     form: str,
 ) -> np.ndarray:
     """The ``(A, n)`` table at positions ``lo + a*B + offset`` (``sin + i cos`` or ``e^{i.}``)."""
-    numpy = get_namespace("numpy")
+    numpy = _NUMPY
     starts = lo + block * np.arange(blocks, dtype=np.int64)
     angles = reduced_angles(numpy, starts, omegas, offset=offset, working="float64")
     return _unit_complex(angles, conj=False, form=form, working=working)

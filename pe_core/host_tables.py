@@ -37,6 +37,9 @@ from pe_core.layout import assemble
 from pe_core.tables import MIN_PAIRS, contiguous_start, table_sin_cos
 from pe_core_backends import Namespace, get_namespace
 
+#: The NumPy namespace (host computations), looked up once.
+_NUMPY = get_namespace("numpy")
+
 #: Largest ``|position + offset|`` of the small-call route for integer positions: the
 #: turns are ``p * frac(f)`` with ``frac(f)`` split in two, the first product exact.
 SMALL_MAX_INTEGER = 2.0**26
@@ -199,23 +202,20 @@ def few_integer_sin_cos(values: np.ndarray, omegas: tuple[float, ...]) -> np.nda
     n, n_pairs = len(listed), len(omegas)
     if not n or n * n_pairs > SMALL_MAX_PAIRS:
         return None
+    first = listed[0]
+    if (
+        n >= RUN_MIN_ROWS
+        and n * n_pairs >= RUN_MIN_PAIRS
+        and listed[-1] - first == n - 1
+        and listed == list(range(first, first + n))
+        and abs(first) + n < 2**52
+    ):  # a run: the angle-addition tables (exact at any start)
+        table: np.ndarray = table_sin_cos(
+            _NUMPY, first, n, omegas, offset=0, layout="interleaved", working="float32", like=None
+        )
+        return table
     if max(listed) >= SMALL_MAX_INTEGER or min(listed) <= -SMALL_MAX_INTEGER:
         return None
-    if n >= RUN_MIN_ROWS and n * n_pairs >= RUN_MIN_PAIRS:
-        start = listed[0]
-        if listed == list(range(start, start + n)):  # a run: the angle-addition tables
-            numpy = get_namespace("numpy")
-            table: np.ndarray = table_sin_cos(
-                numpy,
-                start,
-                n,
-                omegas,
-                offset=0,
-                layout="interleaved",
-                working="float32",
-                like=None,
-            )
-            return table
     phi = _turn_frequencies(omegas)[1]
     if n == 1:
         turns = phi * float(listed[0])  # exact: |p| < 2**26
@@ -331,7 +331,7 @@ def host_sin_cos(
         return small_sin_cos(
             values, omegas, offset=offset, layout=layout, rounded_once=rounded_once
         )
-    numpy = get_namespace("numpy")
+    numpy = _NUMPY
     xp = numpy if xp is None else xp
     if start is None and n_rows >= 64 and n_rows * n_pairs >= MIN_PAIRS:
         start = contiguous_start(values)
@@ -376,7 +376,7 @@ def host_turns(
     >>> bool(np.isfinite(t).all())
     True
     """
-    numpy = get_namespace("numpy")
+    numpy = _NUMPY
     bound = None if max_abs is None else max_abs + 1.0
     turns = reduced_turns(
         numpy, values, omegas, offset=offset, working=working, max_abs_position=bound

@@ -34,6 +34,9 @@ import numpy as np
 from pe_core.positions import as_positions, check_finite, fits_backend
 from pe_core_backends import Namespace, from_dlpack, get_namespace, is_dlpack
 
+#: The NumPy namespace (host computations), looked up once.
+_NUMPY = get_namespace("numpy")
+
 #: Float positions below this size are exact in the device kernel where the backend
 #: has int64 (every integer position of every dtype is; see :mod:`pe_core.angles`).
 MAX_POSITION = 2.0**63
@@ -123,7 +126,7 @@ def prepare_positions(
     if source is None and is_dlpack(pos):  # e.g. CuPy: imported by the backend computed on
         pos, source = from_dlpack(pos, xp.name, what=what), xp.name
     if source is None or source == "numpy":
-        numpy = xp if xp.name == "numpy" else get_namespace("numpy")
+        numpy = xp if xp.name == "numpy" else _NUMPY
         host = as_positions(pos, numpy, source, what=what)
         max_abs = check_host_positions(host, what=what)
         if xp.name != "numpy" and fits_backend(host, xp) and _kernel_takes(host, max_abs, xp):
@@ -173,6 +176,6 @@ def check_host_positions(values: np.ndarray, *, what: str = "positions") -> floa
         # integers are finite: the extremes give the bound (two reductions)
         max_abs = float(max(abs(int(values.min())), abs(int(values.max()))))
     else:
-        max_abs = check_finite(get_namespace("numpy"), values, what=what, values=values)
+        max_abs = check_finite(_NUMPY, values, what=what, values=values)
     assert max_abs is not None
     return max_abs
