@@ -69,7 +69,9 @@ def _unit_complex(angles: np.ndarray, *, conj_offsets: bool, working: str) -> np
 
 
 @functools.lru_cache(maxsize=64)
-def _offset_table(block: int, omegas: tuple[float, ...], working: str) -> np.ndarray:
+def offset_table(block: int, omegas: tuple[float, ...], working: str) -> np.ndarray:
+    """``cos(b w) - i sin(b w)`` for the offsets ``b = 0 .. block - 1`` (``(block, P)``
+    complex, exact angles; cached)."""
     numpy = get_namespace("numpy")
     angles = reduced_angles(numpy, np.arange(block), omegas, working="float64")
     table = _unit_complex(angles, conj_offsets=True, working=working)
@@ -126,7 +128,7 @@ def table_sin_cos(
     """
     blocks, block = block_shape(n_rows)
     starts = _start_table(start, blocks, block, omegas, offset, working)
-    offsets = _offset_table(block, omegas, working)
+    offsets = offset_table(block, omegas, working)
     starts = xp.asarray(starts, like=like)
     offsets = xp.asarray(offsets, like=like)
     if out is not None and layout == "interleaved" and blocks * block == n_rows:
