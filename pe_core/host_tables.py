@@ -349,9 +349,7 @@ def host_sin_cos(
     n_rows, n_pairs = values.size, len(omegas)
     rounded_once = rounded_once or working == "float64"
     integral = values.dtype.kind in "iu" and _is_integer(offset)
-    start = None
-    if not rounded_once and n_rows >= RUN_MIN_ROWS and n_rows * n_pairs >= RUN_MIN_PAIRS:
-        start = contiguous_start(values)
+    start = _run_start(values, n_pairs, rounded_once)
     if start is None and small_call_fits(
         n_rows,
         n_pairs,
@@ -367,27 +365,8 @@ def host_sin_cos(
         )
     numpy = _NUMPY
     xp = numpy if xp is None else xp
-    if start is None and n_rows >= 64 and n_rows * n_pairs >= MIN_PAIRS:
-        start = contiguous_start(values)
-    if (
-        start is not None
-        and offset == 0
-        and layout == "interleaved"
-        and working == "float32"
-        and n_rows <= SMALL_RUN_ROWS
-    ):
-        return run_sin_cos(start, n_rows, omegas)
     if start is not None:
-        return table_sin_cos(
-            xp,
-            start,
-            n_rows,
-            omegas,
-            offset=offset,
-            layout=layout,
-            working=working,
-            like=like,
-        )
+        return _run_table(xp, start, n_rows, omegas, offset, layout, working, like)
     gathered = _gathered(
         xp, values, omegas, offset=offset, layout=layout, working=working, like=like
     )
@@ -396,6 +375,36 @@ def host_sin_cos(
     turns = host_turns(values.reshape(-1), omegas, offset=offset, working=working, max_abs=max_abs)
     angles = turns * (2.0 * math.pi)
     return assemble(numpy, np.sin(angles), np.cos(angles), layout)
+
+
+def _run_start(values: np.ndarray, n_pairs: int, rounded_once: bool) -> int | None:
+    """The first position if ``values`` are a run worth the angle-addition tables:
+    small runs (:data:`RUN_MIN_ROWS`, :data:`RUN_MIN_PAIRS`) for float32 results, and
+    large ones (64 rows, :data:`~pe_core.tables.MIN_PAIRS`) always."""
+    n_rows = values.size
+    small_run = not rounded_once and n_rows >= RUN_MIN_ROWS and n_rows * n_pairs >= RUN_MIN_PAIRS
+    large_run = n_rows >= 64 and n_rows * n_pairs >= MIN_PAIRS
+    return contiguous_start(values) if small_run or large_run else None
+
+
+def _run_table(
+    xp: Namespace,
+    start: int,
+    n_rows: int,
+    omegas: tuple[float, ...],
+    offset: int | float,
+    layout: str,
+    working: str,
+    like: Any,
+) -> Any:
+    """The table of the run ``start, start + 1, ...``: one start row for a few
+    interleaved float32 rows (:func:`run_sin_cos`), else the blocked tables."""
+    if offset == 0 and layout == "interleaved" and working == "float32":
+        if n_rows <= SMALL_RUN_ROWS:
+            return run_sin_cos(start, n_rows, omegas)
+    return table_sin_cos(
+        xp, start, n_rows, omegas, offset=offset, layout=layout, working=working, like=like
+    )
 
 
 def host_turns(

@@ -25,6 +25,7 @@ PyTorch, generic elsewhere).
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -212,18 +213,50 @@ def apply_rope(
     >>> bool(np.isclose(a, apply_rope(q, 1004) @ apply_rope(k, 1000)))
     True
     """
-    if (
-        scaling is None
-        and layer_type is None
-        and backend is None
-        and not check_values
-        and sections is None
-        and frequencies is None
-        and section_layout == "contiguous"
-    ):  # a decode step: the few-positions lane, if it takes the call
+    plain = _all_none(scaling, layer_type, backend, sections, frequencies)
+    if plain and not check_values and section_layout == "contiguous":
+        # a decode step: the few-positions lane, if it takes the call
         result = few_positions_rope(x, pos, base, layout, rotary_dim, spec)
         if result is not None:
             return result
+    base, layout, rotary_dim, scaling = _configuration(
+        spec, base, layout, rotary_dim, scaling, layer_type
+    )
+    if not _all_none(sections, frequencies) or section_layout != "contiguous":
+        nd = functools.partial(
+            _apply_rope_nd,
+            pos=pos,
+            sections=sections,
+            section_layout=section_layout,
+            frequencies=frequencies,
+            base=base,
+            layout=layout,
+            rotary_dim=rotary_dim,
+            scaling=scaling,
+            backend=backend,
+            check_values=check_values,
+        )
+        return tuple(nd(item) for item in x) if isinstance(x, (tuple, list)) else nd(x)
+    if isinstance(x, (tuple, list)):  # (q, k): one set of factors for all of them
+        return _apply_rope_each(
+            tuple(x), pos, base, layout, rotary_dim, scaling, backend, check_values
+        )
+    xp, x, cos, sin, layout, rotary_dim, working = _rope_factors(
+        x, pos, base, layout, rotary_dim, scaling, backend, check_values
+    )
+    return xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working)
+
+
+def _configuration(
+    spec: RopeSpec | None,
+    base: float,
+    layout: str,
+    rotary_dim: int | None,
+    scaling: Any,
+    layer_type: str | None,
+) -> tuple[float, str, int | None, Any]:
+    """``(base, layout, rotary_dim, scaling)`` from ``spec`` or the plain arguments, the
+    scaling reduced to ``layer_type``'s rope of a model config."""
     if spec is not None:
         base, layout, rotary_dim, scaling, layer_type = _unpack_spec(
             spec, base, layout, rotary_dim, scaling, layer_type
@@ -235,33 +268,17 @@ def apply_rope(
             f"layer_type={layer_type!r} selects a layer's rope from a model config given as "
             "scaling=, but scaling is None."
         )
-    if sections is not None or frequencies is not None or section_layout != "contiguous":
-        from pe_core.rope_nd import apply_rope_nd  # N-D RoPE: its own module
+    return base, layout, rotary_dim, scaling
 
-        def nd(x: Any) -> Any:
-            return apply_rope_nd(
-                x,
-                pos,
-                sections=sections,
-                section_layout=section_layout,
-                frequencies=frequencies,
-                base=base,
-                layout=layout,
-                rotary_dim=rotary_dim,
-                scaling=scaling,
-                backend=backend,
-                check_values=check_values,
-            )
 
-        return tuple(nd(item) for item in x) if isinstance(x, (tuple, list)) else nd(x)
-    if isinstance(x, (tuple, list)):  # (q, k): one set of factors for all of them
-        return _apply_rope_each(
-            tuple(x), pos, base, layout, rotary_dim, scaling, backend, check_values
-        )
-    xp, x, cos, sin, layout, rotary_dim, working = _rope_factors(
-        x, pos, base, layout, rotary_dim, scaling, backend, check_values
-    )
-    return xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working)
+def _apply_rope_nd(x: Any, **kwargs: Any) -> Any:
+    from pe_core.rope_nd import apply_rope_nd  # N-D RoPE: its own module
+
+    return apply_rope_nd(x, **kwargs)
+
+
+def _all_none(*values: object) -> bool:
+    return all(value is None for value in values)
 
 
 def _apply_rope_each(

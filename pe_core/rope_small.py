@@ -140,30 +140,13 @@ def few_positions_rope(
     """
     single = not isinstance(x, (tuple, list))
     xs = (x,) if single else tuple(x)
-    if not xs:
+    xp = _namespace_of(xs[0]) if xs else None
+    values = None if xp is None else _few_values(pos, xp, xs[0])
+    if xp is None or values is None:
         return None
-    xp = _namespace_of(xs[0])
-    if xp is None:
+    constants = _lane_constants(xs, values, spec, base, layout, rotary_dim)
+    if constants is None:
         return None
-    values = _host_values(pos, xp, xs[0])
-    if values is None or values.dtype.kind not in "iu" or not 0 < values.size <= FEW_POSITIONS:
-        return None
-    listed = values.ravel().tolist()
-    if max(listed) >= SMALL_MAX_INTEGER or min(listed) <= -SMALL_MAX_INTEGER:
-        return None
-    head_dim = xs[0].shape[-1] if xs[0].ndim else None
-    if not isinstance(head_dim, int):
-        return None
-    try:
-        constants = _constants(spec, base, layout, rotary_dim, head_dim)
-    except TypeError:  # unhashable arguments: the general route
-        return None
-    if constants is None or values.size * len(constants.inv_freq) > SMALL_MAX_PAIRS:
-        return None
-    kind = type(xs[0])
-    for item in xs:  # the same array type as the first (so the same backend)
-        if type(item) is not kind or not _broadcasts(values.shape, item.shape, head_dim):
-            return None
     factors = _factors(values, constants)
     out = []
     for item in xs:
@@ -172,6 +155,44 @@ def few_positions_rope(
             return None
         out.append(rotated)
     return out[0] if single else tuple(out)
+
+
+def _few_values(pos: Any, xp: Namespace, x: Any) -> np.ndarray | None:
+    """The positions as a NumPy integer array the lane takes, else ``None``."""
+    values = _host_values(pos, xp, x)
+    if values is None or values.dtype.kind not in "iu" or not 0 < values.size <= FEW_POSITIONS:
+        return None
+    listed = values.ravel().tolist()
+    if max(listed) >= SMALL_MAX_INTEGER or min(listed) <= -SMALL_MAX_INTEGER:
+        return None
+    return values
+
+
+def _lane_constants(
+    xs: tuple[Any, ...],
+    values: np.ndarray,
+    spec: Any,
+    base: Any,
+    layout: Any,
+    rotary_dim: Any,
+) -> _Constants | None:
+    """The configuration's constants if every array shares the first's type and head
+    size and the positions broadcast against each, else ``None``."""
+    first = xs[0]
+    head_dim = first.shape[-1] if first.ndim else None
+    if not isinstance(head_dim, int):
+        return None
+    try:
+        constants = _constants(spec, base, layout, rotary_dim, head_dim)
+    except TypeError:  # unhashable arguments: the general route
+        return None
+    if constants is None or values.size * len(constants.inv_freq) > SMALL_MAX_PAIRS:
+        return None
+    kind = type(first)
+    for item in xs:  # the same array type as the first (so the same backend)
+        if type(item) is not kind or not _broadcasts(values.shape, item.shape, head_dim):
+            return None
+    return constants
 
 
 #: The namespace of each array type seen, or None where it has no small rotation.

@@ -85,20 +85,23 @@ def test_every_extra_is_declared_in_pyproject() -> None:
 
 _PROBE = """
 import sys
-import pe_core, pe_core_backends
+import pe_core_backends
 from pe_core_backends._registry import ROWS
 frameworks = sorted({row.framework for row in ROWS if row.name != "numpy"} | {"keras", "flax"})
 adapters = [row.module for row in ROWS]
-print("FRAMEWORKS", [m for m in frameworks if m in sys.modules])
 print("ADAPTERS", [m for m in adapters if m in sys.modules])
 pe_core_backends.get_namespace("np")
 print("AFTER", [m for m in adapters if m in sys.modules])
+import pe_core
+print("FRAMEWORKS", [m for m in frameworks if m in sys.modules])
+print("WITH_PE_CORE", [m for m in adapters if m in sys.modules])
 """
 
 
 def test_import_pe_core_imports_no_framework_and_no_adapter() -> None:
     """In a fresh process: the rows are built but nothing they name is imported until a
-    backend is asked for (the last line shows the probe sees an adapter once it is)."""
+    backend is asked for (the probe sees an adapter once it is); ``import pe_core`` adds
+    the NumPy adapter only (NumPy is required: its host paths use it on every call)."""
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_PROBE)],
         capture_output=True,
@@ -107,9 +110,10 @@ def test_import_pe_core_imports_no_framework_and_no_adapter() -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     lines = dict(line.split(" ", 1) for line in result.stdout.strip().splitlines())
-    assert lines["FRAMEWORKS"] == "[]"
     assert lines["ADAPTERS"] == "[]"
     assert lines["AFTER"] == "['pe_core_backends._numpy']"
+    assert lines["FRAMEWORKS"] == "[]"
+    assert lines["WITH_PE_CORE"] == "['pe_core_backends._numpy']"
 
 
 # -- detection ------------------------------------------------------------------------
