@@ -242,7 +242,8 @@ def _few_integer_positions(pos: Any, d: Any) -> Any | None:
     table = few_integer_sin_cos(values, _default_omegas(d))  # the default layout
     if table is None:
         return None
-    table = table.reshape(*values.shape, d)
+    if values.ndim != 1:
+        table = table.reshape(*values.shape, d)
     return table if xp is None else xp.from_host(table, like=pos)
 
 
