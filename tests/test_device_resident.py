@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import to_numpy
+from conftest import assert_close, to_numpy
 
 import pe_core
 from pe_core.host_reads import forbid_host_reads
@@ -80,7 +80,7 @@ def assert_same(got: Any, expected: Any, dtype: str = "float32") -> None:
     assert got.dtype == expected.dtype
     assert tuple(got.shape) == tuple(expected.shape)
     atol, rtol = TOLERANCE[dtype]
-    np.testing.assert_allclose(to_numpy(got), to_numpy(expected), atol=atol, rtol=rtol)
+    assert_close(to_numpy(got), to_numpy(expected), atol=atol, rtol=rtol)
 
 
 def compare(call: Callable[[], Any], dtype: str = "float32") -> Any:
@@ -149,7 +149,7 @@ def test_encode_into_a_torch_out_buffer_stays_on_the_device() -> None:
     out = torch.full((100, 16), 7.0)
     got = on_the_device_path(lambda: pe_core.encode(pos, 16, out=out))
     assert got is out
-    np.testing.assert_allclose(out.numpy(), pe_core.encode(pos, 16).numpy(), atol=2e-6, rtol=0)
+    assert_close(out.numpy(), pe_core.encode(pos, 16).numpy(), atol=2e-6, rtol=0)
 
 
 # --------------------------------------------------------------------------- apply_rope
@@ -252,7 +252,7 @@ def test_encode_gives_nan_rows_for_nan_and_inf_positions(framework: str) -> None
     got = to_numpy(on_the_device_path(lambda: pe_core.encode(pos, 16)))
     assert np.isnan(got[BAD]).all()
     expected = pe_core.encode(BAD_POSITIONS[~BAD], 16)
-    np.testing.assert_allclose(got[~BAD], expected, atol=2e-6, rtol=0)
+    assert_close(got[~BAD], expected, atol=2e-6, rtol=0)
 
 
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
@@ -265,7 +265,7 @@ def test_apply_rope_gives_nan_outputs_for_nan_and_inf_positions(
     assert np.isnan(got[:, :, BAD]).all()
     finite = on_device(framework, BAD_POSITIONS[~BAD], "float32")
     expected = to_numpy(pe_core.apply_rope(x[:, :, ~BAD], finite, layout=layout))
-    np.testing.assert_allclose(got[:, :, ~BAD], expected, atol=2e-6, rtol=0)
+    assert_close(got[:, :, ~BAD], expected, atol=2e-6, rtol=0)
 
 
 CHECKED_CALLS: dict[str, Callable[[Any, Any], Any]] = {

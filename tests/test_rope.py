@@ -14,7 +14,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
-from conftest import assert_close, positions_on, to_numpy
+from conftest import assert_close, assert_equal, positions_on, to_numpy
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -149,7 +149,7 @@ def test_keeps_the_norm_of_every_pair(backend, inputs):
         v = np.asarray(v, np.float64)[..., perm]
         return np.hypot(v[..., :h], v[..., h:])
 
-    np.testing.assert_allclose(pair_norms(out), pair_norms(x), atol=ATOL32)
+    assert_close(pair_norms(out), pair_norms(x), atol=ATOL32, rtol=1e-7)
 
 
 @given(inputs=rope_inputs(), shift=st.integers(-50_000, 50_000))
@@ -167,7 +167,7 @@ def test_scores_depend_only_on_the_distance(backend, inputs, shift):
             on(backend, k), positions_on(backend, k_pos + t), layout=layout, rotary_dim=rotary_dim
         )
         score[t] = np.einsum("...id,...jd->...ij", to_numpy(q_rot), to_numpy(k_rot))
-    np.testing.assert_allclose(score[shift], score[0], atol=2e-5)
+    assert_close(score[shift], score[0], atol=2e-5, rtol=1e-7)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
@@ -179,7 +179,7 @@ def test_position_zero_is_the_identity(backend, dtype):
     for layout in LAYOUTS:
         out = apply_rope(x, positions_on(backend, np.zeros(4, np.int64)), layout=layout)
         assert xp.dtype_of(out) == dtype
-        np.testing.assert_array_equal(to_numpy(out), to_numpy(x))
+        assert_equal(to_numpy(out), to_numpy(x))
 
 
 @given(data=st.data())
@@ -204,7 +204,7 @@ def test_layouts_agree_through_rope_permutation(backend, inputs):
     p = positions_on(backend, pos)
     inter = to_numpy(apply_rope(on(backend, x), p, layout="interleaved", rotary_dim=rotary_dim))
     half = to_numpy(apply_rope(on(backend, x[..., perm]), p, layout="half", rotary_dim=rotary_dim))
-    np.testing.assert_allclose(half, inter[..., perm], atol=ATOL32)
+    assert_close(half, inter[..., perm], atol=ATOL32, rtol=1e-7)
 
 
 @given(inputs=rope_inputs(shapes=[(3, 8), (2, 2, 5, 12)]))
@@ -214,9 +214,9 @@ def test_partial_rotary_passes_the_rest_through(backend, inputs):
     out = to_numpy(
         apply_rope(on(backend, x), positions_on(backend, pos), layout=layout, rotary_dim=r)
     )
-    np.testing.assert_array_equal(out[..., r:], x[..., r:])
+    assert_equal(out[..., r:], x[..., r:])
     full = to_numpy(apply_rope(on(backend, x[..., :r]), positions_on(backend, pos), layout=layout))
-    np.testing.assert_allclose(out[..., :r], full, atol=1e-7)
+    assert_close(out[..., :r], full, atol=1e-7, rtol=1e-7)
 
 
 def test_per_example_positions_equal_separate_calls(backend):
@@ -229,13 +229,13 @@ def test_per_example_positions_equal_separate_calls(backend):
         together = to_numpy(apply_rope(on(backend, x), positions_on(backend, pos), layout=layout))
         for b in range(3):
             alone = apply_rope(on(backend, x[b]), positions_on(backend, pos[b, 0]), layout=layout)
-            np.testing.assert_array_equal(together[b], to_numpy(alone))
+            assert_equal(together[b], to_numpy(alone))
     # decoding: one new token per example at its own position
     step = to_numpy(
         apply_rope(on(backend, x[:, :, :1]), positions_on(backend, offsets[:, None, None]))
     )
     expected = hf_rope(x[:, :, :1], offsets[:, None, None], inv_freq_default(8))
-    np.testing.assert_allclose(step, expected, atol=ATOL32)
+    assert_close(step, expected, atol=ATOL32, rtol=1e-7)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -323,7 +323,7 @@ def test_scaling_matches_hugging_face(backend, scaling):
         "rope_scaling": config,
     }
     again = apply_rope(on(backend, x), positions_on(backend, pos), scaling=model)
-    np.testing.assert_array_equal(to_numpy(again), to_numpy(out))
+    assert_equal(to_numpy(again), to_numpy(out))
 
 
 def test_scaling_partial_rotary_and_dynamic():
@@ -331,7 +331,7 @@ def test_scaling_partial_rotary_and_dynamic():
     # partial_rotary_factor inside a whole config = rotary_dim
     config = {"head_dim": 16, "partial_rotary_factor": 0.5, "rope_theta": 10000.0}
     out = apply_rope(x, np.arange(5), scaling=config)
-    np.testing.assert_array_equal(out, apply_rope(x, np.arange(5), rotary_dim=8))
+    assert_equal(out, apply_rope(x, np.arange(5), rotary_dim=8))
     # dynamic NTK: frequencies from seq_len = max(pos) + 1, without state
     dynamic = {"rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 64}
     for pos in (np.arange(5), np.arange(95, 100), np.arange(5)):
@@ -340,9 +340,9 @@ def test_scaling_partial_rotary_and_dynamic():
             seq_len=int(pos.max()) + 1,
         )
         got = apply_rope(x, pos, scaling=dynamic)
-        np.testing.assert_allclose(got, hf_rope(x, pos, inv), atol=ATOL32)
+        assert_close(got, hf_rope(x, pos, inv), atol=ATOL32, rtol=1e-7)
     short = apply_rope(x, np.arange(5), scaling=dynamic)
-    np.testing.assert_allclose(short, apply_rope(x, np.arange(5)), atol=1e-7)
+    assert_close(short, apply_rope(x, np.arange(5)), atol=1e-7, rtol=1e-7)
 
 
 # --------------------------------------------------------------------------- compiled code
@@ -458,7 +458,7 @@ def test_torch_blocked_path_matches_generic(monkeypatch):
             err = np.abs(out.float().numpy() - exact)
             ulp = np.exp2(np.floor(np.log2(np.maximum(np.abs(exact), 2.0**-14))) - 7)
             assert np.all(err <= ulp)
-            np.testing.assert_array_equal(out[..., r:].float().numpy(), x[..., r:].float().numpy())
+            assert_equal(out[..., r:].float().numpy(), x[..., r:].float().numpy())
     assert any(n <= 2**14 for n in blocks)  # the small blocks were taken
 
 
