@@ -35,14 +35,14 @@ import numpy as np
 
 from pe_core import device_tables
 from pe_core.angles import exact_cos_sin
-from pe_core.host_tables import host_sin_cos, small_angles, small_call_fits
+from pe_core.host_tables import host_sin_cos, small_call_fits
 from pe_core.placement import Positions, prepare_positions
 from pe_core.rope_layout import LAYOUTS
 from pe_core.rope_scaling import needs_seq_len, scaling_rope_type
-from pe_core.rope_small import few_positions_rope
+from pe_core.rope_small import few_positions_rope, small_cos_sin
 from pe_core.rope_spec import RopeSpec, freeze, rope_constants
 from pe_core.rope_spec import scaling_for_layer as _scaling_for_layer
-from pe_core.validation import choice, finite_real
+from pe_core.validation import broadcasts_into, choice, finite_real
 from pe_core_backends import (
     Namespace,
     backend_of,
@@ -430,11 +430,7 @@ def _host_factors(
         )
     ):
         # a few positions off an accelerator (decode steps): one float64 pass, no cache
-        angles = small_angles(values, inv_freq).reshape(*values.shape, n)
-        cos, sin = np.cos(angles), np.sin(angles)
-        if attention_factor != 1.0:
-            cos *= np.float32(attention_factor)
-            sin *= np.float32(attention_factor)
+        cos, sin = small_cos_sin(values, inv_freq, attention_factor)
         return xp.from_host(cos, like=x), xp.from_host(sin, like=x)
 
     def build() -> tuple[np.ndarray, np.ndarray]:
@@ -563,10 +559,7 @@ def _check_base(base: object) -> float:
 
 def _check_broadcast(pos_shape: tuple[int, ...], x_shape: tuple[int, ...]) -> None:
     lead = tuple(x_shape[:-1])
-    if len(pos_shape) <= len(lead) and all(
-        p == 1 or p == n or p is None or n is None  # None: unknown while tracing
-        for p, n in zip(reversed(pos_shape), reversed(lead), strict=False)
-    ):
+    if broadcasts_into(pos_shape, lead):
         return
     try:
         ok = np.broadcast_shapes(pos_shape, lead) == lead

@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from pe_core.host_tables import SMALL_MAX_INTEGER, SMALL_MAX_PAIRS, small_angles
+from pe_core.validation import broadcasts_into
 from pe_core_backends import Namespace, backend_of, get_namespace
 
-__all__ = ["FEW_POSITIONS", "HostFactors", "few_positions_rope"]
+__all__ = ["FEW_POSITIONS", "HostFactors", "few_positions_rope", "small_cos_sin"]
 
 #: Most positions the lane takes (a decode step of a batch of 64 sequences).
 FEW_POSITIONS = 64
@@ -61,26 +63,17 @@ class HostFactors:
         return (1,) * (ndim - 1 - len(pos_shape)) + pos_shape
 
     def _get(self, kind: str, ndim: int) -> np.ndarray:
-        hit = self._shaped.get((kind, ndim))
-        if hit is not None:
-            return hit
-        if kind == "doubled_cos":
-            value = np.concatenate([self._cos, self._cos], axis=-1)
-        elif kind == "signed_sin":
-            value = np.concatenate([-self._sin, self._sin], axis=-1)
-        elif kind == "rotation":
-            value = np.empty(self._cos.shape, np.complex64)
-            value.real, value.imag = self._cos, self._sin
-        else:
-            value = self._cos if kind == "cos" else self._sin
-        value = value.reshape(*self._lead(ndim), value.shape[-1])
-        with self._lock:
-            self._shaped[(kind, ndim)] = value
+        def build() -> np.ndarray:
+            value = _SHAPES[kind](self._cos, self._sin)
+            return value.reshape(*self._lead(ndim), value.shape[-1])
+
+        value: np.ndarray = self.converted((kind, ndim), build)
         return value
 
     def converted(self, key: Any, build: Any) -> Any:
-        """``build()`` once per ``key``: a backend keeps its own arrays of the factors
-        here (e.g. tensors sharing their memory), for the next array of the same call."""
+        """``build()`` once per ``key``: the shapes above, and a backend's own arrays of
+        the factors (e.g. tensors sharing their memory), kept for the next array of the
+        same call."""
         hit = self._shaped.get(key)
         if hit is None:
             hit = build()
@@ -90,12 +83,10 @@ class HostFactors:
 
     def half_layout(self, ndim: int) -> tuple[np.ndarray, np.ndarray]:
         """``(doubled_cos(ndim), signed_sin(ndim))`` in one lookup."""
-        hit = self._shaped.get(("half", ndim))
-        if hit is None:
-            hit = (self.doubled_cos(ndim), self.signed_sin(ndim))
-            with self._lock:
-                self._shaped[("half", ndim)] = hit
-        return hit
+        pair: tuple[np.ndarray, np.ndarray] = self.converted(
+            ("half", ndim), lambda: (self.doubled_cos(ndim), self.signed_sin(ndim))
+        )
+        return pair
 
     def doubled_cos(self, ndim: int) -> np.ndarray:
         """``[cos, cos]`` (``P' + (r,)``) for the half layout."""
@@ -117,6 +108,43 @@ class HostFactors:
     def rotation(self, ndim: int) -> np.ndarray:
         """``cos + i sin`` (complex64, ``P' + (r/2,)``) for the interleaved layout."""
         return self._get("rotation", ndim)
+
+
+def _rotation(cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    value = np.empty(cos.shape, np.complex64)
+    value.real, value.imag = cos, sin
+    return value
+
+
+#: How each shape of :class:`HostFactors` is made from ``(cos, sin)``.
+_SHAPES: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "cos": lambda cos, sin: cos,
+    "sin": lambda cos, sin: sin,
+    "doubled_cos": lambda cos, sin: np.concatenate([cos, cos], axis=-1),
+    "signed_sin": lambda cos, sin: np.concatenate([-sin, sin], axis=-1),
+    "rotation": _rotation,
+}
+
+
+def small_cos_sin(
+    values: np.ndarray, inv_freq: tuple[float, ...], attention_factor: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """float32 ``cos`` and ``sin`` (shape ``values.shape + (len(inv_freq),)``) of a few
+    positions, scaled by ``attention_factor``: one float64 pass
+    (:func:`~pe_core.host_tables.small_angles`), for the inputs
+    :func:`~pe_core.host_tables.small_call_fits` accepts. The lane and the general
+    route's small calls both use it, so they give the same numbers.
+
+    >>> c, s = small_cos_sin(np.array([0, 1]), (1.0,), 1.0)
+    >>> c.dtype, bool(np.allclose(s[:, 0], [0.0, np.sin(1.0)]))
+    (dtype('float32'), True)
+    """
+    angles = small_angles(values, inv_freq).reshape(*values.shape, len(inv_freq))
+    cos, sin = np.cos(angles), np.sin(angles)
+    if attention_factor != 1.0:
+        cos *= np.float32(attention_factor)
+        sin *= np.float32(attention_factor)
+    return cos, sin
 
 
 class _Constants(NamedTuple):
@@ -190,7 +218,10 @@ def _lane_constants(
         return None
     kind = type(first)
     for item in xs:  # the same array type as the first (so the same backend)
-        if type(item) is not kind or not _broadcasts(values.shape, item.shape, head_dim):
+        shape = item.shape
+        if type(item) is not kind or not shape or shape[-1] != head_dim:
+            return None
+        if not broadcasts_into(values.shape, shape[:-1]):
             return None
     return constants
 
@@ -225,14 +256,6 @@ def _host_values(pos: Any, xp: Any, x: Any) -> np.ndarray | None:
         view: np.ndarray | None = xp.host_view(pos)
         return view
     return None
-
-
-def _broadcasts(pos_shape: tuple[int, ...], x_shape: Any, head_dim: int) -> bool:
-    """``pos`` broadcasts against ``x.shape[:-1]`` without adding axes."""
-    lead = x_shape[:-1]
-    if x_shape[-1] != head_dim or len(pos_shape) > len(lead):
-        return False
-    return all(p == 1 or p == n for p, n in zip(reversed(pos_shape), reversed(lead), strict=False))
 
 
 # typed: rotary_dim=4.0 or True must not hit the entry of 4 or 1 (the general route
@@ -278,12 +301,6 @@ def _factors(values: np.ndarray, constants: _Constants) -> HostFactors:
     last = _last
     if last is not None and last[0] == key:
         return last[1]
-    n = len(constants.inv_freq)
-    angles = small_angles(values, constants.inv_freq).reshape(*values.shape, n)
-    cos, sin = np.cos(angles), np.sin(angles)
-    if constants.attention_factor != 1.0:
-        cos *= np.float32(constants.attention_factor)
-        sin *= np.float32(constants.attention_factor)
-    factors = HostFactors(cos, sin)
+    factors = HostFactors(*small_cos_sin(values, constants.inv_freq, constants.attention_factor))
     _last = (key, factors)
     return factors

@@ -26,8 +26,16 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["choice", "finite_real", "is_integer", "optional_str", "positive_int"]
+__all__ = [
+    "broadcasts_into",
+    "choice",
+    "finite_real",
+    "is_integer",
+    "optional_str",
+    "positive_int",
+]
 
 
 def _allowed(what: str, detail: str | None) -> str:
@@ -140,3 +148,18 @@ def optional_str(value: object, name: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{name} must be a string or None. Received: {value!r}")
     return value
+
+
+def broadcasts_into(shape: tuple[Any, ...], target: tuple[Any, ...]) -> bool:
+    """Whether an array of ``shape`` broadcasts to ``target`` without adding axes
+    (sizes ``None``, unknown while tracing, match any size).
+
+    >>> broadcasts_into((4, 1, 7), (4, 32, 7)), broadcasts_into((3,), (4, 32, 7))
+    (True, False)
+    >>> broadcasts_into((None, 1), (2, 5)), broadcasts_into((1, 1, 1, 7), (32, 7))
+    (True, False)
+    """
+    return len(shape) <= len(target) and all(
+        p == 1 or p == n or p is None or n is None
+        for p, n in zip(reversed(shape), reversed(target), strict=False)
+    )

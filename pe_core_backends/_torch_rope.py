@@ -98,12 +98,9 @@ def rotate_small(x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
     that autograd records, traced or wrapped tensors, other devices or dtypes.
     """
     if (
-        type(x) is not torch.Tensor
+        not fast_path_ok(x)
         or x.dtype is not torch.float32
-        or (x.requires_grad and torch.is_grad_enabled())
-        or not x.is_contiguous()
         or x.device.type != "cpu"
-        or torch.compiler.is_compiling()
         or torch._C._functorch.is_functorch_wrapped_tensor(x)
     ):
         return None

@@ -183,3 +183,12 @@ def test_gradients_flow_where_the_lane_steps_aside() -> None:
     x = torch.randn(2, 1, 8, dtype=torch.float64, requires_grad=True)
     pe_core.apply_rope(x.float(), torch.tensor([[3], [4]])).sum().backward()
     assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
+def test_a_scalar_beside_the_first_array_gets_the_general_routes_error() -> None:
+    q = np.ones((2, 1, 8), np.float32)
+    assert (
+        rope_small.few_positions_rope((q, np.float32(1.0)), 3, 10000.0, "half", None, None) is None
+    )
+    with pytest.raises(ValueError, match="at least one axis"):
+        pe_core.apply_rope((q, np.array(1.0, np.float32)), 3)
