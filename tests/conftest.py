@@ -205,3 +205,20 @@ def positions_on(backend: str, positions: np.ndarray) -> Any:
     if positions.dtype.kind == "f" and backend == "jax":
         positions = positions.astype(np.float32)
     return xp.asarray(positions)
+
+
+@pytest.fixture
+def placements(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
+    """The shapes of the host tables pe_core moves onto a device from now on (one per
+    build), with :mod:`pe_core.device_tables` emptied first."""
+    from pe_core import device_tables
+
+    device_tables.clear()
+    real, moved = device_tables.place, []
+
+    def place(xp: Any, table: Any, like: Any, dtype_name: str) -> Any:
+        moved.append(table.shape)
+        return real(xp, table, like, dtype_name)
+
+    monkeypatch.setattr(device_tables, "place", place)
+    return moved

@@ -59,3 +59,28 @@ def exact_table(positions: np.ndarray, omegas: np.ndarray, layout: str, d: int) 
 
 
 TWO_PI = 2 * math.pi
+
+
+def hf_t5_compute_bias(
+    table: np.ndarray, q_len: int, k_len: int, offset: int, is_decoder: bool
+) -> np.ndarray:
+    """transformers' ``T5Attention.compute_bias`` with ``table`` as its bias weights
+    (skips the test without torch or transformers)."""
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    t5 = pytest.importorskip("transformers.models.t5.modeling_t5")
+    from transformers import T5Config
+
+    config = T5Config(
+        d_model=16,
+        d_kv=4,
+        num_heads=table.shape[1],
+        relative_attention_num_buckets=table.shape[0],
+        relative_attention_max_distance=128,
+        is_decoder=is_decoder,
+    )
+    attention = t5.T5Attention(config, has_relative_attention_bias=True)
+    with torch.no_grad():
+        attention.relative_attention_bias.weight.copy_(torch.as_tensor(table))
+        return attention.compute_bias(q_len, k_len, past_seen_tokens=offset).numpy()

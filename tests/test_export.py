@@ -27,6 +27,7 @@ from conftest import assert_close
 from reference import schedule, table
 
 import pe_core
+from pe_core.testing import reference_rope
 
 ROOT = Path(__file__).resolve().parent.parent
 BIG = 10**6
@@ -36,26 +37,13 @@ def encode_reference(positions: np.ndarray, d: int) -> np.ndarray:
     return table(positions, schedule(d), "interleaved", d)
 
 
-def rope_reference(x: np.ndarray, positions: np.ndarray, layout: str = "half") -> np.ndarray:
-    """float64 RoPE restated from the formula (positions broadcast against x[..., 0])."""
-    x = np.asarray(x, dtype=np.float64)
-    half = x.shape[-1] // 2
-    angles = np.asarray(positions, dtype=np.float64)[..., None] * schedule(x.shape[-1])
-    c, s = np.cos(angles), np.sin(angles)
-    if layout == "half":
-        a, b = x[..., :half], x[..., half:]
-        return np.concatenate([a * c - b * s, b * c + a * s], axis=-1)
-    a, b = x[..., 0::2], x[..., 1::2]
-    return np.stack([a * c - b * s, b * c + a * s], axis=-1).reshape(x.shape)
-
-
 def model_reference(x: np.ndarray, offset: np.ndarray, heads: int = 4) -> list[np.ndarray]:
     """float64 outputs ``(h, q, k)`` of the models below."""
     batch, n, d = x.shape
     positions = np.asarray(offset, dtype=np.float64)[:, None] + np.arange(n)
     h = x + encode_reference(positions, d)
     q = h.reshape(batch, n, heads, d // heads).transpose(0, 2, 1, 3)
-    q = rope_reference(q, positions[:, None, :])
+    q = reference_rope(q, positions[:, None, :])
     return [h, q, q]
 
 
@@ -172,7 +160,7 @@ def test_jax_export_with_symbolic_batch_and_sequence() -> None:
         x = np.random.default_rng(n).standard_normal((2, n, 8)).astype(np.float32)
         p = np.arange(n) + BIG
         got = rope.call(jnp.asarray(x), jnp.asarray(p, jnp.int32))
-        assert_close(got, rope_reference(x, p), atol=5e-6)
+        assert_close(got, reference_rope(x, p), atol=5e-6)
 
 
 @pytest.mark.parametrize("api", ["nnx", "linen"])
@@ -231,7 +219,7 @@ def test_tf_apply_rope_with_unknown_dimensions(layout: str) -> None:
     for n in (1, 7):
         x = np.random.default_rng(n).standard_normal((2, 3, n, 8)).astype(np.float32)
         p = np.arange(n) + BIG
-        expected = np.concatenate([rope_reference(x[..., :6], p, layout), x[..., 6:]], -1)
+        expected = np.concatenate([reference_rope(x[..., :6], p, layout=layout), x[..., 6:]], -1)
         assert_close(rotate(tf.constant(x), tf.constant(p)), expected, atol=5e-6)
 
 
@@ -335,7 +323,7 @@ def test_dlpack_arrays_are_imported_by_the_backend_computed_on(backend: str) -> 
     assert_close(got, encode_reference(positions, 8), atol=1e-6, backend=backend)
     x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
     rotated = pe_core.apply_rope(DLPackOnly(x), DLPackOnly(positions), backend=backend)
-    assert_close(rotated, rope_reference(x, positions), atol=5e-6, backend=backend)
+    assert_close(rotated, reference_rope(x, positions), atol=5e-6, backend=backend)
 
 
 def test_dlpack_arrays_numpy_cannot_read_are_refused_clearly() -> None:

@@ -86,21 +86,6 @@ def test_values_offsets_and_cache() -> None:
             assert_close(got[b], want, atol=1e-5, rtol=1e-7)
 
 
-@pytest.fixture
-def placements(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
-    """The shapes of the host tables pe_core moves onto a device from now on (one per
-    build), with :mod:`pe_core.device_tables` emptied first."""
-    device_tables.clear()
-    real, moved = device_tables.place, []
-
-    def place(xp, table, like, dtype_name):
-        moved.append(table.shape)
-        return real(xp, table, like, dtype_name)
-
-    monkeypatch.setattr(device_tables, "place", place)
-    return moved
-
-
 @inner
 @pytest.mark.parametrize("max_len", [None, 64])
 def test_a_repeated_int_offset_reuses_the_placed_table(

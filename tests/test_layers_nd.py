@@ -13,7 +13,6 @@ import pytest
 from conftest import assert_close
 
 import pe_core
-from pe_core import device_tables
 
 GRID = (3, 4)
 D = 16
@@ -108,20 +107,13 @@ def test_flax_layers_under_jit() -> None:
     assert_close(got_q, expected_rope(q, coords), **checks)
 
 
-def test_eager_flax_patch_encoding_places_its_table_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_eager_flax_patch_encoding_places_its_table_once(placements: list) -> None:
     pytest.importorskip("flax")
     import jax.numpy as jnp
 
     from pe_core.layers.flax import LinenSinusoidalPatchEncoding, SinusoidalPatchEncoding
 
-    device_tables.clear()
-    real, moved = device_tables.place, []
-
-    def place(xp, table, like, dtype_name):
-        moved.append(table.shape)
-        return real(xp, table, like, dtype_name)
-
-    monkeypatch.setattr(device_tables, "place", place)
+    moved = placements
     x = jnp.asarray(np.random.default_rng(2).standard_normal((2, 12, D)), dtype=jnp.float32)
     layer = SinusoidalPatchEncoding(D, grid_shape=GRID, spec="mae_2d")
     linen = LinenSinusoidalPatchEncoding(D, grid_shape=GRID, spec="mae_2d")

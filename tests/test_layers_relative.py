@@ -19,29 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import assert_close, assert_equal
+from reference import hf_t5_compute_bias
 
 INNER = os.environ.get("PE_CORE_KERAS_INNER")
 inner = pytest.mark.skipif(not INNER, reason="runs in the per-backend subprocess")
 outer = pytest.mark.skipif(bool(INNER), reason="the outer tests")
-
-
-def hf_compute_bias(table: np.ndarray, q_len: int, k_len: int, offset: int, is_decoder: bool):
-    torch = pytest.importorskip("torch")
-    t5 = pytest.importorskip("transformers.models.t5.modeling_t5")
-    from transformers import T5Config
-
-    config = T5Config(
-        d_model=16,
-        d_kv=4,
-        num_heads=table.shape[1],
-        relative_attention_num_buckets=table.shape[0],
-        relative_attention_max_distance=128,
-        is_decoder=is_decoder,
-    )
-    attention = t5.T5Attention(config, has_relative_attention_bias=True)
-    with torch.no_grad():
-        attention.relative_attention_bias.weight.copy_(torch.as_tensor(table))
-        return attention.compute_bias(q_len, k_len, past_seen_tokens=offset).numpy()
 
 
 def keras_hub_slopes(num_heads: int, alibi_bias_max: float) -> list[float]:
@@ -92,7 +74,7 @@ def test_torch_t5_bias_is_compute_bias(q_len, k_len, offset, is_decoder) -> None
 
     layer = T5RelativeBias(4, bidirectional=not is_decoder)
     layer.load_state_dict({"relative_attention_bias.weight": torch.as_tensor(TABLE)})
-    expected = hf_compute_bias(TABLE, q_len, k_len, offset, is_decoder)
+    expected = hf_t5_compute_bias(TABLE, q_len, k_len, offset, is_decoder)
     with torch.no_grad():
         assert_equal(layer(q_len, k_len, offset), expected, backend="torch")
         assert_equal(layer(q_len, k_len, torch.tensor(offset)), expected, backend="torch")
@@ -168,7 +150,7 @@ def test_flax_t5_bias_is_compute_bias_under_jit(q_len, k_len, offset, is_decoder
     nnx = pytest.importorskip("flax.nnx")
     from pe_core.layers.flax import LinenT5RelativeBias, T5RelativeBias
 
-    expected = hf_compute_bias(TABLE, q_len, k_len, offset, is_decoder)
+    expected = hf_t5_compute_bias(TABLE, q_len, k_len, offset, is_decoder)
     layer = T5RelativeBias(4, bidirectional=not is_decoder, rngs=nnx.Rngs(0))
     layer.relative_attention_bias.embedding[...] = jax.numpy.asarray(TABLE)
     run = nnx.jit(lambda m, off: m(q_len, k_len, off))

@@ -13,6 +13,7 @@ from conftest import assert_close
 from reference import schedule, table
 
 import pe_core
+from pe_core.testing import reference_rope
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -23,16 +24,6 @@ H = 1e-3
 
 def encode_reference(positions: np.ndarray, d: int = D) -> np.ndarray:
     return table(positions, schedule(d), "interleaved", d)
-
-
-def rope_reference(x: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """float64 RoPE (half layout), restated from the formula."""
-    x = np.asarray(x, dtype=np.float64)
-    half = x.shape[-1] // 2
-    angles = np.asarray(positions, dtype=np.float64)[..., None] * schedule(x.shape[-1])
-    c, s = np.cos(angles), np.sin(angles)
-    a, b = x[..., :half], x[..., half:]
-    return np.concatenate([a * c - b * s, b * c + a * s], axis=-1)
 
 
 def finite_difference(f, values: np.ndarray) -> np.ndarray:
@@ -73,13 +64,13 @@ def test_grad_of_apply_rope_wrt_x_and_positions() -> None:
         return (pe_core.apply_rope(x, p) * w).sum()
 
     gx, gp = jax.jit(jax.grad(loss, argnums=(0, 1)))(jnp.asarray(xv), jnp.asarray(VALUES))
-    assert_close(gx, rope_reference(w, -VALUES), atol=5e-6)  # the transposed rotation
-    fd = finite_difference(lambda v: rope_reference(xv, v), VALUES.astype(np.float64))
+    assert_close(gx, reference_rope(w, -VALUES), atol=5e-6)  # the transposed rotation
+    fd = finite_difference(lambda v: reference_rope(xv, v), VALUES.astype(np.float64))
     assert_close(gp, (fd * w).sum(axis=(0, 2)), atol=1e-4, rtol=1e-5)
     per_example = jax.vmap(pe_core.apply_rope)(jnp.asarray(xv), jnp.stack([VALUES, VALUES + 1]))
     assert_close(
         per_example,
-        np.stack([rope_reference(xv[0], VALUES), rope_reference(xv[1], VALUES + 1)]),
+        np.stack([reference_rope(xv[0], VALUES), reference_rope(xv[1], VALUES + 1)]),
         atol=5e-6,
     )
 

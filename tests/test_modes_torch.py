@@ -13,6 +13,7 @@ from conftest import assert_close, assert_equal
 from reference import schedule, table
 
 import pe_core
+from pe_core.testing import reference_rope
 from pe_core_backends import force_device_path
 
 torch = pytest.importorskip("torch")
@@ -27,19 +28,6 @@ H = 1e-3  # finite-difference step (positions)
 def encode_reference(positions: np.ndarray, d: int = D) -> np.ndarray:
     """float64 encoding of the "vaswani" preset (interleaved sin/cos)."""
     return table(positions, schedule(d), "interleaved", d)
-
-
-def rope_reference(x: np.ndarray, positions: np.ndarray, layout: str = "half") -> np.ndarray:
-    """float64 RoPE, restated from the formula: pair ``j`` turns by ``p * base**(-2j/r)``."""
-    x = np.asarray(x, dtype=np.float64)
-    half = x.shape[-1] // 2
-    angles = np.asarray(positions, dtype=np.float64)[..., None] * schedule(x.shape[-1])
-    c, s = np.cos(angles), np.sin(angles)
-    if layout == "half":
-        a, b = x[..., :half], x[..., half:]
-        return np.concatenate([a * c - b * s, b * c + a * s], axis=-1)
-    a, b = x[..., 0::2], x[..., 1::2]
-    return np.stack([a * c - b * s, b * c + a * s], axis=-1).reshape(x.shape)
 
 
 def weights(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
@@ -98,13 +86,13 @@ def test_apply_rope_gradients_wrt_x_and_positions(layout: str) -> None:
     x = torch.tensor(xv, dtype=torch.float32, requires_grad=True)
     p = torch.tensor(values, dtype=torch.float32, requires_grad=True)
     out = pe_core.apply_rope(x, p, layout=layout)
-    assert_close(out.detach(), rope_reference(xv, values, layout), atol=5e-6)
+    assert_close(out.detach(), reference_rope(xv, values, layout=layout), atol=5e-6)
     (out * torch.tensor(w, dtype=torch.float32)).sum().backward()
     # d/dx: the transposed rotation; d/dp by finite differences of the float64 formula
-    rotated_back = rope_reference(w, -values, layout)
+    rotated_back = reference_rope(w, -values, layout=layout)
     assert_close(x.grad, rotated_back, atol=5e-6)
-    plus = rope_reference(xv, values + H, layout)
-    minus = rope_reference(xv, values - H, layout)
+    plus = reference_rope(xv, values + H, layout=layout)
+    minus = reference_rope(xv, values - H, layout=layout)
     expected = ((plus - minus) / (2 * H) * w).sum(axis=(0, 2))
     assert_close(p.grad, expected, atol=5e-5, rtol=1e-5)
 
@@ -149,14 +137,14 @@ def test_torch_func_transforms_over_encode_and_apply_rope() -> None:
     xv = weights((2, 3, D), seed=4)
     x = torch.tensor(xv)
     rotated = vmap(lambda row: pe_core.apply_rope(row, range(3)))(x)
-    assert_close(rotated, rope_reference(xv, np.arange(3)), atol=1e-12)
+    assert_close(rotated, reference_rope(xv, np.arange(3)), atol=1e-12)
     over_positions = vmap(lambda q: pe_core.apply_rope(x[0], q))(p)
-    assert_close(over_positions, rope_reference(xv[0], values), atol=1e-9)
+    assert_close(over_positions, reference_rope(xv[0], values), atol=1e-9)
     dx = grad(lambda x: (pe_core.apply_rope(x, p[1]) ** 3).sum())(x[0])
     assert dx.shape == (3, D) and torch.isfinite(dx).all()
     jp = jacrev(lambda q: pe_core.apply_rope(x[0], q))(p[0])
-    plus = rope_reference(xv[0], values[0] + H)
-    minus = rope_reference(xv[0], values[0] - H)
+    plus = reference_rope(xv[0], values[0] + H)
+    minus = reference_rope(xv[0], values[0] - H)
     assert_close(torch.diagonal(jp, dim1=0, dim2=2).T, (plus - minus) / (2 * H), atol=1e-6)
 
 

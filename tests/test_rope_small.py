@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import pe_core
 from pe_core import rope_small
 from pe_core.rope_spec import RopeSpec
+from pe_core.testing import reference_rope
 from pe_core_backends import force_device_path
 
 LANE_BACKENDS = ["numpy", "torch"]
@@ -22,22 +23,6 @@ def _array(backend: str, values: np.ndarray) -> object:
         torch = pytest.importorskip("torch")
         return torch.from_numpy(np.ascontiguousarray(values))
     return values
-
-
-def _reference(x: np.ndarray, pos: np.ndarray, inv_freq: np.ndarray, layout: str) -> np.ndarray:
-    """RoPE in float64 from the float64 frequencies (half or interleaved pairs)."""
-    r = 2 * len(inv_freq)
-    theta = np.asarray(pos, np.float64)[..., None] * inv_freq
-    cos, sin = np.cos(theta), np.sin(theta)
-    x = x.astype(np.float64)
-    out = x.copy()
-    if layout == "half":
-        a, b = x[..., : r // 2], x[..., r // 2 : r]
-        out[..., : r // 2], out[..., r // 2 : r] = a * cos - b * sin, b * cos + a * sin
-    else:
-        a, b = x[..., 0:r:2], x[..., 1:r:2]
-        out[..., 0:r:2], out[..., 1:r:2] = a * cos - b * sin, b * cos + a * sin
-    return out
 
 
 CASES = [
@@ -70,9 +55,7 @@ def test_a_decode_step_takes_the_lane_and_equals_the_general_route(backend, kwar
     general_k = pe_core.apply_rope(xk, p, check_values=True, **kwargs)
     assert_equal(lane[0], general_q, backend=backend, dtype="float32")
     assert_equal(lane[1], general_k, backend=backend, dtype="float32")
-    r = kwargs.get("rotary_dim", 64)
-    inv_freq = kwargs.get("base", 10000.0) ** (-np.arange(0, r, 2) / r)
-    expected = _reference(q, pos, inv_freq, kwargs.get("layout", "half"))
+    expected = reference_rope(q, pos, **kwargs)
     assert_close(lane[0], expected, atol=2e-6, backend=backend)
     # the public call, one array at a time and as a tuple
     assert_equal(pe_core.apply_rope(xq, p, **kwargs), general_q, backend=backend)

@@ -15,6 +15,7 @@ import pytest
 from conftest import assert_close, assert_equal, to_numpy
 from hypothesis import given
 from hypothesis import strategies as st
+from reference import hf_t5_compute_bias
 
 import pe_core
 from pe_core.t5 import bucket_thresholds, t5_bucket_matrix, t5_relative_bias, t5_relative_bucket
@@ -250,25 +251,6 @@ def test_thresholds_are_where_the_bucket_steps(data: st.DataObject) -> None:
 # --------------------------------------------------------------------------- bias
 
 
-def _hf_compute_bias(table: np.ndarray, q_len: int, k_len: int, offset: int, is_decoder: bool):
-    torch = pytest.importorskip("torch")
-    t5 = pytest.importorskip("transformers.models.t5.modeling_t5")
-    from transformers import T5Config
-
-    config = T5Config(
-        d_model=16,
-        d_kv=4,
-        num_heads=table.shape[1],
-        relative_attention_num_buckets=table.shape[0],
-        relative_attention_max_distance=128,
-        is_decoder=is_decoder,
-    )
-    attention = t5.T5Attention(config, has_relative_attention_bias=True)
-    with torch.no_grad():
-        attention.relative_attention_bias.weight.copy_(torch.as_tensor(table))
-        return attention.compute_bias(q_len, k_len, past_seen_tokens=offset).numpy()
-
-
 @given(
     q_len=st.sampled_from([1, 40]),  # few shapes: eager JAX compiles each new one
     extra=st.sampled_from([0, 300]),
@@ -280,7 +262,7 @@ def test_bias_is_transformers_compute_bias(
 ) -> None:
     table = np.random.default_rng(q_len).standard_normal((32, 3)).astype(np.float32)
     k_len = q_len + extra
-    expected = _hf_compute_bias(table, q_len, k_len, offset, is_decoder)
+    expected = hf_t5_compute_bias(table, q_len, k_len, offset, is_decoder)
     got = t5_relative_bias(
         q_len,
         k_len,
