@@ -18,7 +18,7 @@ from pe_core.angles import reduced_turns, sin_cos_turns
 from pe_core.frequency import check_d, omegas
 from pe_core.host_tables import few_integer_sin_cos, host_sin_cos
 from pe_core.layout import assemble
-from pe_core.placement import Positions, prepare_positions
+from pe_core.placement import Positions, host_view, prepare_positions
 from pe_core.positions import check_request_size, choose_backend, resolve_dtype
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
@@ -225,16 +225,9 @@ def _few_integer_positions(pos: Any, d: Any) -> Any | None:
     (:func:`~pe_core.host_tables.few_integer_sin_cos`) without its dispatch. Anything else
     returns ``None`` and takes the general route.
     """
-    xp = None
-    values: np.ndarray | None = pos if type(pos) is np.ndarray else None
+    values, xp = host_view(pos)
     if values is None:
-        name = backend_of(pos)
-        if name is None or name == "numpy":
-            return None
-        xp = get_namespace(name)
-        values = xp.host_view(pos)
-        if values is None:
-            return None
+        return None
     if values.dtype.kind not in "iu" or not 0 < values.size <= FEW_POSITIONS:
         return None
     if type(d) is not int or d < 2 or d % 2:

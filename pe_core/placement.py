@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from pe_core.positions import as_positions, check_finite, fits_backend
-from pe_core_backends import Namespace, from_dlpack, get_namespace, is_dlpack
+from pe_core_backends import Namespace, backend_of, from_dlpack, get_namespace, is_dlpack
 
 #: The NumPy namespace (host computations), looked up once.
 _NUMPY = get_namespace("numpy")
@@ -179,3 +179,52 @@ def check_host_positions(values: np.ndarray, *, what: str = "positions") -> floa
         max_abs = check_finite(_NUMPY, values, what=what, values=values)
     assert max_abs is not None
     return max_abs
+
+
+def host_view(pos: Any) -> tuple[np.ndarray | None, Namespace | None]:
+    """``pos`` as a NumPy array read without a copy, a transfer or a synchronisation,
+    and the namespace of the backend it came from (``None`` for NumPy).
+
+    A NumPy array is taken as it is; another backend's array through
+    :meth:`~pe_core_backends.Namespace.host_view` (a CPU tensor that nothing records);
+    anything else gives ``(None, None)``. The few-positions lanes of
+    :func:`~pe_core.encode` and :func:`~pe_core.apply_rope` read their positions here.
+
+    >>> values, source = host_view(np.arange(3))
+    >>> values.tolist(), source
+    ([0, 1, 2], None)
+    >>> host_view([0, 1, 2])
+    (None, None)
+    """
+    if type(pos) is np.ndarray:
+        return pos, None
+    xp = namespace_of(pos)
+    if xp is None or xp.name == "numpy":
+        return None, None
+    return xp.host_view(pos), xp
+
+
+#: The namespace of each array type seen (see :func:`namespace_of`).
+_NAMESPACE_BY_TYPE: dict[type, Namespace] = {}
+
+
+def namespace_of(x: Any) -> Namespace | None:
+    """The namespace of ``x``'s backend, ``None`` for Python values.
+
+    Remembered per array type, for the few-positions lanes, where looking it up costs
+    more than the arithmetic. Nothing is remembered while the backend traces:
+    ``torch.compile`` cannot follow a dict that fills up during its trace.
+
+    >>> namespace_of(np.zeros(2)).name, namespace_of([1, 2])
+    ('numpy', None)
+    """
+    hit = _NAMESPACE_BY_TYPE.get(type(x))
+    if hit is not None:
+        return hit
+    name = backend_of(x)
+    if name is None:
+        return None
+    xp = get_namespace(name)
+    if not xp.is_tracing():
+        _NAMESPACE_BY_TYPE[type(x)] = xp
+    return xp

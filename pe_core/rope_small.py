@@ -32,8 +32,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pe_core.host_tables import SMALL_MAX_INTEGER, SMALL_MAX_PAIRS, small_angles
+from pe_core.placement import host_view, namespace_of
 from pe_core.validation import broadcasts_into
-from pe_core_backends import Namespace, backend_of, get_namespace
+from pe_core_backends import Namespace
 
 __all__ = ["FEW_POSITIONS", "HostFactors", "few_positions_rope", "small_cos_sin"]
 
@@ -169,7 +170,7 @@ def few_positions_rope(
     single = not isinstance(x, (tuple, list))
     xs = (x,) if single else tuple(x)
     xp = _namespace_of(xs[0]) if xs else None
-    values = None if xp is None else _few_values(pos, xp, xs[0])
+    values = None if xp is None else _few_values(pos, xp)
     if xp is None or values is None:
         return None
     constants = _lane_constants(xs, values, spec, base, layout, rotary_dim)
@@ -185,9 +186,14 @@ def few_positions_rope(
     return out[0] if single else tuple(out)
 
 
-def _few_values(pos: Any, xp: Namespace, x: Any) -> np.ndarray | None:
+def _few_values(pos: Any, xp: Namespace) -> np.ndarray | None:
     """The positions as a NumPy integer array the lane takes, else ``None``."""
-    values = _host_values(pos, xp, x)
+    if type(pos) is int:
+        values: np.ndarray | None = np.array(pos)  # beyond int64: dtype object, refused below
+    else:
+        values, source = host_view(pos)
+        if source is not None and source is not xp:  # another framework's positions
+            return None
     if values is None or values.dtype.kind not in "iu" or not 0 < values.size <= FEW_POSITIONS:
         return None
     listed = values.ravel().tolist()
@@ -226,36 +232,12 @@ def _lane_constants(
     return constants
 
 
-#: The namespace of each array type seen, or None where it has no small rotation.
-_NAMESPACES: dict[type, Namespace | None] = {}
-
-
 def _namespace_of(x: Any) -> Namespace | None:
-    """The namespace of ``x``'s backend if it rotates small arrays, else ``None``
-    (looked up once per array type)."""
-    kind = type(x)
-    try:
-        return _NAMESPACES[kind]
-    except KeyError:
-        pass
-    name = backend_of(x)
-    xp = None if name is None else get_namespace(name)
-    if xp is not None and type(xp).rotate_small is Namespace.rotate_small:
-        xp = None
-    _NAMESPACES[kind] = xp
+    """The namespace of ``x``'s backend if it rotates small arrays, else ``None``."""
+    xp = namespace_of(x)
+    if xp is None or type(xp).rotate_small is Namespace.rotate_small:
+        return None
     return xp
-
-
-def _host_values(pos: Any, xp: Any, x: Any) -> np.ndarray | None:
-    kind = type(pos)
-    if kind is np.ndarray:
-        return pos
-    if kind is int:
-        return np.array(pos) if -(2**62) < pos < 2**62 else None
-    if kind is type(x) or backend_of(pos) == xp.name:
-        view: np.ndarray | None = xp.host_view(pos)
-        return view
-    return None
 
 
 # typed: rotary_dim=4.0 or True must not hit the entry of 4 or 1 (the general route

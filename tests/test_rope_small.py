@@ -3,6 +3,10 @@ takes the calls it can check."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 from conftest import assert_close, assert_equal
@@ -175,3 +179,25 @@ def test_a_scalar_beside_the_first_array_gets_the_general_routes_error() -> None
     )
     with pytest.raises(ValueError, match="at least one axis"):
         pe_core.apply_rope((q, np.array(1.0, np.float32)), 3)
+
+
+@pytest.mark.slow
+def test_a_first_call_inside_torch_compile_fullgraph_traces() -> None:
+    """In a fresh process, the first apply_rope and encode calls are made while
+    torch.compile(fullgraph=True) traces: the lanes must step aside without filling a
+    cache dynamo cannot follow."""
+    pytest.importorskip("torch")
+    script = textwrap.dedent(
+        """
+        import torch, pe_core
+        q, pos = torch.randn(2, 1, 1, 8), torch.tensor([3, 5])[:, None, None]
+        rope = torch.compile(lambda q, p: pe_core.apply_rope(q, p), fullgraph=True)
+        table = torch.compile(lambda p: pe_core.encode(p, 8), fullgraph=True)
+        print(tuple(rope(q, pos).shape), tuple(table(torch.arange(4)).shape))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split("\n")[0] == "(2, 1, 1, 8) (4, 8)"
