@@ -159,7 +159,9 @@ def broadcasts_into(shape: tuple[Any, ...], target: tuple[Any, ...]) -> bool:
     >>> broadcasts_into((None, 1), (2, 5)), broadcasts_into((1, 1, 1, 7), (32, 7))
     (True, False)
     """
-    return len(shape) <= len(target) and all(
-        p == 1 or p == n or p is None or n is None
-        for p, n in zip(reversed(shape), reversed(target), strict=False)
-    )
+    if len(shape) > len(target):
+        return False
+    for p, n in zip(reversed(shape), reversed(target), strict=False):  # a loop: hot path
+        if p != 1 and p != n and p is not None and n is not None:
+            return False
+    return True
