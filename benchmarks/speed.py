@@ -5,9 +5,9 @@ For each backend and table size this times (median of repeated calls, ms):
 * ``pe_core``: ``pe_core.encode(positions, d)`` with ``positions`` an int32 ``arange``
   on the backend (under ``jax.jit`` / ``tf.function`` for JAX / TensorFlow). Eager
   NumPy/torch calls see a run of consecutive positions and take pe_core's table path
-  (:mod:`pe_core.tables`); traced calls cannot, and run the per-element kernel;
+  (:mod:`pe_core._kernel.tables`); traced calls cannot, and run the per-element kernel;
 * ``pe_core_kernel`` (NumPy, torch): the same call with the ``arange`` randomly
-  permuted, which forces the exact per-element kernel (:mod:`pe_core.angles`);
+  permuted, which forces the exact per-element kernel (:mod:`pe_core._kernel.angles`);
 * ``pe_core_eager`` (JAX, TensorFlow): the ``arange`` call without ``jit``/``tf.function``;
 * ``textbook``: :mod:`benchmarks.textbook` (the tutorial ``PositionalEncoding`` table);
 * ``positional-encodings`` / ``rotary-embedding-torch`` (torch) when importable;

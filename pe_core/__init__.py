@@ -9,12 +9,12 @@ first time they are used, and the framework layers live in ``pe_core.layers.torc
 (3, 8)
 """
 
+from pe_core._kernel.inputs import LowPrecisionPositionsWarning
 from pe_core.alibi import alibi_bias, alibi_slopes
 from pe_core.codes import binary_encode, learned_table_init, normalized_positions
 from pe_core.encoding import encode
 from pe_core.frequency import frequencies
 from pe_core.nd import grid, grid_encoding
-from pe_core.positions import LowPrecisionPositionsWarning
 from pe_core.presets import PRESET_SOURCES, PRESETS
 from pe_core.relative import relative_matrix, shift
 from pe_core.rope import apply_rope

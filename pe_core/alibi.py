@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from pe_core import device_tables
-from pe_core.positions import check_request_size, choose_backend, resolve_dtype
+from pe_core._kernel.inputs import check_request_size, choose_backend, resolve_dtype
 from pe_core.typing import Array, BackendLike, DTypeLike
 from pe_core.validation import finite_real, positive_int
 from pe_core_backends import backend_of

@@ -39,10 +39,10 @@ from typing import Any, cast
 
 import numpy as np
 
+from pe_core._kernel.features import disassemble
+from pe_core._kernel.inputs import choose_backend
+from pe_core._schedule import check_d, omegas
 from pe_core.encoding import encode
-from pe_core.frequency import check_d, omegas
-from pe_core.layout import disassemble
-from pe_core.positions import choose_backend
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.typing import (
@@ -284,7 +284,7 @@ def similarity(
 def _half_angle_spec(d: int, spec: Spec) -> Spec:
     """The spec with every frequency halved, no offset, interleaved (the cheapest
     layout): its sin slots at integer ``k`` are ``sin(k w_i / 2)``, and runs of
-    integers take the fast table path of :mod:`pe_core.tables`."""
+    integers take the fast table path of :mod:`pe_core._kernel.tables`."""
     half = tuple(w / 2.0 for w in omegas(d, spec))
     return Spec(frequencies=half, odd_d=spec.odd_d)
 

@@ -47,8 +47,9 @@ from typing import Any
 import numpy as np
 
 from pe_core import __version__
+from pe_core._schedule import check_d
 from pe_core.encoding import encode
-from pe_core.frequency import check_d, frequencies
+from pe_core.frequency import frequencies
 from pe_core.presets import DEFAULT_PRESET, PRESETS, resolve_spec
 from pe_core.relative import shift
 from pe_core.rope import apply_rope

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core.positions import as_positions, choose_backend, resolve_dtype
+from pe_core._kernel.inputs import as_positions, choose_backend, resolve_dtype
 from pe_core.typing import Array, ArrayLike, BackendLike, DTypeLike
 from pe_core.validation import finite_real, positive_int
 from pe_core_backends import Namespace, get_namespace

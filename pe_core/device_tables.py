@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core.tables import contiguous_start
+from pe_core._kernel.tables import contiguous_start
 from pe_core_backends import Namespace
 
 #: The default byte budget of the cache (all devices together).

@@ -1,32 +1,18 @@
 """``encode``: the sinusoidal encoding of any positions on any backend.
 
-One call: prepare (validate the arguments, classify the positions with
-:func:`~pe_core.placement.prepare_positions`) -> plan (host route, device kernel or
-traced kernel, from the placement and the namespace's capabilities) -> run.
+The public face: the decode-step lane when it takes the call, else the spec resolved
+once and the call handed to the 1-D engine (:mod:`pe_core._sinusoidal`) or, for an N-D
+spec, to the N-D engine built on it (:mod:`pe_core._sinusoidal_nd`).
 """
 
 from __future__ import annotations
 
-import functools
-import math
-from typing import Any, NamedTuple
+from typing import Any
 
-import numpy as np
-
-from pe_core import device_tables
-from pe_core.angles import reduced_turns, sin_cos_turns
-from pe_core.frequency import check_d, omegas
-from pe_core.host_tables import few_integer_sin_cos, host_sin_cos
-from pe_core.layout import assemble
-from pe_core.placement import Positions, host_view, prepare_positions
-from pe_core.positions import check_request_size, choose_backend, resolve_dtype
+from pe_core._sinusoidal import encode_1d, few_integer_positions
+from pe_core._sinusoidal_nd import encode_nd
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
-from pe_core.tables import MIN_PAIRS
-from pe_core_backends import Namespace, backend_of, get_namespace
-
-#: The NumPy namespace (host computations), looked up once.
-_NUMPY = get_namespace("numpy")
 
 
 def encode(
@@ -62,7 +48,7 @@ def encode(
     dtype : str or dtype, optional
         Output dtype, float32 by default (or ``out``'s dtype); float64, float16 and
         bfloat16 where the backend has them. The angle is always computed exactly
-        (see :mod:`pe_core.angles`); a low-precision dtype only rounds the result.
+        (see :mod:`pe_core._kernel.angles`); a low-precision dtype only rounds the result.
     out : array, optional
         A NumPy array or torch tensor of shape ``shape(pos) + (d,)`` to write into
         (for callers who refill a buffer); it is returned.
@@ -89,12 +75,12 @@ def encode(
 
     Notes
     -----
-    The call classifies its positions once (:mod:`pe_core.placement`) and picks a
+    The call classifies its positions once (:mod:`pe_core._kernel.placement`) and picks a
     route. Positions known on the host take the cheapest exact route of
-    :mod:`pe_core.host_tables` (a float64 pass for small calls, angle-addition tables
+    :mod:`pe_core._kernel.host_tables` (a float64 pass for small calls, angle-addition tables
     for runs of consecutive positions, lookups for other integer positions). Positions
     on an accelerator or being traced take the exact integer kernel of
-    :mod:`pe_core.angles` on the device, with no host read and no synchronisation.
+    :mod:`pe_core._kernel.angles` on the device, with no host read and no synchronisation.
     All routes are within 1e-6 of the true value in float32.
 
     Examples
@@ -119,331 +105,10 @@ def encode(
         and like is None
         and not check_values
     ):  # a decode step or short prompt: the few-positions lane, if it takes the call
-        table = _few_integer_positions(pos, d)
+        table = few_integer_positions(pos, d)
         if table is not None:
             return table
     spec = resolve_spec(spec)
     if spec.axes > 1:  # N-D coordinates: one 1-D encoding per axis, concatenated
-        from pe_core.nd import encode_nd
-
         return encode_nd(pos, d, spec, backend, dtype, out, like, check_values)
-    return _run(_prepare(pos, d, spec, backend, dtype, out, like, check_values))
-
-
-class _Request(NamedTuple):
-    """One validated call of :func:`encode`: where to compute, on what, into what."""
-
-    xp: Namespace
-    positions: Positions
-    freqs: tuple[float, ...]
-    spec: Spec
-    d: int
-    out_name: str
-    like: Any
-    out: Any
-
-
-def _prepare(
-    pos: Any,
-    d: Any,
-    spec: Spec,
-    backend: str | None,
-    dtype: Any,
-    out: Any,
-    like: Any,
-    check_values: bool,
-) -> _Request:
-    """Validate the arguments and classify the positions, once."""
-    d = check_d(d, spec)
-    xp, source = _choose_namespace(pos, backend, like, out)
-    if out is not None:
-        _check_out_backend(xp, out)
-        dtype = out.dtype if dtype is None else dtype
-        like = out if like is None else like
-    out_name, _ = resolve_dtype(xp, dtype)
-    positions = prepare_positions(pos, xp, source, check_values=check_values)
-    shape = positions.shape  # sizes may be None while tracing
-    n_rows = math.prod(shape) if all(isinstance(n, int) for n in shape) else None
-    check_request_size(
-        None if n_rows is None else n_rows * d,
-        out_name,
-        what="encode",
-        n_pairs=d // 2,
-        host_output=positions.placement == "host",
-    )
-    if out is not None:
-        _check_out(xp, out, (*shape, d), out_name)
-    if positions.placement == "host" and like is None:
-        like = positions.array
-    return _Request(xp, positions, omegas(d, spec, xp), spec, d, out_name, like, out)
-
-
-def _choose_namespace(
-    pos: Any, backend: str | None, like: Any, out: Any
-) -> tuple[Namespace, str | None]:
-    """The backend to compute on: ``backend``, else the positions', else ``like``'s or
-    ``out``'s (for host positions), else NumPy; and the positions' own backend."""
-    source = backend_of(pos)
-    if backend is None and source is None:
-        anchors = (backend_of(a) for a in (like, out) if a is not None)
-        backend = next((name for name in anchors if name is not None), None)
-    return choose_backend(pos, backend, source=source)
-
-
-def _run(request: _Request) -> Any:
-    """Host positions: the cheapest exact host route; others: the kernel where they live."""
-    xp, positions, out = request.xp, request.positions, request.out
-    if positions.placement == "host":
-        table = _host_encode(
-            xp,
-            positions,
-            request.freqs,
-            request.spec,
-            request.d,
-            request.out_name,
-            like=request.like,
-            out=out,
-        )
-        return out if out is not None else table
-    table = _device_encode(xp, positions, request.freqs, request.spec, request.d, request.out_name)
-    return xp.copy_into(out, table) if out is not None else table
-
-
-#: Most positions the lane of :func:`_few_integer_positions` takes.
-FEW_POSITIONS = 64
-
-
-def _few_integer_positions(pos: Any, d: Any) -> Any | None:
-    """The default encoding of a few integer positions, or ``None``.
-
-    The lane of the calls models make most (a decode step, a short prompt): float32
-    output of the default spec for up to :data:`FEW_POSITIONS` integer positions of
-    magnitude below :data:`~pe_core.host_tables.SMALL_MAX_INTEGER`, given as a NumPy
-    array or as an array another backend can show the host without a copy or a
-    synchronisation (:meth:`~pe_core_backends.Namespace.host_view`: a CPU tensor), built
-    by the same float64 pass as the general host route
-    (:func:`~pe_core.host_tables.few_integer_sin_cos`) without its dispatch. Anything else
-    returns ``None`` and takes the general route.
-    """
-    values, xp = host_view(pos)
-    if values is None:
-        return None
-    if values.dtype.kind not in "iu" or not 0 < values.size <= FEW_POSITIONS:
-        return None
-    if type(d) is not int or d < 2 or d % 2:
-        return None
-    table = few_integer_sin_cos(values, _default_omegas(d))  # the default layout
-    if table is None:
-        return None
-    if values.ndim != 1:
-        table = table.reshape(*values.shape, d)
-    return table if xp is None else xp.from_host(table, like=pos)
-
-
-_DEFAULT_SPEC = resolve_spec(None)
-
-
-@functools.lru_cache(maxsize=64)
-def _default_omegas(d: int) -> tuple[float, ...]:
-    return omegas(check_d(d, _DEFAULT_SPEC), _DEFAULT_SPEC)
-
-
-def _working(out_name: str, xp: Namespace | None = None) -> str:
-    """float64 for float64 output, and for float16/bfloat16 output where the backend has
-    float64 (rounded once from it: within one ulp); float32 otherwise."""
-    if out_name == "float64":
-        return "float64"
-    if out_name in ("float16", "bfloat16") and xp is not None and xp.supports("float64"):
-        return "float64"
-    return "float32"
-
-
-def _host_encode(
-    xp: Namespace,
-    positions: Positions,
-    freqs: tuple[float, ...],
-    spec: Spec,
-    d: int,
-    out_name: str,
-    *,
-    like: Any,
-    out: Any,
-) -> Any:
-    """Positions known on the host: the cheapest exact route, then onto ``xp``."""
-    if like is not None and xp.on_accelerator(like):
-        table = _cached_on_device(xp, positions, freqs, spec, d, out_name, like)
-        return xp.copy_into(out, table) if out is not None else table
-    values, max_abs = positions.host, positions.max_abs
-    assert values is not None and max_abs is not None
-    # torch and TensorFlow build large tables with their own (threaded) kernels
-    builds = xp.builds_tables and values.size * len(freqs) >= MIN_PAIRS
-    table = host_sin_cos(
-        values,
-        freqs,
-        offset=spec.offset,
-        layout=spec.layout,
-        working=_working(out_name, xp),
-        max_abs=max_abs,
-        xp=xp if builds else None,
-        like=like,
-        rounded_once=out_name in ("float16", "bfloat16"),
-    )
-    if d % 2:
-        table = _pad_column(table)
-    shape = (*positions.shape, d)
-    if not isinstance(table, np.ndarray):  # built by the backend itself
-        table = xp.reshape(table, shape)
-        if xp.dtype_of(table) != out_name:
-            table = xp.astype(table, xp.dtype(out_name))
-    elif xp.name == "numpy":
-        if out is not None:
-            out[...] = table.reshape(shape)
-            return out
-        return table.reshape(shape).astype(xp.dtype(out_name), copy=False)
-    else:
-        table = _placed(xp, table.reshape(shape), like, out_name)
-    return xp.copy_into(out, table) if out is not None else table
-
-
-def _cached_on_device(
-    xp: Namespace,
-    positions: Positions,
-    freqs: tuple[float, ...],
-    spec: Spec,
-    d: int,
-    out_name: str,
-    like: Any,
-) -> Any:
-    """The host table of ``positions`` on ``like``'s accelerator, through the cache of
-    :mod:`pe_core.device_tables` (built and moved once per key)."""
-    values = positions.host
-    assert values is not None
-    values_key = device_tables.values_key(values)
-    key = None
-    if values_key is not None:
-        key = ("encode", values_key, freqs, spec.offset, spec.layout, d)
-    host_name = "float32" if out_name == "float32" or not xp.supports("float64") else "float64"
-    numpy = _NUMPY
-    return device_tables.cached(
-        xp,
-        key,
-        like,
-        out_name,
-        lambda: _host_encode(numpy, positions, freqs, spec, d, host_name, like=None, out=None),
-    )
-
-
-def _placed(xp: Namespace, table: np.ndarray, like: Any, out_name: str) -> Any:
-    """A NumPy table on ``xp`` (``like``'s device) in ``out_name``."""
-    if out_name in ("float32", "float64"):
-        table = table.astype(out_name, copy=False)
-    # float16/bfloat16: the framework rounds the float64 table once, as it always did
-    return device_tables.place(xp, table, like, out_name)
-
-
-def _pad_column(table: Any) -> Any:
-    xp = get_namespace(backend_of(table) or "numpy")
-    return xp.concat([table, xp.zeros((xp.shape(table)[0], 1), table.dtype, like=table)], -1)
-
-
-def _device_encode(
-    xp: Namespace,
-    positions: Positions,
-    freqs: tuple[float, ...],
-    spec: Spec,
-    d: int,
-    out_name: str,
-) -> Any:
-    """Positions on a device or traced: the exact kernel where they live."""
-    array = positions.array
-    working = _working(out_name, xp)
-    if positions.placement == "traced" and xp.compile_when_traced:
-        # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call.
-        kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d)
-        table = kernel(array)
-    elif positions.placement == "device" and xp.compiles:
-        # Eager JAX/TensorFlow on a device: one compiled kernel instead of an op-by-op
-        # dispatch.
-        kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d)
-        if xp.bounded_compiles:
-            # exact shapes: any padding or slicing here would be an eager operation,
-            # itself compiled once per shape and never freed
-            table = kernel(array)
-        else:
-            # positions padded to a power-of-two length: few shapes, few traces
-            shape = positions.shape
-            n_rows = math.prod(shape)
-            flat = xp.reshape(array, (n_rows,))
-            bucket = max(8, 1 << max(0, n_rows - 1).bit_length())
-            if bucket > n_rows:
-                flat = xp.concat([flat, xp.zeros((bucket - n_rows,), flat.dtype, like=flat)], 0)
-            table = xp.reshape(kernel(flat)[:n_rows], (*shape, d))
-    else:
-        table = _kernel(
-            xp,
-            array,
-            freqs,
-            spec.offset,
-            spec.layout,
-            working,
-            d,
-            traced=positions.placement == "traced",
-        )
-    if out_name != working:
-        table = xp.astype(table, xp.dtype(out_name))
-    return table
-
-
-def _kernel(
-    xp: Namespace,
-    positions: Any,
-    freqs: tuple[float, ...],
-    offset: float,
-    layout: str,
-    working: str,
-    d: int,
-    *,
-    traced: bool,
-) -> Any:
-    """The exact per-element kernel: reduced turns, then sin/cos, then the layout.
-
-    Positions outside the kernel's exact range (NaN, inf, floats ``|x| >= 2**63``) give
-    NaN rows.
-    """
-    turns = reduced_turns(xp, positions, freqs, offset=offset, working=working, poison=True)
-    if traced and working == "float32" and xp.traced_polynomials:
-        # A compiler fuses everything: polynomial sin/cos beat the library's here.
-        sin, cos = sin_cos_turns(xp, turns)
-    else:
-        angles = turns * (2.0 * math.pi)
-        sin, cos = xp.sin(angles), xp.cos(angles)
-    return assemble(xp, sin, cos, layout, pad=0.0 if d % 2 else None)
-
-
-@functools.lru_cache(maxsize=32)
-def _compiled_kernel(
-    backend: str,
-    freqs: tuple[float, ...],
-    offset: float,
-    layout: str,
-    working: str,
-    d: int,
-) -> Any:
-    xp = get_namespace(backend)
-    return xp.compile(lambda p: _kernel(xp, p, freqs, offset, layout, working, d, traced=True))
-
-
-def _check_out_backend(xp: Namespace, out: Any) -> None:
-    if backend_of(out) != xp.name or not xp.mutable:
-        raise TypeError(
-            "out must be a NumPy array or a torch tensor on the backend computed on "
-            f"({xp.name}). Received: {type(out).__name__}"
-        )
-
-
-def _check_out(xp: Namespace, out: Any, shape: tuple[int, ...], dtype_name: str) -> None:
-    if xp.shape(out) != shape or xp.dtype_of(out) != dtype_name:
-        raise ValueError(
-            f"out must have shape {shape} and dtype {dtype_name}. "
-            f"Received: shape {xp.shape(out)}, dtype {xp.dtype_of(out)}"
-        )
+    return encode_1d(pos, d, spec, backend, dtype, out, like, check_values)

@@ -49,115 +49,22 @@ from typing import Any
 
 import numpy as np
 
+# The N-D engines, also importable from here: check_nd_d, encode_nd, relative_matrix_nd
+# and shift_nd are what encode, relative_matrix and shift call for axes > 1.
+from pe_core._relative import relative_matrix_nd as relative_matrix_nd
+from pe_core._relative import shift_nd as shift_nd
+from pe_core._schedule import axis_pairs
+from pe_core._schedule import check_nd_d as check_nd_d
+from pe_core._sinusoidal import encode_1d
+from pe_core._sinusoidal_nd import encode_nd
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
-from pe_core_backends import Namespace, backend_of, canonical_backend, get_namespace
+from pe_core_backends import backend_of, canonical_backend, get_namespace
 
 __all__ = ["axis_pairs", "grid", "grid_encoding"]
 
 
 # -- the feature split ----------------------------------------------------------------
-
-
-#: (d, spec) -> _split's result; a plain dict, so that compilers tracing a call
-#: (torch.compile) read it like any global instead of stepping into a cache wrapper.
-_SPLITS: dict[tuple[int, Spec], tuple[int, int, Spec]] = {}
-
-
-def _split(d: int, spec: Spec) -> tuple[int, int, Spec]:
-    """``(pairs per axis, zero columns appended, the 1-D spec of one axis)``; a negative
-    count of zero columns is the number of features truncated."""
-    found = _SPLITS.get((d, spec))
-    if found is None:
-        if len(_SPLITS) >= 256:
-            _SPLITS.clear()
-        found = _SPLITS[(d, spec)] = _new_split(d, spec)
-    return found
-
-
-def _new_split(d: int, spec: Spec) -> tuple[int, int, Spec]:
-    k = spec.axes
-    n, rest = divmod(d, 2 * k)
-    if rest and spec.odd_d == "raise":
-        raise ValueError(
-            f"d must be a multiple of 2 * axes = {2 * k} for a Spec with axes={k} and "
-            f"odd_d='raise' (every axis gets the same number of sin/cos pairs). Received: "
-            f"d={d}. Use a multiple of {2 * k}, or Spec(odd_d='zero_pad') to append zero "
-            "columns, or Spec(odd_d='truncate') to round up and keep the first d features."
-        )
-    if rest and spec.odd_d == "truncate":
-        n += 1
-    if n == 0:
-        raise ValueError(
-            f"d={d} is too small for axes={k}: every axis needs at least one sin/cos pair "
-            f"(d >= {2 * k})."
-        )
-    if spec.frequencies is not None and len(spec.frequencies) != n:
-        raise ValueError(
-            f"Spec.frequencies has {len(spec.frequencies)} entries but d={d} with axes={k} "
-            f"gives every axis {n} sin/cos pairs (one frequency per pair, shared by the axes)."
-        )
-    axis_spec = spec.replace(axes=1, axis_order="forward", odd_d="raise")
-    return n, d - 2 * k * n, axis_spec
-
-
-def check_nd_d(d: object, spec: Spec) -> int:
-    """Validate ``d`` for an N-D ``spec`` (``spec.axes > 1``) and return it as an int.
-
-    >>> check_nd_d(8, Spec(axes=2))
-    8
-    >>> check_nd_d(6, Spec(axes=2))
-    Traceback (most recent call last):
-    ...
-    ValueError: d must be a multiple of 2 * axes = 4 for a Spec with axes=2 and odd_d='raise' (every axis gets the same number of sin/cos pairs). Received: d=6. Use a multiple of 4, or Spec(odd_d='zero_pad') to append zero columns, or Spec(odd_d='truncate') to round up and keep the first d features.
-    """
-    if isinstance(d, bool) or not isinstance(d, numbers.Integral):
-        raise TypeError(f"d must be a positive integer (the number of features). Received: {d!r}")
-    d = int(d)
-    if d <= 0:
-        raise ValueError(f"d must be a positive integer (the number of features). Received: d={d}")
-    _split(d, spec)
-    return d
-
-
-def axis_pairs(d: int, spec: Spec | str | None = None) -> int:
-    """The number of sin/cos pairs each axis gets from ``d`` features.
-
-    Parameters
-    ----------
-    d : int
-        Number of features of the N-D encoding.
-    spec : Spec or str, optional
-        A spec or preset name; with ``axes == 1`` this is ``d // 2``.
-
-    Returns
-    -------
-    int
-        ``n``: every axis is encoded with ``2 * n`` features and the frequencies of
-        ``pe_core.frequencies(2 * n, spec)`` (see the module docstring for how an
-        indivisible ``d`` is handled).
-
-    Examples
-    --------
-    >>> axis_pairs(768, "mae_2d")
-    192
-    >>> axis_pairs(10, "positional_encodings_2d")  # ceil(10 / 4) pairs, truncated to 10
-    3
-    >>> axis_pairs(10, "tensor2tensor_2d")  # 10 // 4 pairs and two zero columns
-    2
-    """
-    spec = resolve_spec(spec)
-    if spec.axes == 1:
-        from pe_core.frequency import check_d
-
-        return check_d(d, spec) // 2
-    return _split(check_nd_d(d, spec), spec)[0]
-
-
-def _axis_of_block(spec: Spec) -> list[int]:
-    """The coordinate each block of features encodes, in feature order."""
-    axes = list(range(spec.axes))
-    return axes[::-1] if spec.axis_order == "reversed" else axes
 
 
 # -- grids ----------------------------------------------------------------------------
@@ -333,9 +240,10 @@ def grid_encoding(
         raise ValueError(f"extra_tokens must be a non-negative int. Received: {extra_tokens!r}")
     assert scale is not None
     coords = _scaled_coordinates(sizes, base, scale).reshape(-1, len(sizes))
-    from pe_core.encoding import encode
-
-    table = encode(coords, d, spec=resolved, backend=backend, dtype=dtype)
+    if resolved.axes > 1:
+        table = encode_nd(coords, d, resolved, backend, dtype)
+    else:
+        table = encode_1d(coords, d, resolved, backend, dtype)
     if not extra_tokens:
         return table
     xp = get_namespace(backend_of(table) or "numpy")
@@ -346,175 +254,6 @@ def grid_encoding(
 # -- encode ---------------------------------------------------------------------------
 
 
-def _coordinates(coords: Any, spec: Spec, what: str = "coordinates") -> tuple[Any, str | None]:
-    """``coords`` as an array of its own backend (NumPy for Python values), checked to
-    hold ``spec.axes`` coordinates on its last axis."""
-    from pe_core.positions import as_positions
-
-    source = backend_of(coords)
-    if source is None:
-        coords = as_positions(coords, get_namespace("numpy"), None, what=what)
-    xp = get_namespace(source or "numpy")
-    shape = xp.shape(coords)
-    if not shape or shape[-1] != spec.axes:
-        raise ValueError(
-            f"{what} for a Spec with axes={spec.axes} must have a last axis of size "
-            f"{spec.axes} (one coordinate per axis). Received shape: {tuple(shape)}"
-        )
-    return coords, source
-
-
-def encode_nd(
-    coords: Any,
-    d: int,
-    spec: Spec,
-    backend: str | None = None,
-    dtype: Any = None,
-    out: Any = None,
-    like: Any = None,
-    check_values: bool = False,
-) -> Any:
-    """:func:`~pe_core.encode` for a spec with ``axes > 1`` (it calls this).
-
-    One exact 1-D encoding per coordinate axis, concatenated in the spec's
-    ``axis_order``; then the zero columns or the truncation of ``odd_d``.
-    """
-    from pe_core.encoding import encode
-
-    d = check_nd_d(d, spec)
-    n, extra, axis_spec = _split(d, spec)
-    if backend is None and backend_of(coords) is None:  # Python values follow like / out
-        backend = _anchor_backend(like, out)
-    coords, _ = _coordinates(coords, spec)
-    if out is not None:
-        backend, dtype, like = _follow_out(out, backend, dtype, like)
-    blocks = [
-        encode(
-            coords[..., axis],
-            2 * n,
-            spec=axis_spec,
-            backend=backend,
-            dtype=dtype,
-            like=like,
-            check_values=check_values,
-        )
-        for axis in _axis_of_block(spec)
-    ]
-    xp = get_namespace(backend_of(blocks[0]) or "numpy")
-    table = _join_blocks(xp, blocks, extra, d)
-    return table if out is None else _write_out(xp, table, out)
-
-
-def _anchor_backend(like: Any, out: Any) -> str | None:
-    """The backend of ``like``, else of ``out``: where Python coordinates are encoded."""
-    anchors = [backend_of(a) for a in (like, out) if a is not None]
-    return next((name for name in anchors if name is not None), None)
-
-
-def _follow_out(out: Any, backend: str | None, dtype: Any, like: Any) -> tuple[Any, Any, Any]:
-    """``(backend, dtype, like)``, each taken from ``out`` where the caller gave none."""
-    out_backend = backend_of(out)
-    if out_backend is None:
-        raise TypeError(
-            f"out must be a NumPy array or a torch tensor. Received: {type(out).__name__}"
-        )
-    return (
-        backend if backend is not None else out_backend,
-        out.dtype if dtype is None else dtype,
-        out if like is None else like,
-    )
-
-
-def _join_blocks(xp: Namespace, blocks: list[Any], extra: int, d: int) -> Any:
-    """The per-axis blocks side by side, then ``extra`` zero columns (``odd_d="zero_pad"``)
-    or, for a negative ``extra``, only the first ``d`` features (``"truncate"``)."""
-    if extra > 0:
-        blocks = blocks + [xp.zeros_like(blocks[0][..., :1])] * extra
-    table = xp.concat(blocks, axis=-1)
-    return table[..., :d] if extra < 0 else table
-
-
-def _write_out(xp: Namespace, table: Any, out: Any) -> Any:
-    """``table`` copied into ``out``, checked to have its shape and dtype."""
-    expected = (*xp.shape(table),)
-    if xp.shape(out) != expected or xp.dtype_of(out) != xp.dtype_of(table):
-        raise ValueError(
-            f"out must have shape {expected} and dtype {xp.dtype_of(table)}. "
-            f"Received: shape {xp.shape(out)}, dtype {xp.dtype_of(out)}"
-        )
-    if not xp.mutable:
-        raise TypeError(f"out must be a NumPy array or a torch tensor. Received: {type(out)}")
-    return xp.copy_into(out, table)
-
-
 # -- the relative property ------------------------------------------------------------
 
 
-def _check_relative(d: int, spec: Spec) -> tuple[int, int, Spec]:
-    n, extra, axis_spec = _split(check_nd_d(d, spec), spec)
-    if extra < 0:
-        raise ValueError(
-            f"Spec(odd_d='truncate') with d={d} and axes={spec.axes} drops the last "
-            f"{-extra} feature(s) of the last block, so no matrix maps PE(x) to PE(x + t). "
-            f"Use a d that is a multiple of {2 * spec.axes}."
-        )
-    return n, extra, axis_spec
-
-
-def relative_matrix_nd(
-    k: Any, d: int, spec: Spec, backend: str | None = None, dtype: Any = None
-) -> Any:
-    """:func:`~pe_core.relative_matrix` for a spec with ``axes > 1`` (it calls this).
-
-    ``k`` has shape ``(..., axes)``; the result ``(..., d, d)`` is block-diagonal, the
-    1-D rotation of shift ``k[..., a]`` in the block of axis ``a``, the identity on the
-    zero-padding columns.
-    """
-    from pe_core.relative import relative_matrix
-
-    n, extra, axis_spec = _check_relative(d, spec)
-    k, _ = _coordinates(k, spec, what="k")
-    blocks = [
-        relative_matrix(k[..., axis], 2 * n, axis_spec, backend=backend, dtype=dtype)
-        for axis in _axis_of_block(spec)
-    ]
-    xp = get_namespace(backend_of(blocks[0]) or "numpy")
-    zero = xp.zeros_like(blocks[0])
-    width = len(blocks)
-    rows = []
-    for b, block in enumerate(blocks):
-        row = [zero] * b + [block] + [zero] * (width - 1 - b)
-        row += [zero[..., :1]] * extra
-        rows.append(xp.concat(row, axis=-1))
-    matrix = xp.concat(rows, axis=-2)
-    if extra:
-        lead = xp.shape(matrix)[:-2]
-        corner = np.zeros((extra, d))
-        corner[:, d - extra :] = np.eye(extra)
-        bottom = xp.asarray(corner, dtype=matrix.dtype, like=matrix)
-        matrix = xp.concat([matrix, xp.broadcast_to(bottom, (*lead, extra, d))], axis=-2)
-    return matrix
-
-
-def shift_nd(encoding: Any, k: Any, spec: Spec) -> Any:
-    """:func:`~pe_core.shift` for a spec with ``axes > 1`` (it calls this): each
-    axis's block is shifted by ``k[..., a]``; zero-padding columns stay as they are."""
-    from pe_core.relative import shift
-
-    source = backend_of(encoding)
-    if source is None:
-        encoding = np.asarray(encoding)
-        source = "numpy"
-    xp = get_namespace(source)
-    shape = xp.shape(encoding)
-    if not shape:
-        raise ValueError("encoding must have at least one axis (the features).")
-    n, extra, axis_spec = _check_relative(shape[-1], spec)
-    k, _ = _coordinates(k, spec, what="k")
-    parts = [
-        shift(encoding[..., 2 * n * b : 2 * n * (b + 1)], k[..., axis], axis_spec)
-        for b, axis in enumerate(_axis_of_block(spec))
-    ]
-    if extra:
-        parts.append(encoding[..., shape[-1] - extra :])
-    return xp.concat(parts, axis=-1)

@@ -28,7 +28,7 @@ __all__ = ["LAYOUTS", "TABLE_LAYOUTS", "rope_permutation", "table_layout"]
 #: :func:`rope_permutation`): the one definition every module imports.
 LAYOUTS: tuple[str, ...] = ("half", "interleaved")
 
-#: The sin/cos table layouts (:class:`pe_core.Spec`, :mod:`pe_core.layout`):
+#: The sin/cos table layouts (:class:`pe_core.Spec`, :mod:`pe_core._kernel.features`):
 #: ``"split"`` ``[s0, s1, ... | c0, c1, ...]`` and ``"interleaved"`` ``[s0, c0, s1, c1, ...]``.
 TABLE_LAYOUTS: tuple[str, ...] = ("interleaved", "split")
 

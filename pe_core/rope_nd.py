@@ -24,7 +24,7 @@ The frequency ``w_j`` of every pair is, by ``frequencies=``:
 * a sequence of ``rotary_dim / 2`` angular frequencies in pair order, e.g.
   :func:`pixel_frequencies` (rotary-embedding-torch ``freqs_for="pixel"``).
 
-The angles ``pos * w_j`` come from the exact kernel of :mod:`pe_core.angles`, axis by
+The angles ``pos * w_j`` come from the exact kernel of :mod:`pe_core._kernel.angles`, axis by
 axis, exactly as for 1-D RoPE; the rotation is the same
 :meth:`~pe_core_backends.Namespace.rotate_pairs` on either pair layout (``"half"`` or
 ``"interleaved"``).
@@ -59,10 +59,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pe_core import device_tables
-from pe_core import rope as _rope
-from pe_core.angles import exact_cos_sin
-from pe_core.host_tables import host_sin_cos
-from pe_core.placement import Positions, prepare_positions
+from pe_core._kernel.angles import exact_cos_sin
+from pe_core._kernel.host_tables import host_sin_cos
+from pe_core._kernel.placement import Positions, prepare_positions
+from pe_core._rope_call import (
+    as_input,
+    check_base,
+    check_broadcast,
+    check_head_dim,
+    check_layout,
+    check_rotary_dim,
+)
 from pe_core.rope_scaling import (
     SCALING_TYPES,
     needs_seq_len,
@@ -363,14 +370,14 @@ def apply_rope_nd(
     sections = _check_sections(sections)
     section_layout = _check_section_layout(section_layout)
     frequencies = _check_frequencies(frequencies)
-    layout = _rope._check_layout(layout)
-    xp, x = _rope._as_input(x, backend)
+    layout = check_layout(layout)
+    xp, x = as_input(x, backend)
     shape = xp.shape(x)
     if not shape:
         raise ValueError("x must have at least one axis (head_dim); received a scalar.")
-    head_dim = _rope._check_head_dim(shape[-1])
-    rotary_dim = _rope._check_rotary_dim(rotary_dim, head_dim)
-    base = _rope._check_base(base)
+    head_dim = check_head_dim(shape[-1])
+    rotary_dim = check_rotary_dim(rotary_dim, head_dim)
+    base = check_base(base)
     working = "float64" if xp.dtype_of(x) == "float64" else "float32"
 
     positions = prepare_positions(
@@ -390,7 +397,7 @@ def apply_rope_nd(
             "moveaxis(position_ids, 0, -1)[:, None] for x of shape (batch, heads, seq, "
             "head_dim)."
         )
-    _rope._check_broadcast(tuple(positions.shape[:-1]), shape)
+    check_broadcast(tuple(positions.shape[:-1]), shape)
 
     if needs_seq_len(scaling):
         rope_type = scaling_rope_type(scaling)

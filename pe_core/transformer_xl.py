@@ -12,7 +12,7 @@ that is > 0) and its attention reads row ``klen - 1 - (i - j)`` for query ``i`` 
 the split layout with the paper's frequencies: :data:`TRANSFORMER_XL`, a
 :class:`~pe_core.Spec`. The original ``PositionalEmbedding`` (kimiyoung/transformer-xl,
 and transformers' deprecated ``TransfoXLModel``) forms ``p * w`` in float32; here the
-angle is exact (see :mod:`pe_core.angles`).
+angle is exact (see :mod:`pe_core._kernel.angles`).
 
 >>> from pe_core.transformer_xl import transformer_xl_embedding, transformer_xl_positions
 >>> transformer_xl_positions(3, mem_len=2).tolist()

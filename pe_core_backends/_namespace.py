@@ -316,7 +316,7 @@ class Namespace:
     def __repr__(self) -> str:
         return f"<pe_core_backends namespace {self.name!r}>"
 
-    # -- row gathers (pe_core.gather) -------------------------------------------
+    # -- row gathers (pe_core._kernel.gather) -------------------------------------------
     def empty(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         """A new array whose values are unspecified (zeros where nothing cheaper exists)."""
         return self.zeros(shape, dtype, like=like)

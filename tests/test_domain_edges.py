@@ -21,9 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pe_core
-from pe_core.angles import exact_turns, inv_2pi_fixed
-from pe_core.placement import kernel_limit
-from pe_core.positions import LowPrecisionPositionsWarning
+from pe_core._kernel.angles import exact_turns, inv_2pi_fixed
+from pe_core._kernel.placement import kernel_limit
+from pe_core._kernel.inputs import LowPrecisionPositionsWarning
 from pe_core_backends import force_device_path, get_namespace
 from tests.conftest import assert_close, to_numpy
 

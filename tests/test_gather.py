@@ -1,4 +1,4 @@
-"""Angle addition by lookup (pe_core.gather) against float64 and mpmath references."""
+"""Angle addition by lookup (pe_core._kernel.gather) against float64 and mpmath references."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from reference import exact_sin_cos
 
 import pe_core
-from pe_core.angles import reduced_angles
-from pe_core.gather import gather_plan, gathered_unit_complex
+from pe_core._kernel.angles import reduced_angles
+from pe_core._kernel.gather import gather_plan, gathered_unit_complex
 from pe_core_backends import get_namespace, is_installed
 
 ATOL32 = 3e-7

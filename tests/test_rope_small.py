@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pe_core
-from pe_core import rope_small
+from pe_core import _rope_lane
 from pe_core.rope_spec import RopeSpec
 from pe_core.testing import reference_rope
 from pe_core_backends import force_device_path
@@ -46,7 +46,7 @@ def test_a_decode_step_takes_the_lane_and_equals_the_general_route(backend, kwar
     k = rng.standard_normal((4, 2, 1, 64)).astype(np.float32)
     pos = np.array([4095, 17, 0, 2**20 + 3])[:, None, None]
     xq, xk, p = _array(backend, q), _array(backend, k), _array(backend, pos)
-    lane = rope_small.few_positions_rope(
+    lane = _rope_lane.few_positions_rope(
         (xq, xk),
         p,
         kwargs.get("base", 10000.0),
@@ -73,7 +73,7 @@ def test_scaled_configs_and_specs_take_the_lane(backend) -> None:
     pos = _array(backend, np.array([[5], [70000], [123]]))
     yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
     spec = RopeSpec(base=1e6, scaling=yarn)
-    assert rope_small.few_positions_rope(x, pos, 10000.0, "half", None, spec) is not None
+    assert _rope_lane.few_positions_rope(x, pos, 10000.0, "half", None, spec) is not None
     assert_equal(
         pe_core.apply_rope(x, pos, spec=spec),
         pe_core.apply_rope(x, pos, spec=spec, check_values=True),
@@ -157,9 +157,9 @@ def test_other_calls_leave_the_lane(case) -> None:
         x = torch.randn(8, 1, 2).transpose(0, 2)
     if case == "forced device path":
         with force_device_path():
-            assert rope_small.few_positions_rope(x, pos, *args) is None
+            assert _rope_lane.few_positions_rope(x, pos, *args) is None
     else:
-        assert rope_small.few_positions_rope(x, pos, *args) is None
+        assert _rope_lane.few_positions_rope(x, pos, *args) is None
     # and the public call still answers (the general route)
     if case not in ("dynamic scaling",):
         pe_core.apply_rope(x, pos)
@@ -175,7 +175,7 @@ def test_gradients_flow_where_the_lane_steps_aside() -> None:
 def test_a_scalar_beside_the_first_array_gets_the_general_routes_error() -> None:
     q = np.ones((2, 1, 8), np.float32)
     assert (
-        rope_small.few_positions_rope((q, np.float32(1.0)), 3, 10000.0, "half", None, None) is None
+        _rope_lane.few_positions_rope((q, np.float32(1.0)), 3, 10000.0, "half", None, None) is None
     )
     with pytest.raises(ValueError, match="at least one axis"):
         pe_core.apply_rope((q, np.array(1.0, np.float32)), 3)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import pe_core
-from pe_core import encoding
+from pe_core import _sinusoidal
 
 
 @given(
@@ -22,7 +22,7 @@ from pe_core import encoding
     st.sampled_from([2, 8, 64, 512]),
 )
 def test_lane_equals_the_general_route(pos: np.ndarray, d: int) -> None:
-    lane = encoding._few_integer_positions(pos, d)
+    lane = _sinusoidal.few_integer_positions(pos, d)
     general = pe_core.encode(pos, d, spec="vaswani")  # a named spec skips the lane
     if pos.size == 0:
         assert lane is None
@@ -42,7 +42,7 @@ def test_lane_equals_the_general_route(pos: np.ndarray, d: int) -> None:
     ],
 )
 def test_other_inputs_leave_the_lane(pos: np.ndarray, d: int) -> None:
-    assert encoding._few_integer_positions(pos, d) is None
+    assert _sinusoidal.few_integer_positions(pos, d) is None
 
 
 def test_large_positions_stay_exact() -> None:
@@ -58,7 +58,7 @@ def test_odd_d_is_still_refused() -> None:
 def test_few_cpu_tensor_positions_take_the_lane() -> None:
     torch = pytest.importorskip("torch")
     pos = torch.tensor([[1000, 3], [0, 2**20]])
-    lane = encoding._few_integer_positions(pos, 64)
+    lane = _sinusoidal.few_integer_positions(pos, 64)
     assert lane is not None and isinstance(lane, torch.Tensor)
     assert lane.dtype == torch.float32 and lane.shape == (2, 2, 64)
     general = pe_core.encode(pos, 64, check_values=True)  # check_values skips the lane
@@ -74,8 +74,8 @@ def test_tensors_the_host_cannot_read_for_free_leave_the_lane() -> None:
     from pe_core_backends import force_device_path
 
     with force_device_path():  # as on an accelerator: no host read
-        assert encoding._few_integer_positions(torch.arange(3), 8) is None
-    assert encoding._few_integer_positions(torch.arange(3.0), 8) is None  # not integers
+        assert _sinusoidal.few_integer_positions(torch.arange(3), 8) is None
+    assert _sinusoidal.few_integer_positions(torch.arange(3.0), 8) is None  # not integers
     batched = torch.func.vmap(lambda p: pe_core.encode(p, 8))(torch.arange(6).reshape(2, 3))
     expected = pe_core.encode(np.arange(6).reshape(2, 3), 8)
     assert_close(batched.numpy(), expected, atol=1e-6, rtol=1e-7)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from reference import exact_table
 
 import pe_core
-from pe_core.tables import block_shape, contiguous_start
+from pe_core._kernel.tables import block_shape, contiguous_start
 
 ATOL32 = 1e-6
 

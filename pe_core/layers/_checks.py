@@ -20,7 +20,7 @@ import numbers
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pe_core.frequency import check_d
+from pe_core._schedule import check_d
 from pe_core.spec import Spec
 from pe_core.validation import is_integer
 

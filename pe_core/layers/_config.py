@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core.frequency import check_d
+from pe_core._schedule import check_d
 from pe_core.layers._checks import (
     check_dropout,
     check_features,

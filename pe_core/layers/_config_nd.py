@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core.frequency import check_d
+from pe_core._schedule import check_d
 from pe_core.layers._checks import check_dropout, check_grid_shape, check_patch_spec
 from pe_core.layers._config import spec_from_config, spec_to_config
 from pe_core.spec import Spec

@@ -24,7 +24,7 @@ from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
-from pe_core.frequency import check_d
+from pe_core._schedule import check_d
 from pe_core.presets import resolve_spec
 from pe_core.relative import relative_matrix
 from pe_core.spec import Spec

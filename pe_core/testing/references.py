@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core.frequency import check_d
+from pe_core._schedule import check_d
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.typing import ArrayLike, PresetLike, RopeLayout
@@ -60,7 +60,7 @@ def reference_encoding(pos: ArrayLike, d: int, spec: Spec | PresetLike | None = 
     ``np.cos``, so its error is about ``|angle| * 2**-53``: below 1e-8 for positions up
     to ``2**24``, far below any float32 tolerance, but it grows with the position
     (about 1e-4 at ``2**40``). :func:`pe_core.encode` does not form this product at
-    all; it reduces the angle exactly (see :mod:`pe_core.angles`), so for large
+    all; it reduces the angle exactly (see :mod:`pe_core._kernel.angles`), so for large
     positions compare against :func:`exact_encoding` instead.
 
     Parameters

@@ -17,7 +17,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without hypothesis
     raise ImportError("check_encoding needs hypothesis: pip install 'pe-core[test]'") from exc
 
-from pe_core.frequency import check_d
+from pe_core._schedule import check_d
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.testing.checks import (

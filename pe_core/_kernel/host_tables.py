@@ -12,14 +12,14 @@ float32 and exact to float64 rounding in float64:
   fractional ones one product ``p * w / 2pi`` below ``2**24 / 2pi`` turns (error below
   2e-9 rad; ``2**12`` turns and 6e-12 where rounded once). A few NumPy calls: what
   decode steps and small encodes need.
-* **runs of consecutive positions**: :mod:`pe_core.tables` (angle addition, one
+* **runs of consecutive positions**: :mod:`pe_core._kernel.tables` (angle addition, one
   complex product per element).
-* **any other integer positions**: :mod:`pe_core.gather` (angle addition by lookup).
+* **any other integer positions**: :mod:`pe_core._kernel.gather` (angle addition by lookup).
 * **the rest** (large fractional inputs, float64 tables): the exact per-element
-  kernel of :mod:`pe_core.angles`, evaluated in NumPy; the positions it cannot take
+  kernel of :mod:`pe_core._kernel.angles`, evaluated in NumPy; the positions it cannot take
   (floats beyond ``2**63``, fractional positions at frequencies above half a turn
   per position) are reduced exactly with Python integers
-  (:func:`~pe_core.angles.exact_turns`). Every finite position is exact.
+  (:func:`~pe_core._kernel.angles.exact_turns`). Every finite position is exact.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from pe_core.angles import FRACTION_MAX_TURNS, exact_turns, reduced_turns, turns_fraction
-from pe_core.gather import gather_plan, gathered_unit_complex
-from pe_core.layout import assemble
-from pe_core.tables import MIN_PAIRS, contiguous_start, offset_table, table_sin_cos
+from pe_core._kernel.angles import FRACTION_MAX_TURNS, exact_turns, reduced_turns, turns_fraction
+from pe_core._kernel.features import assemble
+from pe_core._kernel.gather import gather_plan, gathered_unit_complex
+from pe_core._kernel.tables import MIN_PAIRS, contiguous_start, offset_table, table_sin_cos
 from pe_core_backends import Namespace, get_namespace
 
 #: The NumPy namespace (host computations), looked up once.
@@ -59,7 +59,7 @@ MAX_KERNEL_FLOAT = 2.0**63
 SMALL_MAX_PAIRS = 16_384
 
 #: Runs of consecutive positions with at least this many rows and pairs take the
-#: angle-addition tables (:func:`~pe_core.tables.table_sin_cos`) even when small: from
+#: angle-addition tables (:func:`~pe_core._kernel.tables.table_sin_cos`) even when small: from
 #: about there, they are cheaper than one sin and one cos per pair.
 RUN_MIN_ROWS = 16
 RUN_MIN_PAIRS = 2048
@@ -96,7 +96,7 @@ def _turn_frequencies_of(
 
     ``hi`` is a multiple of ``2**-27`` (so ``p * hi`` is exact for ``|p| < 2**26``) and
     ``|lo| <= 2**-28``; the fractions come from the exact reduction of
-    :mod:`pe_core.angles`. All float64.
+    :mod:`pe_core._kernel.angles`. All float64.
     """
     fractions = [turns_fraction(1, w) for w in omegas]
     high = [Fraction(round(v * 2**27), 2**27) for v in fractions]
@@ -237,9 +237,9 @@ def run_sin_cos(start: int, n_rows: int, omegas: tuple[float, ...]) -> np.ndarra
     A few rows (at most :data:`SMALL_RUN_ROWS`) near the origin (``|start|`` and the last
     position below :data:`SMALL_MAX_INTEGER`): the start row from one float64 pass
     (``sin + i cos`` of the exactly reduced angle), times the cached ``cos - i sin`` of
-    the offsets ``0 .. n_rows - 1`` (:func:`~pe_core.tables.offset_table`): one complex
+    the offsets ``0 .. n_rows - 1`` (:func:`~pe_core._kernel.tables.offset_table`): one complex
     multiply, whose real and imaginary parts are the interleaved sin and cos. Within
-    about 2e-7 of the exact values. Other runs take :func:`~pe_core.tables.table_sin_cos`.
+    about 2e-7 of the exact values. Other runs take :func:`~pe_core._kernel.tables.table_sin_cos`.
 
     >>> t = run_sin_cos(1000, 20, (1.0, 0.01))
     >>> t.shape, bool(np.allclose(t[:, 0], np.sin(np.arange(1000, 1020)), atol=3e-7))
@@ -382,7 +382,7 @@ def host_sin_cos(
 def _run_start(values: np.ndarray, n_pairs: int, rounded_once: bool) -> int | None:
     """The first position if ``values`` are a run worth the angle-addition tables:
     small runs (:data:`RUN_MIN_ROWS`, :data:`RUN_MIN_PAIRS`) for float32 results, and
-    large ones (64 rows, :data:`~pe_core.tables.MIN_PAIRS`) always."""
+    large ones (64 rows, :data:`~pe_core._kernel.tables.MIN_PAIRS`) always."""
     n_rows = values.size
     small_run = not rounded_once and n_rows >= RUN_MIN_ROWS and n_rows * n_pairs >= RUN_MIN_PAIRS
     large_run = n_rows >= 64 and n_rows * n_pairs >= MIN_PAIRS
@@ -419,9 +419,9 @@ def host_turns(
 ) -> np.ndarray:
     """Reduced turns of finite host positions, exact for every one of them.
 
-    The array kernel (:func:`~pe_core.angles.reduced_turns`) in NumPy; the entries it
+    The array kernel (:func:`~pe_core._kernel.angles.reduced_turns`) in NumPy; the entries it
     gives NaN for (floats beyond ``2**63``, fractional positions at very fast
-    frequencies) are redone with Python integers (:func:`~pe_core.angles.exact_turns`).
+    frequencies) are redone with Python integers (:func:`~pe_core._kernel.angles.exact_turns`).
 
     >>> t = host_turns(np.array([3.0, 1e300]), (1.0,))
     >>> bool(abs(t[0, 0] - math.remainder(3, 2 * math.pi) / (2 * math.pi)) < 1e-16)
@@ -462,7 +462,7 @@ def _gathered(
     working: str,
     like: Any,
 ) -> Any:
-    """The lookup route of :mod:`pe_core.gather`, or None where it does not apply."""
+    """The lookup route of :mod:`pe_core._kernel.gather`, or None where it does not apply."""
     if not xp.mutable or gather_plan(values, len(omegas)) is None:
         return None
     target = xp.empty((values.size, 2 * len(omegas)), xp.dtype(working), like=like)

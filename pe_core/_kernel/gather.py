@@ -1,6 +1,6 @@
 """Angle addition by lookup, for arbitrary integer positions.
 
-:mod:`pe_core.tables` builds a run of consecutive positions as one broadcast product
+:mod:`pe_core._kernel.tables` builds a run of consecutive positions as one broadcast product
 of two small tables. Positions that are *not* one run (a permutation, per-example
 offsets ``offsets[:, None] + arange(n)``, left padding, packed sequences) can use the
 same identity row by row. With ``lo = min(positions)`` and ``B`` a power of two near
@@ -11,7 +11,7 @@ same identity row by row. With ``lo = min(positions)`` and ``B`` a power of two 
 
 for two small tables: ``start`` (``A = ceil((max - lo + 1) / B)`` rows) and ``step``
 (``B`` rows), both computed exactly on the host in float64 by
-:func:`~pe_core.angles.reduced_angles` (the offset folded into ``start`` exactly) and
+:func:`~pe_core._kernel.angles.reduced_angles` (the offset folded into ``start`` exactly) and
 rounded once to complex64 (complex128 for float64 work). Each output row is then the
 complex product of two gathered table rows: no transcendental per element, and every
 entry within about 1.5e-7 of the true value in float32 (each factor is off by at most
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core.angles import reduced_angles
+from pe_core._kernel.angles import reduced_angles
 from pe_core.rope_layout import TABLE_LAYOUTS
 from pe_core_backends import Namespace, get_namespace
 

@@ -31,14 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from pe_core.positions import as_positions, check_finite, fits_backend
+from pe_core._kernel.inputs import as_positions, check_finite, fits_backend
 from pe_core_backends import Namespace, backend_of, from_dlpack, get_namespace, is_dlpack
 
 #: The NumPy namespace (host computations), looked up once.
 _NUMPY = get_namespace("numpy")
 
 #: Float positions below this size are exact in the device kernel where the backend
-#: has int64 (every integer position of every dtype is; see :mod:`pe_core.angles`).
+#: has int64 (every integer position of every dtype is; see :mod:`pe_core._kernel.angles`).
 MAX_POSITION = 2.0**63
 
 #: The same where the backend has no int64 (JAX without x64).

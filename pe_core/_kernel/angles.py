@@ -33,7 +33,7 @@ Outside that range the kernel never returns a plausible wrong number: float posi
 ``|x| >= 2**63`` (or NaN, inf), and fractional positions for a frequency faster than
 :data:`FRACTION_MAX_TURNS`, give NaN. Positions known on the host never reach that
 NaN: :func:`exact_turns` reduces any finite position exactly with Python integers
-(see :mod:`pe_core.host_tables`).
+(see :mod:`pe_core._kernel.host_tables`).
 """
 
 from __future__ import annotations

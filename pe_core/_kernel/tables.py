@@ -10,7 +10,7 @@ so the whole table is one broadcast complex product of a ``(A, n)`` table of blo
 starts and a ``(B, n)`` table of offsets, with ``A*B >= N`` and both near ``sqrt(N)``.
 The product's real and imaginary parts *are* the interleaved ``[sin, cos]`` layout in
 memory. Both small tables are computed exactly on the host in float64 (by
-:func:`~pe_core.angles.reduced_angles`) and rounded once, so every entry of the result
+:func:`~pe_core._kernel.angles.reduced_angles`) and rounded once, so every entry of the result
 is within about 2.5e-7 of the true value in float32: no transcendental per element,
 a few multiply-adds instead.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core.angles import reduced_angles
+from pe_core._kernel.angles import reduced_angles
 from pe_core_backends import Namespace, get_namespace
 
 #: Below this many sin/cos pairs in all, computing directly is as fast.

@@ -1,0 +1,199 @@
+"""The relative engine: the matrices ``M_k`` and their action, 1-D and N-D.
+
+The 1-D functions (:func:`relative_matrix_1d`, :func:`shift_1d`) take a resolved spec
+with ``axes == 1``; the N-D ones (:func:`relative_matrix_nd`, :func:`shift_nd`) are
+built on them, one block per coordinate axis. :mod:`pe_core.relative` is the public
+face that chooses between them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from pe_core._kernel.angles import exact_cos_sin
+from pe_core._kernel.features import assemble, disassemble
+from pe_core._kernel.host_tables import host_sin_cos
+from pe_core._kernel.inputs import check_request_size, choose_backend, resolve_dtype
+from pe_core._kernel.placement import Positions, prepare_positions
+from pe_core._schedule import axis_of_block, check_d, check_nd_d, omegas, split
+from pe_core._sinusoidal_nd import coordinates
+from pe_core.spec import Spec
+from pe_core_backends import backend_of, get_namespace
+
+
+def _shift_angles(xp: Any, shifts: Positions, d: int, spec: Spec, working: str) -> tuple[Any, Any]:
+    """cos and sin of ``k * w`` for every pair, exact, where ``k`` lives.
+
+    Host shifts (validated: NaN and inf raise) are reduced exactly on the host, any
+    finite size included (:func:`~pe_core._kernel.host_tables.host_sin_cos`); shifts on an
+    accelerator are not read: invalid ones give NaN.
+    """
+    freqs = omegas(d, spec, xp)
+    if shifts.placement != "host":
+        return exact_cos_sin(xp, shifts.array, freqs, working=working)
+    assert shifts.host is not None and shifts.max_abs is not None
+    table = host_sin_cos(
+        shifts.host,
+        freqs,
+        offset=0,
+        layout="split",
+        working=working,
+        max_abs=shifts.max_abs,
+    )
+    table = np.asarray(table, dtype=working).reshape(*shifts.shape, 2, len(freqs))
+    wdtype = xp.dtype(working)
+    cos = xp.asarray(np.ascontiguousarray(table[..., 1, :]), dtype=wdtype, like=shifts.array)
+    sin = xp.asarray(np.ascontiguousarray(table[..., 0, :]), dtype=wdtype, like=shifts.array)
+    return cos, sin
+
+
+def _structure(d: int, layout: str) -> tuple[np.ndarray, np.ndarray]:
+    """Identity, and the 0/1 matrix linking each sin slot with its cos slot."""
+    n_pairs = d // 2
+    sin_slot, cos_slot = disassemble(get_namespace("numpy"), np.arange(d), layout, n_pairs)
+    partner = np.zeros((d, d))
+    partner[sin_slot, cos_slot] = 1.0
+    partner[cos_slot, sin_slot] = 1.0
+    return np.eye(d), partner
+
+
+
+def _check_relative(d: int, spec: Spec) -> tuple[int, int, Spec]:
+    n, extra, axis_spec = split(check_nd_d(d, spec), spec)
+    if extra < 0:
+        raise ValueError(
+            f"Spec(odd_d='truncate') with d={d} and axes={spec.axes} drops the last "
+            f"{-extra} feature(s) of the last block, so no matrix maps PE(x) to PE(x + t). "
+            f"Use a d that is a multiple of {2 * spec.axes}."
+        )
+    return n, extra, axis_spec
+
+
+def relative_matrix_nd(
+    k: Any, d: int, spec: Spec, backend: str | None = None, dtype: Any = None
+) -> Any:
+    """:func:`~pe_core.relative_matrix` for a spec with ``axes > 1`` (it calls this).
+
+    ``k`` has shape ``(..., axes)``; the result ``(..., d, d)`` is block-diagonal, the
+    1-D rotation of shift ``k[..., a]`` in the block of axis ``a``, the identity on the
+    zero-padding columns.
+    """
+    n, extra, axis_spec = _check_relative(d, spec)
+    k, _ = coordinates(k, spec, what="k")
+    blocks = [
+        relative_matrix_1d(k[..., axis], 2 * n, axis_spec, backend=backend, dtype=dtype)
+        for axis in axis_of_block(spec)
+    ]
+    xp = get_namespace(backend_of(blocks[0]) or "numpy")
+    zero = xp.zeros_like(blocks[0])
+    width = len(blocks)
+    rows = []
+    for b, block in enumerate(blocks):
+        row = [zero] * b + [block] + [zero] * (width - 1 - b)
+        row += [zero[..., :1]] * extra
+        rows.append(xp.concat(row, axis=-1))
+    matrix = xp.concat(rows, axis=-2)
+    if extra:
+        lead = xp.shape(matrix)[:-2]
+        corner = np.zeros((extra, d))
+        corner[:, d - extra :] = np.eye(extra)
+        bottom = xp.asarray(corner, dtype=matrix.dtype, like=matrix)
+        matrix = xp.concat([matrix, xp.broadcast_to(bottom, (*lead, extra, d))], axis=-2)
+    return matrix
+
+
+def shift_nd(encoding: Any, k: Any, spec: Spec) -> Any:
+    """:func:`~pe_core.shift` for a spec with ``axes > 1`` (it calls this): each
+    axis's block is shifted by ``k[..., a]``; zero-padding columns stay as they are."""
+    source = backend_of(encoding)
+    if source is None:
+        encoding = np.asarray(encoding)
+        source = "numpy"
+    xp = get_namespace(source)
+    shape = xp.shape(encoding)
+    if not shape:
+        raise ValueError("encoding must have at least one axis (the features).")
+    n, extra, axis_spec = _check_relative(shape[-1], spec)
+    k, _ = coordinates(k, spec, what="k")
+    parts = [
+        shift_1d(encoding[..., 2 * n * b : 2 * n * (b + 1)], k[..., axis], axis_spec)
+        for b, axis in enumerate(axis_of_block(spec))
+    ]
+    if extra:
+        parts.append(encoding[..., shape[-1] - extra :])
+    return xp.concat(parts, axis=-1)
+
+
+
+def relative_matrix_1d(
+    k: Any, d: Any, spec: Spec, backend: str | None = None, dtype: Any = None
+) -> Any:
+    """:func:`~pe_core.relative_matrix` for a resolved 1-D ``spec``."""
+    d = check_d(d, spec)
+    xp, source = choose_backend(k, backend)
+    out_name, out_dtype = resolve_dtype(xp, dtype)
+    working = "float64" if out_name == "float64" else "float32"
+    shifts = prepare_positions(k, xp, source, what="k")
+    n_shifts = math.prod(shifts.shape) if all(isinstance(n, int) for n in shifts.shape) else None
+    check_request_size(
+        None if n_shifts is None else n_shifts * d * d,
+        out_name,
+        what="relative_matrix",
+        n_pairs=d // 2,
+        extra_bytes=2 * 8 * d * d,  # the two (d, d) structure matrices
+        host_output=shifts.placement == "host",
+    )
+    cos_k, sin_k = _shift_angles(xp, shifts, d, spec, working)
+    odd = bool(d % 2)
+    diagonal = assemble(xp, cos_k, cos_k, spec.layout, pad=1.0 if odd else None)
+    off_diagonal = assemble(xp, sin_k, -sin_k, spec.layout, pad=0.0 if odd else None)
+    eye, partner = _structure(d, spec.layout)
+    wdtype = xp.dtype(working)
+    eye = xp.asarray(eye.astype(working), dtype=wdtype, like=cos_k)
+    partner = xp.asarray(partner.astype(working), dtype=wdtype, like=cos_k)
+    matrix = xp.expand_dims(diagonal, -1) * eye + xp.expand_dims(off_diagonal, -1) * partner
+    if out_name != working:
+        matrix = xp.astype(matrix, out_dtype)
+    return matrix
+
+
+def shift_1d(encoding: Any, k: Any, spec: Spec) -> Any:
+    """:func:`~pe_core.shift` for a resolved 1-D ``spec``."""
+    source = backend_of(encoding)
+    if source is None:
+        encoding = np.asarray(encoding)
+        source = "numpy"
+    xp = get_namespace(source)
+    dtype_name = xp.dtype_of(encoding)
+    if xp.kind(dtype_name) != "float":
+        raise TypeError(f"encoding must be a floating array. Received dtype: {dtype_name}")
+    shape = xp.shape(encoding)
+    if not shape:
+        raise ValueError("encoding must have at least one axis (the features).")
+    d = check_d(shape[-1], spec)
+    shifts = prepare_positions(k, xp, backend_of(k), what="k")
+    k_shape = shifts.shape
+    try:
+        np.broadcast_shapes(k_shape, shape[:-1])
+    except ValueError:
+        raise ValueError(
+            f"k of shape {k_shape} does not broadcast against the leading axes "
+            f"{shape[:-1]} of encoding {shape}."
+        ) from None
+    working = "float64" if dtype_name == "float64" else "float32"
+    cos_k, sin_k = _shift_angles(xp, shifts, d, spec, working)
+    wdtype = xp.dtype(working)
+    values = xp.astype(encoding, wdtype) if dtype_name != working else encoding
+    s, c = disassemble(xp, values, spec.layout, d // 2)
+    new_s = s * cos_k + c * sin_k
+    new_c = c * cos_k - s * sin_k
+    out = assemble(xp, new_s, new_c, spec.layout)
+    if d % 2:
+        lead = xp.shape(out)[:-1]
+        out = xp.concat([out, xp.broadcast_to(values[..., d - 1 :], (*lead, 1))], axis=-1)
+    if dtype_name != working:
+        out = xp.astype(out, encoding.dtype)
+    return out

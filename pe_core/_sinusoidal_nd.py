@@ -1,0 +1,115 @@
+"""The N-D sinusoidal engine: one exact 1-D encoding per coordinate axis.
+
+Built on :func:`~pe_core._sinusoidal.encode_1d` (the 1-D engine never calls back):
+the coordinates' last axis is split into one 1-D call per axis, in the spec's
+``axis_order``, and the blocks are joined with the zero columns or the truncation of
+``odd_d`` (see :mod:`pe_core.nd` for the conventions).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pe_core._kernel.inputs import as_positions
+from pe_core._schedule import axis_of_block, check_nd_d, split
+from pe_core._sinusoidal import encode_1d
+from pe_core.spec import Spec
+from pe_core_backends import Namespace, backend_of, get_namespace
+
+
+def coordinates(coords: Any, spec: Spec, what: str = "coordinates") -> tuple[Any, str | None]:
+    """``coords`` as an array of its own backend (NumPy for Python values), checked to
+    hold ``spec.axes`` coordinates on its last axis."""
+    source = backend_of(coords)
+    if source is None:
+        coords = as_positions(coords, get_namespace("numpy"), None, what=what)
+    xp = get_namespace(source or "numpy")
+    shape = xp.shape(coords)
+    if not shape or shape[-1] != spec.axes:
+        raise ValueError(
+            f"{what} for a Spec with axes={spec.axes} must have a last axis of size "
+            f"{spec.axes} (one coordinate per axis). Received shape: {tuple(shape)}"
+        )
+    return coords, source
+
+
+def encode_nd(
+    coords: Any,
+    d: int,
+    spec: Spec,
+    backend: str | None = None,
+    dtype: Any = None,
+    out: Any = None,
+    like: Any = None,
+    check_values: bool = False,
+) -> Any:
+    """:func:`~pe_core.encode` for a spec with ``axes > 1`` (it calls this).
+
+    One exact 1-D encoding per coordinate axis, concatenated in the spec's
+    ``axis_order``; then the zero columns or the truncation of ``odd_d``.
+    """
+    d = check_nd_d(d, spec)
+    n, extra, axis_spec = split(d, spec)
+    if backend is None and backend_of(coords) is None:  # Python values follow like / out
+        backend = _anchor_backend(like, out)
+    coords, _ = coordinates(coords, spec)
+    if out is not None:
+        backend, dtype, like = _follow_out(out, backend, dtype, like)
+    blocks = [
+        encode_1d(
+            coords[..., axis],
+            2 * n,
+            axis_spec,
+            backend=backend,
+            dtype=dtype,
+            like=like,
+            check_values=check_values,
+        )
+        for axis in axis_of_block(spec)
+    ]
+    xp = get_namespace(backend_of(blocks[0]) or "numpy")
+    table = _join_blocks(xp, blocks, extra, d)
+    return table if out is None else _write_out(xp, table, out)
+
+
+def _anchor_backend(like: Any, out: Any) -> str | None:
+    """The backend of ``like``, else of ``out``: where Python coordinates are encoded."""
+    anchors = [backend_of(a) for a in (like, out) if a is not None]
+    return next((name for name in anchors if name is not None), None)
+
+
+def _follow_out(out: Any, backend: str | None, dtype: Any, like: Any) -> tuple[Any, Any, Any]:
+    """``(backend, dtype, like)``, each taken from ``out`` where the caller gave none."""
+    out_backend = backend_of(out)
+    if out_backend is None:
+        raise TypeError(
+            f"out must be a NumPy array or a torch tensor. Received: {type(out).__name__}"
+        )
+    return (
+        backend if backend is not None else out_backend,
+        out.dtype if dtype is None else dtype,
+        out if like is None else like,
+    )
+
+
+def _join_blocks(xp: Namespace, blocks: list[Any], extra: int, d: int) -> Any:
+    """The per-axis blocks side by side, then ``extra`` zero columns (``odd_d="zero_pad"``)
+    or, for a negative ``extra``, only the first ``d`` features (``"truncate"``)."""
+    if extra > 0:
+        blocks = blocks + [xp.zeros_like(blocks[0][..., :1])] * extra
+    table = xp.concat(blocks, axis=-1)
+    return table[..., :d] if extra < 0 else table
+
+
+def _write_out(xp: Namespace, table: Any, out: Any) -> Any:
+    """``table`` copied into ``out``, checked to have its shape and dtype."""
+    expected = (*xp.shape(table),)
+    if xp.shape(out) != expected or xp.dtype_of(out) != xp.dtype_of(table):
+        raise ValueError(
+            f"out must have shape {expected} and dtype {xp.dtype_of(table)}. "
+            f"Received: shape {xp.shape(out)}, dtype {xp.dtype_of(out)}"
+        )
+    if not xp.mutable:
+        raise TypeError(f"out must be a NumPy array or a torch tensor. Received: {type(out)}")
+    return xp.copy_into(out, table)
+
