@@ -42,6 +42,7 @@ import numpy as np
 from pe_core._kernel.features import disassemble
 from pe_core._kernel.inputs import choose_backend
 from pe_core._schedule import check_d, omegas
+from pe_core.codes import binary_encode, normalized_positions
 from pe_core.encoding import encode
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
@@ -562,8 +563,6 @@ def _sinusoidal_report(
 def _binary_report(
     d: int, max_len: int, min_separation: int, tolerance: float, backend: str | None
 ) -> ResolutionReport:
-    from pe_core.codes import binary_encode
-
     if d < 63 and max_len > 2**d:
         raise ValueError(
             f"max_len must be <= 2**d = {2**d}: a {d}-bit binary code has no code for "
@@ -634,8 +633,6 @@ def _pairwise_extremes(
 def _normalized_report(
     max_len: int, min_separation: int, tolerance: float, backend: str | None
 ) -> ResolutionReport:
-    from pe_core.codes import normalized_positions
-
     xp = get_namespace(backend or "numpy")
     working = _work_dtype(xp, None)
 

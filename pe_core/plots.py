@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from pe_core.alibi import alibi_bias, alibi_slopes
 from pe_core.analysis import (
     _check_int,
     _check_metric,
@@ -46,11 +47,13 @@ from pe_core.analysis import (
     similarity_by_distance,
     similarity_matrix,
 )
+from pe_core.codes import binary_encode, normalized_positions
 from pe_core.encoding import encode
 from pe_core.frequency import frequencies
 from pe_core.nd import grid
 from pe_core.presets import resolve_spec
 from pe_core.relative import relative_matrix
+from pe_core.rope_nd import pair_axes
 from pe_core.spec import Spec
 from pe_core.typing import Metric, PresetLike
 
@@ -140,8 +143,6 @@ def plot_heatmap(
     elif code == "binary":
         if spec is not None:
             raise ValueError(f"spec applies to the sinusoidal code only. Received: {spec!r}")
-        from pe_core.codes import binary_encode
-
         table = np.asarray(binary_encode(np.arange(length), _check_int("d", d, 1)), np.float64)
         title = f"Binary code ({d} bits)"
         limits, cmap, label = (0.0, 1.0), "Greys", "bit"
@@ -460,8 +461,6 @@ def plot_normalized(lengths: Sequence[int] = (3, 4, 10, 50)) -> Figure:
     >>> len(fig.axes[0].collections)
     2
     """
-    from pe_core.codes import normalized_positions
-
     lengths = tuple(_check_int("length", n, 2) for n in lengths)
     fig, ax = _figure(width=7.0, height=0.7 * len(lengths) + 1.4)
     for row, n in enumerate(lengths):
@@ -563,8 +562,6 @@ def plot_rope_sections(
     """
     from matplotlib.colors import ListedColormap
 
-    from pe_core.rope_nd import pair_axes
-
     cases = [
         (f"contiguous {tuple(sections)}", pair_axes(sections)),
         (f"interleaved {tuple(interleaved)}", pair_axes(interleaved, "interleaved")),
@@ -627,8 +624,6 @@ def plot_alibi(n_heads: int = 8, length: int = 16) -> Figure:
     >>> len(fig.axes[1].lines)
     4
     """
-    from pe_core.alibi import alibi_bias, alibi_slopes
-
     length = _check_int("length", length, 2)
     slopes = alibi_slopes(_check_int("n_heads", n_heads, 1))
     biases = np.asarray(alibi_bias(length, length, n_heads, dtype="float64"))

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core_backends import Namespace
+from pe_core_backends import Namespace, get_namespace
 
 #: Integer positions are split at 2**32 when they may not fit in int32.
 _SPLIT_BITS = 32
@@ -410,8 +410,6 @@ def _cos_sin(
 
 @functools.lru_cache(maxsize=32)
 def _compiled_cos_sin(backend: str, omegas: tuple[float, ...], working: str, scale: float) -> Any:
-    from pe_core_backends import get_namespace
-
     xp = get_namespace(backend)
     return xp.compile(lambda p: _cos_sin(xp, p, omegas, working, scale, None))
 
