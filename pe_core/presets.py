@@ -1,97 +1,71 @@
 """Named specs reproducing the sinusoidal encodings of well-known codebases.
 
-Every preset is an ordinary :class:`~pe_core.spec.Spec`; this table is the single
-place they are defined, and the docs render it.
+Every preset is an ordinary :class:`~pe_core.spec.Spec`, defined in a module of its own
+in ``pe_core/_presets/`` (the module's name is the preset's name; it defines ``PRESET``,
+a :class:`pe_core._presets.Preset`). This module finds them all when it is imported and
+builds the tables below; the docs render them. :data:`PRESETS` is ordered by each
+preset's ``order`` (ties by name): the built-in presets first, as they have always been
+listed, then any added one with a larger ``order``.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping
+from dataclasses import fields
 from types import MappingProxyType
 
+from pe_core import _presets
+from pe_core._presets import Preset
 from pe_core.spec import Spec
 from pe_core.typing import PresetLike
 
-#: Preset name -> (Spec, the codebases whose numbers it reproduces).
-_TABLE: dict[str, tuple[Spec, str]] = {
-    "vaswani": (
-        Spec(name="vaswani"),
-        "Attention Is All You Need; the textbook PyTorch PositionalEncoding modules; "
-        "Hugging Face DistilBERT create_sinusoidal_embeddings; keras-hub "
-        "SinePositionEncoding; PyPI positional-encodings PositionalEncoding1D (even d)",
-    ),
-    "tensor2tensor": (
-        Spec(denominator="half_minus_one", layout="split", odd_d="zero_pad", name="tensor2tensor"),
-        "tensor2tensor common_attention.get_timing_signal_1d (min_timescale=1, "
-        "max_timescale=1e4, start_index=0)",
-    ),
-    "fairseq": (
-        Spec(
-            denominator="half_minus_one",
-            layout="split",
-            offset=2,
-            odd_d="zero_pad",
-            name="fairseq",
-        ),
-        "fairseq SinusoidalPositionalEmbedding with padding_idx=1: the first token "
-        "reads table row padding_idx + 1 = 2",
-    ),
-    "whisper": (
-        Spec(denominator="half_minus_one", layout="split", name="whisper"),
-        "OpenAI whisper model.sinusoids (max_timescale=10000; even channels only)",
-    ),
-    "flax": (
-        Spec(denominator="half_minus_one", layout="split", odd_d="zero_pad", name="flax"),
-        "flax examples (wmt, lm1b) sinusoidal_init (min_scale=1, max_scale=1e4)",
-    ),
-    # N-D presets (pe_core.nd): coordinates (..., axes), one 1-D encoding per axis
-    "mae_2d": (
-        Spec(layout="split", axes=2, axis_order="reversed", name="mae_2d"),
-        "MAE util/pos_embed.get_2d_sincos_pos_embed (rows after the cls row), also in DiT; "
-        "diffusers get_2d_sincos_pos_embed with base_size and interpolation_scale through "
-        "pe_core.grid_encoding. The first half of the features encodes the column",
-    ),
-    "tensor2tensor_2d": (
-        Spec(
-            denominator="half_minus_one",
-            layout="split",
-            odd_d="zero_pad",
-            axes=2,
-            name="tensor2tensor_2d",
-        ),
-        "tensor2tensor common_attention.add_timing_signal_nd on [batch, h, w, channels] "
-        "(min_timescale=1, max_timescale=1e4; channels // 4 pairs per axis)",
-    ),
-    "tensor2tensor_3d": (
-        Spec(
-            denominator="half_minus_one",
-            layout="split",
-            odd_d="zero_pad",
-            axes=3,
-            name="tensor2tensor_3d",
-        ),
-        "tensor2tensor common_attention.add_timing_signal_nd on [batch, t, h, w, channels] "
-        "(channels // 6 pairs per axis)",
-    ),
-    "positional_encodings_2d": (
-        Spec(odd_d="truncate", axes=2, name="positional_encodings_2d"),
-        "PyPI positional-encodings PositionalEncoding2D (channel-last, torch and TF): "
-        "ceil(ch / 4) pairs per axis, truncated to ch",
-    ),
-    "positional_encodings_3d": (
-        Spec(odd_d="truncate", axes=3, name="positional_encodings_3d"),
-        "PyPI positional-encodings PositionalEncoding3D (channel-last, torch and TF): "
-        "ceil(ch / 6) pairs per axis, truncated to ch",
-    ),
-}
+#: Preset name -> :class:`Spec`, and preset name -> its sources: filled by _discover.
+_SPECS: dict[str, Spec] = {}
+_SOURCES: dict[str, str] = {}
+
+
+def _discover() -> None:
+    """(Re)build the tables from the modules found on ``pe_core._presets.__path__``.
+
+    Every module whose name does not start with ``_`` must define ``PRESET``, a
+    :class:`Preset` whose ``spec.name`` is the module's name. The tables are filled in
+    place (:data:`PRESETS` is a view of them), sorted by ``(order, name)``. A private
+    hook: a test extends the package's ``__path__`` with a folder of its own, calls this,
+    and calls it again once the folder is gone.
+    """
+    found: dict[str, Preset] = {}
+    for info in pkgutil.iter_modules(_presets.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{_presets.__name__}.{info.name}")
+        preset = getattr(module, "PRESET", None)
+        if not isinstance(preset, Preset):
+            raise TypeError(
+                f"preset module {module.__name__} must define PRESET, a "
+                f"pe_core._presets.Preset. Received: {preset!r}"
+            )
+        if preset.spec.name != info.name:
+            raise ValueError(
+                f"preset module {module.__name__} defines a Spec named "
+                f"{preset.spec.name!r}. Expected the module's name, {info.name!r}."
+            )
+        found[info.name] = preset
+    ordered = sorted(found.items(), key=lambda item: (item[1].order, item[0]))
+    _SPECS.clear()
+    _SPECS.update((name, preset.spec) for name, preset in ordered)
+    _SOURCES.clear()
+    _SOURCES.update((name, preset.source) for name, preset in ordered)
+
+
+_discover()
 
 #: Preset name -> :class:`Spec` (read-only).
-PRESETS: Mapping[str, Spec] = MappingProxyType({name: spec for name, (spec, _) in _TABLE.items()})
+PRESETS: Mapping[str, Spec] = MappingProxyType(_SPECS)
 
 #: Preset name -> the codebases it matches, for the docs' conventions table.
-PRESET_SOURCES: Mapping[str, str] = MappingProxyType(
-    {name: source for name, (_, source) in _TABLE.items()}
-)
+PRESET_SOURCES: Mapping[str, str] = MappingProxyType(_SOURCES)
 
 DEFAULT_PRESET = "vaswani"
 
@@ -132,8 +106,6 @@ def preset_table_markdown() -> str:
     >>> print(preset_table_markdown().splitlines()[0])
     | preset | `base` | `min_timescale` | `denominator` | `frequencies` | `layout` | `offset` | `odd_d` | `axes` | `axis_order` | reproduces |
     """
-    from dataclasses import fields
-
     names = [f.name for f in fields(Spec) if f.name != "name"]
     lines = [
         "| preset | " + " | ".join(f"`{n}`" for n in names) + " | reproduces |",

@@ -1,0 +1,24 @@
+"""The ``tensor2tensor_3d`` preset: tensor2tensor's 3-D timing signal.
+
+An N-D preset (:mod:`pe_core.nd`): coordinates ``(..., axes)``, one 1-D encoding per axis.
+"""
+
+from __future__ import annotations
+
+from pe_core._presets import Preset
+from pe_core.spec import Spec
+
+PRESET = Preset(
+    spec=Spec(
+        denominator="half_minus_one",
+        layout="split",
+        odd_d="zero_pad",
+        axes=3,
+        name="tensor2tensor_3d",
+    ),
+    source=(
+        "tensor2tensor common_attention.add_timing_signal_nd on [batch, t, h, w, channels] "
+        "(channels // 6 pairs per axis)"
+    ),
+    order=80,
+)
