@@ -109,12 +109,42 @@ def rope_factors(
     if positions.placement == "host":
         if working == "float32" and x_dtype != "float32" and host_float64(xp, x):
             working = "float64"  # float16/bfloat16 x: float64 rotation, rounded once
+    route = factors_route(xp, positions, inv_freq, working, x)
+    if route == "small":
+        # a few positions off an accelerator (decode steps): one float64 pass, no cache
+        assert positions.host is not None
+        cos, sin = small_cos_sin(positions.host, inv_freq, attention_factor)
+        cos, sin = xp.from_host(cos, like=x), xp.from_host(sin, like=x)
+    elif route == "host_table":
         cos, sin = host_factors(xp, positions, inv_freq, attention_factor, working, x)
     else:
         cos, sin = exact_cos_sin(
             xp, positions.array, inv_freq, working=working, scale=attention_factor
         )
     return xp, x, cos, sin, layout, rotary_dim, working
+
+
+def factors_route(
+    xp: Namespace, positions: Positions, inv_freq: tuple[float, ...], working: str, x: Any
+) -> str:
+    """The route of a RoPE call's cos/sin (rows of :data:`~pe_core._kernel.routes.ROUTES`
+    after the decode-step lane): ``"small"`` (one float64 pass, no cache) for a few
+    host positions and float32 ``x`` off accelerators, ``"host_table"`` for other host
+    positions, ``"kernel"`` for positions on an accelerator or traced."""
+    if positions.placement != "host":
+        return "kernel"
+    values, max_abs = positions.host, positions.max_abs
+    assert values is not None and max_abs is not None
+    if (
+        working == "float32"
+        and xp.dtype_of(x) not in ("float16", "bfloat16")
+        and not xp.on_accelerator(x)
+        and small_call_fits(
+            values.size, len(inv_freq), max_abs, 0, inv_freq, integral=values.dtype.kind in "iu"
+        )
+    ):
+        return "small"
+    return "host_table"
 
 
 def host_float64(xp: Namespace, x: Any) -> bool:
@@ -160,17 +190,6 @@ def host_factors(
     assert values is not None and max_abs is not None
     n = len(inv_freq)
     rounded_once = xp.dtype_of(x) in ("float16", "bfloat16")
-    if (
-        working == "float32"
-        and not rounded_once
-        and not xp.on_accelerator(x)
-        and small_call_fits(
-            values.size, n, max_abs, 0, inv_freq, integral=values.dtype.kind in "iu"
-        )
-    ):
-        # a few positions off an accelerator (decode steps): one float64 pass, no cache
-        cos, sin = small_cos_sin(values, inv_freq, attention_factor)
-        return xp.from_host(cos, like=x), xp.from_host(sin, like=x)
 
     def build() -> tuple[np.ndarray, np.ndarray]:
         table = host_sin_cos(
@@ -317,4 +336,3 @@ def scaling_constants(
     the host: compilers embed the result and never trace the freezing)."""
     frozen = freeze(scaling) if scaling is not None else None
     return rope_constants(frozen, base, head_dim, rotary_dim, seq_len)
-

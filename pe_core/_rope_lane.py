@@ -10,8 +10,8 @@ whose every property it can check in a few attribute reads:
   :meth:`~pe_core_backends.Namespace.rotate_small`;
 * ``pos`` is a Python int, a NumPy integer array, or an integer array of ``x``'s
   backend readable without a copy or synchronisation
-  (:meth:`~pe_core_backends.Namespace.host_view`), with at most :data:`FEW_POSITIONS`
-  values of magnitude below :data:`~pe_core._kernel.host_tables.SMALL_MAX_INTEGER`;
+  (:meth:`~pe_core_backends.Namespace.host_view`), with at most :data:`~pe_core._kernel.routes.FEW_POSITIONS`
+  values of magnitude below :data:`~pe_core._kernel.routes.SMALL_MAX_INTEGER`;
 * the rope configuration needs no sequence length (validated once per
   configuration and head size, then cached).
 
@@ -29,9 +29,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from pe_core._kernel.host_tables import SMALL_MAX_INTEGER, SMALL_MAX_PAIRS
 from pe_core._kernel.placement import host_view, namespace_of
 from pe_core._kernel.rope_factors import HostFactors, small_cos_sin
+from pe_core._kernel.routes import FEW_POSITIONS, SMALL_MAX_INTEGER, SMALL_MAX_PAIRS
 from pe_core._rope_call import (
     check_base,
     check_head_dim,
@@ -44,10 +44,7 @@ from pe_core.rope_scaling import needs_seq_len
 from pe_core.validation import broadcasts_into
 from pe_core_backends import Namespace
 
-__all__ = ["FEW_POSITIONS", "few_positions_rope"]
-
-#: Most positions the lane takes (a decode step of a batch of 64 sequences).
-FEW_POSITIONS = 64
+__all__ = ["few_positions_rope"]
 
 
 class _Constants(NamedTuple):
@@ -163,9 +160,7 @@ def _constants(
         check_head_dim(head_dim)
         rotary_dim = check_rotary_dim(rotary_dim, head_dim)
         base = check_base(base)
-        inv_freq, attention_factor = scaling_constants(
-            scaling, base, head_dim, rotary_dim, None
-        )
+        inv_freq, attention_factor = scaling_constants(scaling, base, head_dim, rotary_dim, None)
     except (TypeError, ValueError):
         return None
     return _Constants(tuple(inv_freq), float(attention_factor), layout, 2 * len(inv_freq))

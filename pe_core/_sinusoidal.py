@@ -24,7 +24,7 @@ from pe_core._kernel.features import assemble
 from pe_core._kernel.host_tables import few_integer_sin_cos, host_sin_cos
 from pe_core._kernel.inputs import check_request_size, choose_backend, resolve_dtype
 from pe_core._kernel.placement import Positions, host_view, prepare_positions
-from pe_core._kernel.tables import MIN_PAIRS
+from pe_core._kernel.routes import BUILDS_MIN_PAIRS, FEW_POSITIONS
 from pe_core._schedule import check_d, omegas
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
@@ -127,16 +127,12 @@ def _run(request: _Request) -> Any:
     return xp.copy_into(out, table) if out is not None else table
 
 
-#: Most positions the lane of :func:`_few_integer_positions` takes.
-FEW_POSITIONS = 64
-
-
 def few_integer_positions(pos: Any, d: Any) -> Any | None:
     """The default encoding of a few integer positions, or ``None``.
 
     The lane of the calls models make most (a decode step, a short prompt): float32
-    output of the default spec for up to :data:`FEW_POSITIONS` integer positions of
-    magnitude below :data:`~pe_core._kernel.host_tables.SMALL_MAX_INTEGER`, given as a NumPy
+    output of the default spec for up to :data:`~pe_core._kernel.routes.FEW_POSITIONS` integer positions of
+    magnitude below :data:`~pe_core._kernel.routes.SMALL_MAX_INTEGER`, given as a NumPy
     array or as an array another backend can show the host without a copy or a
     synchronisation (:meth:`~pe_core_backends.Namespace.host_view`: a CPU tensor), built
     by the same float64 pass as the general host route
@@ -194,7 +190,7 @@ def _host_encode(
     values, max_abs = positions.host, positions.max_abs
     assert values is not None and max_abs is not None
     # torch and TensorFlow build large tables with their own (threaded) kernels
-    builds = xp.builds_tables and values.size * len(freqs) >= MIN_PAIRS
+    builds = xp.builds_tables and values.size * len(freqs) >= BUILDS_MIN_PAIRS
     table = host_sin_cos(
         values,
         freqs,
@@ -275,11 +271,12 @@ def _device_encode(
     """Positions on a device or traced: the exact kernel where they live."""
     array = positions.array
     working = _working(out_name, xp)
-    if positions.placement == "traced" and xp.compile_when_traced:
+    route = device_route(xp, positions)
+    if route == "compiled_traced":
         # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call.
         kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d)
         table = kernel(array)
-    elif positions.placement == "device" and xp.compiles:
+    elif route == "compiled_eager":
         # Eager JAX/TensorFlow on a device: one compiled kernel instead of an op-by-op
         # dispatch.
         kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d)
@@ -310,6 +307,19 @@ def _device_encode(
     if out_name != working:
         table = xp.astype(table, xp.dtype(out_name))
     return table
+
+
+def device_route(xp: Namespace, positions: Positions) -> str:
+    """The route of positions on a device or traced (rows of
+    :data:`~pe_core._kernel.routes.ROUTES`): ``"compiled_traced"`` where the compiler
+    tracing them runs the kernel as one call (``Namespace.compile_when_traced``),
+    ``"compiled_eager"`` for eager positions on an accelerator of a compiling backend,
+    else ``"kernel"``."""
+    if positions.placement == "traced" and xp.compile_when_traced:
+        return "compiled_traced"
+    if positions.placement == "device" and xp.compiles:
+        return "compiled_eager"
+    return "kernel"
 
 
 def _kernel(
@@ -365,4 +375,3 @@ def _check_out(xp: Namespace, out: Any, shape: tuple[int, ...], dtype_name: str)
             f"out must have shape {shape} and dtype {dtype_name}. "
             f"Received: shape {xp.shape(out)}, dtype {xp.dtype_of(out)}"
         )
-

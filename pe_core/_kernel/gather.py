@@ -38,23 +38,20 @@ from typing import Any
 import numpy as np
 
 from pe_core._kernel.angles import reduced_angles
+from pe_core._kernel.routes import (
+    GATHER_MAX_ABS,
+    GATHER_MIN_PAIRS,
+    GATHER_MIN_ROWS,
+    GATHER_TABLE_FRACTION,
+)
 from pe_core.rope_layout import TABLE_LAYOUTS
 from pe_core_backends import Namespace, get_namespace
 
 #: The NumPy namespace (host computations), looked up once.
 _NUMPY = get_namespace("numpy")
 
-#: Below this many output rows the lookup does not pay off (compute directly).
-MIN_ROWS = 64
-#: Below this many sin/cos pairs in all, computing directly is as fast.
-MIN_PAIRS = 16_384
-#: The two tables together may have at most ``n_rows / TABLE_FRACTION`` rows.
-TABLE_FRACTION = 4
 #: Bytes of each gathered operand per chunk (cache-sized).
 CHUNK_BYTES = 512 * 1024
-#: Positions are integers of at most this magnitude (float64 holds them exactly).
-MAX_ABS_POSITION = 2**53
-
 FORMS = ("sin_cos", "cos_sin")
 LAYOUTS = TABLE_LAYOUTS  # one definition: pe_core.rope_layout
 
@@ -63,7 +60,8 @@ def gather_plan(values: np.ndarray, n_pairs: int) -> tuple[int, int, int] | None
     """``(lo, A, B)`` for host positions ``values``, or None when the lookup does not apply.
 
     It does not apply to fractional or non-finite values, to too few rows
-    (:data:`MIN_ROWS`, :data:`MIN_PAIRS`), or to positions spread so widely that the
+    (:data:`~pe_core._kernel.routes.GATHER_MIN_ROWS`,
+    :data:`~pe_core._kernel.routes.GATHER_MIN_PAIRS`), or to positions spread so widely that the
     two tables would not be small next to the output (``A + B > n_rows / 4``).
 
     >>> gather_plan(np.random.default_rng(0).permutation(8192), 512)
@@ -74,7 +72,7 @@ def gather_plan(values: np.ndarray, n_pairs: int) -> tuple[int, int, int] | None
     True
     """
     n_rows = int(values.size)
-    if n_pairs <= 0 or n_rows < MIN_ROWS or n_rows * n_pairs < MIN_PAIRS:
+    if n_pairs <= 0 or n_rows < GATHER_MIN_ROWS or n_rows * n_pairs < GATHER_MIN_PAIRS:
         return None
     kind = values.dtype.kind
     if kind not in "iuf":
@@ -84,19 +82,19 @@ def gather_plan(values: np.ndarray, n_pairs: int) -> tuple[int, int, int] | None
         if not np.isfinite(flat).all():
             return None
         lo_f, hi_f = float(flat.min()), float(flat.max())
-        if max(abs(lo_f), abs(hi_f)) > MAX_ABS_POSITION:
+        if max(abs(lo_f), abs(hi_f)) > GATHER_MAX_ABS:
             return None
         if not (np.mod(flat, 1) == 0).all():
             return None
         lo, hi = int(lo_f), int(hi_f)
     else:
         lo, hi = int(flat.min()), int(flat.max())
-        if max(abs(lo), abs(hi)) > MAX_ABS_POSITION:
+        if max(abs(lo), abs(hi)) > GATHER_MAX_ABS:
             return None
     span = hi - lo + 1
     block = 1 << max(0, (math.isqrt(span) - 1).bit_length())
     blocks = -(-span // block)
-    if (blocks + block) * TABLE_FRACTION > n_rows:
+    if (blocks + block) * GATHER_TABLE_FRACTION > n_rows:
         return None
     return lo, blocks, block
 

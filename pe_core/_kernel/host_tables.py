@@ -34,37 +34,23 @@ import numpy as np
 from pe_core._kernel.angles import FRACTION_MAX_TURNS, exact_turns, reduced_turns, turns_fraction
 from pe_core._kernel.features import assemble
 from pe_core._kernel.gather import gather_plan, gathered_unit_complex
-from pe_core._kernel.tables import MIN_PAIRS, contiguous_start, offset_table, table_sin_cos
+from pe_core._kernel.routes import (
+    MAX_KERNEL_FLOAT,
+    RUN_MIN_PAIRS,
+    RUN_MIN_ROWS,
+    SMALL_MAX_INTEGER,
+    SMALL_MAX_PAIRS,
+    SMALL_MAX_TURNS,
+    SMALL_MAX_TURNS_ROUNDED,
+    SMALL_RUN_ROWS,
+    TABLE_MIN_PAIRS,
+    TABLE_MIN_ROWS,
+)
+from pe_core._kernel.tables import contiguous_start, offset_table, table_sin_cos
 from pe_core_backends import Namespace, get_namespace
 
 #: The NumPy namespace (host computations), looked up once.
 _NUMPY = get_namespace("numpy")
-
-#: Largest ``|position + offset|`` of the small-call route for integer positions: the
-#: turns are ``p * frac(f)`` with ``frac(f)`` split in two, the first product exact.
-SMALL_MAX_INTEGER = 2.0**26
-
-#: Largest ``|(position + offset) * w / 2pi|`` (turns) of the small-call route for
-#: fractional positions, float32 work: ``2**24 / 2pi`` (error below 2e-9 rad).
-SMALL_MAX_TURNS = 2.0**24 / (2.0 * math.pi)
-
-#: The same bound where the result is rounded once to float16/bfloat16 (float64 sin
-#: and cos, error below 6e-12: within one ulp of those dtypes down to about 1e-9).
-SMALL_MAX_TURNS_ROUNDED = 2.0**12
-
-#: Float positions from this size on are beyond the NumPy kernel (floor to int64).
-MAX_KERNEL_FLOAT = 2.0**63
-
-#: Most sin/cos pairs in one call of the small-call route.
-SMALL_MAX_PAIRS = 16_384
-
-#: Runs of consecutive positions with at least this many rows and pairs take the
-#: angle-addition tables (:func:`~pe_core._kernel.tables.table_sin_cos`) even when small: from
-#: about there, they are cheaper than one sin and one cos per pair.
-RUN_MIN_ROWS = 16
-RUN_MIN_PAIRS = 2048
-#: Runs of at most this many rows take :func:`run_sin_cos`'s single start row.
-SMALL_RUN_ROWS = 64
 
 _TWO_PI = 2.0 * math.pi
 
@@ -125,9 +111,9 @@ def small_call_fits(
 
     ``integral``: the positions are integers (an integer dtype) and ``offset`` is
     an integer; such positions take the split product (error about 1e-16 turns)
-    below :data:`SMALL_MAX_INTEGER`. Other positions take one float64 product, for
-    float32 work below :data:`SMALL_MAX_TURNS` turns and for results rounded once to
-    float16/bfloat16 below :data:`SMALL_MAX_TURNS_ROUNDED`.
+    below :data:`~pe_core._kernel.routes.SMALL_MAX_INTEGER`. Other positions take one float64 product, for
+    float32 work below :data:`~pe_core._kernel.routes.SMALL_MAX_TURNS` turns and for results rounded once to
+    float16/bfloat16 below :data:`~pe_core._kernel.routes.SMALL_MAX_TURNS_ROUNDED`.
 
     >>> small_call_fits(1, 64, 1000.0, 0, integral=True), small_call_fits(1, 64, 2.0**30, 0)
     (True, False)
@@ -188,7 +174,7 @@ def few_integer_sin_cos(values: np.ndarray, omegas: tuple[float, ...]) -> np.nda
     The same numbers as :func:`host_sin_cos` gives these positions (``offset=0``,
     ``layout="interleaved"``, float32: the same float64 operations in the same order as
     :func:`small_sin_cos`, or the angle-addition tables for a run of at least
-    :data:`RUN_MIN_ROWS` rows and :data:`RUN_MIN_PAIRS` pairs), for the calls whose cost
+    :data:`~pe_core._kernel.routes.RUN_MIN_ROWS` rows and :data:`~pe_core._kernel.routes.RUN_MIN_PAIRS` pairs), for the calls whose cost
     is their dispatch (a decode step, a short prompt): one pass over the values checks
     the domain, and a single position multiplies the frequencies as a Python int.
     ``None`` outside :func:`small_call_fits`' integral domain. (Handing the non-run
@@ -234,8 +220,8 @@ def few_integer_sin_cos(values: np.ndarray, omegas: tuple[float, ...]) -> np.nda
 def run_sin_cos(start: int, n_rows: int, omegas: tuple[float, ...]) -> np.ndarray:
     """The interleaved float32 table of the positions ``start, ..., start + n_rows - 1``.
 
-    A few rows (at most :data:`SMALL_RUN_ROWS`) near the origin (``|start|`` and the last
-    position below :data:`SMALL_MAX_INTEGER`): the start row from one float64 pass
+    A few rows (at most :data:`~pe_core._kernel.routes.SMALL_RUN_ROWS`) near the origin (``|start|`` and the last
+    position below :data:`~pe_core._kernel.routes.SMALL_MAX_INTEGER`): the start row from one float64 pass
     (``sin + i cos`` of the exactly reduced angle), times the cached ``cos - i sin`` of
     the offsets ``0 .. n_rows - 1`` (:func:`~pe_core._kernel.tables.offset_table`): one complex
     multiply, whose real and imaginary parts are the interleaved sin and cos. Within
@@ -348,11 +334,74 @@ def host_sin_cos(
     >>> bool(np.allclose(t, np.stack([np.sin(np.arange(5, 9)), np.cos(np.arange(5, 9))], -1)))
     True
     """
-    n_rows, n_pairs = values.size, len(omegas)
+    n_rows = values.size
     rounded_once = rounded_once or working == "float64"
-    integral = values.dtype.kind in "iu" and _is_integer(offset)
+    numpy = _NUMPY
+    xp = numpy if xp is None else xp
+    route, start = host_route(
+        values,
+        omegas,
+        offset=offset,
+        layout=layout,
+        working=working,
+        max_abs=max_abs,
+        rounded_once=rounded_once,
+        mutable=xp.mutable,
+    )
+    if route == "small":
+        return small_sin_cos(
+            values, omegas, offset=offset, layout=layout, rounded_once=rounded_once
+        )
+    if route == "run_start_row":
+        return run_sin_cos(start, n_rows, omegas)
+    if route == "run_tables":
+        return table_sin_cos(
+            xp, start, n_rows, omegas, offset=offset, layout=layout, working=working, like=like
+        )
+    if route == "gather":
+        gathered = _gathered(
+            xp, values, omegas, offset=offset, layout=layout, working=working, like=like
+        )
+        if gathered is not None:
+            return gathered
+    turns = host_turns(values.reshape(-1), omegas, offset=offset, working=working, max_abs=max_abs)
+    angles = turns * (2.0 * math.pi)
+    return assemble(numpy, np.sin(angles), np.cos(angles), layout)
+
+
+def host_route(
+    values: np.ndarray,
+    omegas: tuple[float, ...],
+    *,
+    offset: int | float,
+    layout: str,
+    working: str,
+    max_abs: float,
+    rounded_once: bool,
+    mutable: bool,
+) -> tuple[str, int]:
+    """The route :func:`host_sin_cos` takes for host ``values``, and a run's first
+    position (0 for routes other than runs).
+
+    The rows of :data:`~pe_core._kernel.routes.ROUTES` for host positions, tried in
+    order: a run of consecutive positions (``"run_start_row"`` for a few interleaved
+    float32 rows, else ``"run_tables"``), ``"small"``, ``"gather"`` (a mutable
+    backend), ``"exact_kernel"``. ``rounded_once`` is true for float64 work.
+
+    >>> host_route(np.arange(5), (1.0,), offset=0, layout="split", working="float32",
+    ...            max_abs=4.0, rounded_once=False, mutable=True)
+    ('small', 0)
+    >>> host_route(np.arange(100, 116), (1.0,) * 128, offset=0, layout="interleaved",
+    ...            working="float32", max_abs=115.0, rounded_once=False, mutable=True)
+    ('run_start_row', 100)
+    """
+    n_rows, n_pairs = values.size, len(omegas)
     start = _run_start(values, n_pairs, rounded_once)
-    if start is None and small_call_fits(
+    if start is not None:
+        few = offset == 0 and layout == "interleaved" and working == "float32"
+        return ("run_start_row" if few and n_rows <= SMALL_RUN_ROWS else "run_tables"), start
+    integral = values.dtype.kind in "iu" and _is_integer(offset)
+    if small_call_fits(
         n_rows,
         n_pairs,
         max_abs,
@@ -362,51 +411,21 @@ def host_sin_cos(
         rounded_once=rounded_once,
         integral=integral,
     ):
-        return small_sin_cos(
-            values, omegas, offset=offset, layout=layout, rounded_once=rounded_once
-        )
-    numpy = _NUMPY
-    xp = numpy if xp is None else xp
-    if start is not None:
-        return _run_table(xp, start, n_rows, omegas, offset, layout, working, like)
-    gathered = _gathered(
-        xp, values, omegas, offset=offset, layout=layout, working=working, like=like
-    )
-    if gathered is not None:
-        return gathered
-    turns = host_turns(values.reshape(-1), omegas, offset=offset, working=working, max_abs=max_abs)
-    angles = turns * (2.0 * math.pi)
-    return assemble(numpy, np.sin(angles), np.cos(angles), layout)
+        return "small", 0
+    if mutable and gather_plan(values, n_pairs) is not None:
+        return "gather", 0
+    return "exact_kernel", 0
 
 
 def _run_start(values: np.ndarray, n_pairs: int, rounded_once: bool) -> int | None:
     """The first position if ``values`` are a run worth the angle-addition tables:
-    small runs (:data:`RUN_MIN_ROWS`, :data:`RUN_MIN_PAIRS`) for float32 results, and
-    large ones (64 rows, :data:`~pe_core._kernel.tables.MIN_PAIRS`) always."""
+    small runs (:data:`~pe_core._kernel.routes.RUN_MIN_ROWS`, :data:`~pe_core._kernel.routes.RUN_MIN_PAIRS`) for float32 results, and
+    large ones (:data:`~pe_core._kernel.routes.TABLE_MIN_ROWS`,
+    :data:`~pe_core._kernel.routes.TABLE_MIN_PAIRS`) always."""
     n_rows = values.size
     small_run = not rounded_once and n_rows >= RUN_MIN_ROWS and n_rows * n_pairs >= RUN_MIN_PAIRS
-    large_run = n_rows >= 64 and n_rows * n_pairs >= MIN_PAIRS
+    large_run = n_rows >= TABLE_MIN_ROWS and n_rows * n_pairs >= TABLE_MIN_PAIRS
     return contiguous_start(values) if small_run or large_run else None
-
-
-def _run_table(
-    xp: Namespace,
-    start: int,
-    n_rows: int,
-    omegas: tuple[float, ...],
-    offset: int | float,
-    layout: str,
-    working: str,
-    like: Any,
-) -> Any:
-    """The table of the run ``start, start + 1, ...``: one start row for a few
-    interleaved float32 rows (:func:`run_sin_cos`), else the blocked tables."""
-    if offset == 0 and layout == "interleaved" and working == "float32":
-        if n_rows <= SMALL_RUN_ROWS:
-            return run_sin_cos(start, n_rows, omegas)
-    return table_sin_cos(
-        xp, start, n_rows, omegas, offset=offset, layout=layout, working=working, like=like
-    )
 
 
 def host_turns(
@@ -462,9 +481,8 @@ def _gathered(
     working: str,
     like: Any,
 ) -> Any:
-    """The lookup route of :mod:`pe_core._kernel.gather`, or None where it does not apply."""
-    if not xp.mutable or gather_plan(values, len(omegas)) is None:
-        return None
+    """The lookup route of :mod:`pe_core._kernel.gather` (its plan already found by
+    :func:`host_route`), or None where it does not apply."""
     target = xp.empty((values.size, 2 * len(omegas)), xp.dtype(working), like=like)
     return gathered_unit_complex(
         xp,

@@ -32,17 +32,11 @@ from typing import Any
 import numpy as np
 
 from pe_core._kernel.inputs import as_positions, check_finite, fits_backend
+from pe_core._kernel.routes import CHECK_IN_PYTHON, MAX_KERNEL_FLOAT, MAX_KERNEL_FLOAT_INT32
 from pe_core_backends import Namespace, backend_of, from_dlpack, get_namespace, is_dlpack
 
 #: The NumPy namespace (host computations), looked up once.
 _NUMPY = get_namespace("numpy")
-
-#: Float positions below this size are exact in the device kernel where the backend
-#: has int64 (every integer position of every dtype is; see :mod:`pe_core._kernel.angles`).
-MAX_POSITION = 2.0**63
-
-#: The same where the backend has no int64 (JAX without x64).
-MAX_POSITION_INT32 = 2.0**31
 
 
 def kernel_limit(xp: Namespace) -> float:
@@ -54,7 +48,7 @@ def kernel_limit(xp: Namespace) -> float:
     >>> kernel_limit(get_namespace("numpy")) == 2.0**63
     True
     """
-    return MAX_POSITION if xp.supports("int64") else MAX_POSITION_INT32
+    return MAX_KERNEL_FLOAT if xp.supports("int64") else MAX_KERNEL_FLOAT_INT32
 
 
 def _kernel_takes(values: np.ndarray, max_abs: float, xp: Namespace) -> bool:
@@ -169,7 +163,7 @@ def check_host_positions(values: np.ndarray, *, what: str = "positions") -> floa
     ValueError: positions must be finite; found np.float64(inf) at index (1,) (1 non-finite value(s) in all).
     """
     max_abs: float | None
-    if values.dtype.kind in "iu" and 0 < values.size <= 64:
+    if values.dtype.kind in "iu" and 0 < values.size <= CHECK_IN_PYTHON:
         # a few integers (decode steps): Python is quicker than NumPy reductions here
         max_abs = float(max(abs(v) for v in values.reshape(-1).tolist()))
     elif values.dtype.kind in "iu" and values.size:

@@ -123,4 +123,3 @@ def small_cos_sin(
         cos *= np.float32(attention_factor)
         sin *= np.float32(attention_factor)
     return cos, sin
-

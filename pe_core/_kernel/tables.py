@@ -26,9 +26,6 @@ import numpy as np
 from pe_core._kernel.angles import reduced_angles
 from pe_core_backends import Namespace, get_namespace
 
-#: Below this many sin/cos pairs in all, computing directly is as fast.
-MIN_PAIRS = 16_384
-
 
 def contiguous_start(values: np.ndarray | None) -> int | None:
     """``start`` if ``values`` (flattened) are ``start, start + 1, ...`` integers, else None.
