@@ -599,3 +599,35 @@ def test_rope_norm_catches_scaling():
     with pytest.raises(pt.PropertyFailure) as info:
         pt.check_rope_norm(yarn_like, x, positions, atol=1e-6)
     assert info.value.name == "rope norm" and info.value.error == pytest.approx(0.1, rel=1e-5)
+
+
+# -- running a check ----------------------------------------------------------------
+
+
+def test_run_check_reports_a_pass_with_the_measured_error():
+    encode = lambda p, d: pe_core.encode(p, d)  # noqa: E731
+    outcome = pt.run_check(lambda: pt.check_agreement(encode, None, 8, np.arange(100)))
+    assert outcome.status == "PASS" and outcome.message == ""
+    assert 0 <= outcome.error < 1e-6
+
+
+def test_run_check_reports_a_failure_with_its_numbers():
+    doubled = lambda p, d: 2 * pe_core.encode(p, d)  # noqa: E731
+    outcome = pt.run_check(lambda: pt.check_bounded(doubled, None, 4, np.arange(3)))
+    assert outcome.status == "FAIL" and outcome.error == 1.0
+    assert outcome.message.startswith("error 1 > tolerance 1e-05; worst: position ")
+
+
+def test_run_check_reports_any_other_exception_as_an_error_on_one_line():
+    def crash():
+        raise RuntimeError("first line\n  second line")
+
+    outcome = pt.run_check(crash)
+    assert outcome.status == "ERROR" and math.isnan(outcome.error)
+    assert outcome.message == "RuntimeError: first line second line"
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        pt.run_check(interrupted)

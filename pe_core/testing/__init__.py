@@ -12,7 +12,8 @@ The public test toolkit, in three parts (``import pe_core`` never loads it):
   :func:`check_rope_agreement`, :func:`check_rope_relative_scores`,
   :func:`check_rope_norm`; any backend-parametrised computation:
   :func:`check_cross_backend_agreement`. They need NumPy only (mpmath for the exact
-  reference).
+  reference). :func:`run_check` runs one and reports a :class:`CheckOutcome`
+  (``"PASS"``, ``"FAIL"`` or ``"ERROR"``) instead of raising.
 * :mod:`pe_core.testing.references`: what the checks compare with, restated from the
   definitions: :func:`reference_encoding` (float64), :func:`exact_encoding` (mpmath),
   :func:`reference_rope` (float64), :func:`uniqueness_window`.
@@ -23,7 +24,7 @@ The public test toolkit, in three parts (``import pe_core`` never loads it):
   searched under Hypothesis against a function ``fn(positions, d)``, reporting the
   minimised counterexamples.
 
-``pe-core check`` runs these checks on fixed grids. :class:`HostReadError` and
+``pe-core check`` runs these checks on fixed grids, through :func:`run_check`. :class:`HostReadError` and
 :func:`forbid_host_reads` (from :mod:`pe_core.host_reads`) are here too, for tests of
 code that must not read device arrays back.
 
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from pe_core.host_reads import HostReadError, forbid_host_reads
 from pe_core.testing.checks import (
     PROPERTIES,
+    CheckOutcome,
     EncodingFunction,
     PropertyFailure,
     RopeFunction,
@@ -54,6 +56,7 @@ from pe_core.testing.checks import (
     check_rope_relative_scores,
     check_shift,
     check_uniqueness,
+    run_check,
 )
 from pe_core.testing.references import (
     exact_encoding,
@@ -74,6 +77,7 @@ if TYPE_CHECKING:  # loaded on first use by __getattr__ (they need Hypothesis)
 
 __all__ = [
     "PROPERTIES",
+    "CheckOutcome",
     "EncodingFunction",
     "HostReadError",
     "PropertyFailure",
@@ -97,6 +101,7 @@ __all__ = [
     "position_arrays",
     "reference_encoding",
     "reference_rope",
+    "run_check",
     "specs",
     "uniqueness_window",
 ]
