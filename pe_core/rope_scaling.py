@@ -21,14 +21,16 @@ length-extrapolation scale).
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import sys
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
+from pe_core import _scaling
+from pe_core._scaling._common import _even_rotary_dim, _real, _require, _top
+from pe_core._scaling._types import MissingRopeKeyError, RopeScalingType, ScalingInputs
 from pe_core.validation import positive_int
 
 __all__ = [
@@ -70,131 +72,6 @@ _TYPE_ALIASES = {"mrope": "default"}
 #: (transformers' ``RotaryEmbeddingConfigMixin.default_theta``).
 DEFAULT_THETA = 10000.0
 
-#: Top-level synonyms of older configs: (current key, legacy key), read as one value
-#: (a disagreement is an error). GPT-NeoX/Pythia: ``rotary_pct``, ``rotary_emb_base``;
-#: GPT-J/GPT-2/CodeGen: ``n_embd``, ``n_head``, ``n_positions``.
-_SYNONYMS = {
-    "partial_rotary_factor": "rotary_pct",
-    "rope_theta": "rotary_emb_base",
-    "hidden_size": "n_embd",
-    "num_attention_heads": "n_head",
-    "max_position_embeddings": "n_positions",
-}
-
-
-class MissingRopeKeyError(KeyError, ValueError):
-    """A key the config needs is missing.
-
-    Both a :class:`KeyError` (what transformers raises for a missing rope key) and a
-    :class:`ValueError` (what pe_core raises for a bad config), so either ``except``
-    catches it.
-
-    >>> try:
-    ...     rope_frequencies({"head_dim": 8, "rope_scaling": {"rope_type": "linear"}})
-    ... except KeyError as error:
-    ...     print(error)
-    rope_type 'linear' requires the key 'factor' in rope_parameters/rope_scaling, but it is missing. Present keys: ['rope_type'].
-    """
-
-    def __str__(self) -> str:  # KeyError would print the repr of the message
-        return str(self.args[0]) if self.args else ""
-
-
-class ScalingInputs(NamedTuple):
-    """What a scaling type's function reads (see :data:`SCALING_TYPES`)."""
-
-    #: The whole config mapping (for ``max_position_embeddings`` and the like).
-    config: Mapping[str, Any]
-    #: The rope dict of the type (``rope_parameters``/``rope_scaling``).
-    params: Mapping[str, Any]
-    #: ``rope_theta``, a finite float > 1.
-    theta: float
-    #: Features per head.
-    head_dim: int
-    #: Rotated pairs: ``rotary_dim // 2``.
-    pairs: int
-    #: Current sequence length, or ``None`` (only types with ``needs_seq_len`` get one).
-    seq_len: int | None
-    #: Whether the rope dict came from a per-layer-type nesting.
-    nested: bool
-
-    @property
-    def rotary_dim(self) -> int:
-        """Rotated features: ``2 * pairs``."""
-        return 2 * self.pairs
-
-
-@dataclasses.dataclass(frozen=True)
-class RopeScalingType:
-    """One ``rope_type``: how it computes its frequencies and which keys it reads.
-
-    Parameters
-    ----------
-    compute : callable
-        ``compute(inputs: ScalingInputs) -> (inv_freq, attention_factor)``: float64
-        ``inv_freq`` of ``inputs.pairs`` entries (radians per position) and the factor
-        cos/sin are multiplied by.
-    required : tuple of str
-        Keys the rope dict must hold (a missing one raises :class:`MissingRopeKeyError`).
-    optional : tuple of str
-        Other keys it may hold (besides the common ones: ``rope_theta``,
-        ``partial_rotary_factor``, ...). Any key outside both is an error.
-    needs_seq_len : bool
-        The frequencies depend on the sequence length: :func:`pe_core.apply_rope` passes
-        ``seq_len = max(pos) + 1`` (known positions only) and N-D RoPE refuses the type.
-
-    Examples
-    --------
-    >>> SCALING_TYPES["linear"].required, SCALING_TYPES["dynamic"].needs_seq_len
-    (('factor',), True)
-    """
-
-    compute: Callable[[ScalingInputs], tuple[np.ndarray, float]]
-    required: tuple[str, ...] = ()
-    optional: tuple[str, ...] = ()
-    needs_seq_len: bool = False
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-
-
-def _real(
-    value: Any,
-    name: str,
-    *,
-    rope_type: str | None = None,
-    minimum: float | None = None,
-) -> float:
-    """Return ``value`` as a finite float, or raise naming ``name`` (and the rope_type)."""
-    where = f" for rope_type '{rope_type}'" if rope_type else ""
-    if not _is_real(value) or not math.isfinite(float(value)):
-        raise ValueError(f"{name}{where} must be a finite real number, got {value!r}.")
-    out = float(value)
-    if minimum is not None and out <= minimum:
-        raise ValueError(f"{name}{where} must be > {minimum:g}, got {value!r}.")
-    return out
-
-
-def _even_rotary_dim(value: Any, name: str = "rotary_dim") -> int:
-    dim = positive_int(value, name)
-    if dim % 2:
-        raise ValueError(f"{name} must be even (RoPE rotates pairs of features), got {dim}.")
-    return dim
-
-
-def _require(params: Mapping[str, Any], key: str, rope_type: str) -> Any:
-    """Fetch a key a rope_type cannot do without; missing or None raises MissingRopeKeyError."""
-    if params.get(key) is None:
-        raise MissingRopeKeyError(
-            f"rope_type '{rope_type}' requires the key '{key}' in rope_parameters/rope_scaling, "
-            f"but it is missing. Present keys: {sorted(params)}."
-        )
-    return params[key]
-
 
 # --------------------------------------------------------------------------- config reading
 
@@ -230,21 +107,6 @@ def config_mapping(config: Any, what: str = "config") -> Mapping[str, Any]:
         f"{what} must be a mapping (a parsed config.json) or an object with to_dict() "
         f"(a transformers PretrainedConfig), got {type(config).__name__}."
     )
-
-
-def _top(config: Mapping[str, Any], key: str) -> Any:
-    """A top-level value, read under its current and its legacy name (they must agree)."""
-    value = config.get(key)
-    legacy = _SYNONYMS.get(key)
-    if legacy is None or config.get(legacy) is None:
-        return value
-    old = config[legacy]
-    if value is not None and value != old:
-        raise ValueError(
-            f"Conflicting keys: {key}={value!r} and {legacy}={old!r} (the legacy name of "
-            f"{key}) disagree. Remove one of them or make them equal."
-        )
-    return old
 
 
 def _is_nested(raw: Mapping[str, Any]) -> bool:
@@ -426,44 +288,6 @@ def _head_dim(config: Mapping[str, Any], layer_type: str | None = None) -> int:
     return positive_int(hidden, "hidden_size") // positive_int(heads, "num_attention_heads")
 
 
-def _max_positions(
-    config: Mapping[str, Any], rope_type: str, params: Mapping[str, Any] | None = None
-) -> int:
-    """``max_position_embeddings`` of the config (or of the rope dict; both must agree)."""
-    value = _top(config, "max_position_embeddings")
-    inner = None if params is None else params.get("max_position_embeddings")
-    if value is not None and inner is not None and value != inner:
-        raise ValueError(
-            f"Conflicting keys: max_position_embeddings={value!r} in the config and "
-            f"{inner!r} in the rope parameters disagree."
-        )
-    value = inner if value is None else value
-    if value is None:
-        raise MissingRopeKeyError(
-            f"rope_type '{rope_type}' requires the key 'max_position_embeddings' in the config, "
-            "but it is missing."
-        )
-    return positive_int(value, "max_position_embeddings")
-
-
-def _original_max_positions(
-    config: Mapping[str, Any], params: Mapping[str, Any], rope_type: str, nested: bool
-) -> int:
-    """Pre-training context length, with transformers v5 ``standardize_rope_params`` priority.
-
-    1. a top-level ``original_max_position_embeddings`` (Phi-3 style) wins, except
-       for per-layer (nested) rope parameters, where transformers ignores it;
-    2. then the one inside the rope dict;
-    3. else ``max_position_embeddings``.
-    """
-    for source in (params,) if nested else (config, params):
-        if source.get("original_max_position_embeddings") is not None:
-            return positive_int(
-                source["original_max_position_embeddings"], "original_max_position_embeddings"
-            )
-    return _max_positions(config, rope_type, params)
-
-
 def _partial_factor(config: Mapping[str, Any], params: Mapping[str, Any]) -> float | None:
     partial = params.get("partial_rotary_factor")
     if partial is None:
@@ -511,233 +335,41 @@ def _rotary_pairs(
     return rotary_dim // 2
 
 
-def _base_inv_freq(theta: float, dim: int) -> np.ndarray:
-    exponents = np.arange(0, dim, 2, dtype=np.int64).astype(np.float64) / dim
-    return 1.0 / (theta**exponents)
+# --------------------------------------------------------------------------- the types
+
+#: Every ``rope_type`` :func:`rope_frequencies` understands: its function and keys, sorted
+#: by name. Each is a module of ``pe_core/_scaling/`` (its name is the type's) defining
+#: ``SCALING_TYPE``, a :class:`RopeScalingType`; adding a type is adding one such module
+#: (docs/architecture.md). :func:`pe_core.rope.apply_rope`, :mod:`pe_core.rope_nd` and
+#: the layers read this table.
+SCALING_TYPES: dict[str, RopeScalingType] = {}
 
 
-def _factor(value: Any, rope_type: str, name: str = "factor") -> float:
-    """A scaling factor: finite, > 0 and a normal float (its inverse stays finite)."""
-    out = _real(value, name, rope_type=rope_type, minimum=0)
-    if out < sys.float_info.min:
-        raise ValueError(
-            f"{name} for rope_type '{rope_type}' must be > 0 and a normal float "
-            f"(>= {sys.float_info.min!r}), got {value!r}."
-        )
-    return out
+def _discover() -> None:
+    """(Re)fill :data:`SCALING_TYPES` from the modules on ``pe_core._scaling.__path__``.
+
+    Every module whose name does not start with ``_`` must define ``SCALING_TYPE``, a
+    :class:`RopeScalingType`; it is filed under the module's name. The dict is filled in
+    place, sorted by name. A private hook: a test extends the package's ``__path__``
+    with a folder of its own, calls this, and calls it again once the folder is gone.
+    """
+    found: dict[str, RopeScalingType] = {}
+    for info in pkgutil.iter_modules(_scaling.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{_scaling.__name__}.{info.name}")
+        entry = getattr(module, "SCALING_TYPE", None)
+        if not isinstance(entry, RopeScalingType):
+            raise TypeError(
+                f"scaling type module {module.__name__} must define SCALING_TYPE, a "
+                f"pe_core.rope_scaling.RopeScalingType. Received: {entry!r}"
+            )
+        found[info.name] = entry
+    SCALING_TYPES.clear()
+    SCALING_TYPES.update(sorted(found.items()))
 
 
-# --------------------------------------------------------------------------- rope types
-
-
-def _default(a: ScalingInputs) -> tuple[np.ndarray, float]:
-    return _base_inv_freq(a.theta, a.rotary_dim), 1.0
-
-
-def _linear(a: ScalingInputs) -> tuple[np.ndarray, float]:
-    params, theta, dim = a.params, a.theta, a.rotary_dim
-    factor = _factor(_require(params, "factor", "linear"), "linear")
-    return _base_inv_freq(theta, dim) / factor, 1.0
-
-
-def _proportional(a: ScalingInputs) -> tuple[np.ndarray, float]:
-    """transformers' ``_compute_proportional_rope_parameters`` (Gemma 4 full attention)."""
-    params, theta, head_dim, pairs = a.params, a.theta, a.head_dim, a.pairs
-    if head_dim % 2:
-        raise ValueError(
-            f"rope_type 'proportional' rotates the whole head in pairs; head_dim={head_dim} is odd."
-        )
-    factor = params.get("factor")
-    factor = 1.0 if factor is None else _factor(factor, "proportional")
-    exponents = np.arange(0, 2 * pairs, 2, dtype=np.int64).astype(np.float64) / head_dim
-    inv_freq = np.zeros(head_dim // 2, dtype=np.float64)
-    inv_freq[:pairs] = 1.0 / (theta**exponents)
-    return inv_freq / factor, 1.0
-
-
-def _dynamic(a: ScalingInputs) -> tuple[np.ndarray, float]:
-    config, params, theta, dim, seq_len = a.config, a.params, a.theta, a.rotary_dim, a.seq_len
-    factor = _factor(_require(params, "factor", "dynamic"), "dynamic")
-    if dim <= 2:
-        raise ValueError(
-            f"rope_type 'dynamic' needs rotary_dim > 2 (exponent dim/(dim-2)), got {dim}."
-        )
-    max_pos = _max_positions(config, "dynamic", params)
-    length = max_pos if seq_len is None else max(seq_len, max_pos)
-    base = theta * ((factor * length / max_pos) - (factor - 1)) ** (dim / (dim - 2))
-    return _base_inv_freq(base, dim), 1.0
-
-
-def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
-    if scale <= 1:
-        return 1.0
-    return 0.1 * mscale * math.log(scale) + 1.0
-
-
-def _yarn(a: ScalingInputs) -> tuple[np.ndarray, float]:
-    config, params, theta, dim, nested = a.config, a.params, a.theta, a.rotary_dim, a.nested
-    if "factor" not in params:
-        raise MissingRopeKeyError(
-            "rope_type 'yarn' requires the key 'factor' in rope_parameters/rope_scaling, "
-            f"but it is missing. Present keys: {sorted(params)}."
-        )
-    original = _original_max_positions(config, params, "yarn", nested)
-    factor = params["factor"]
-    if factor is None:  # v5: fall back to the implicit ratio post-/pre-yarn context length
-        factor = _max_positions(config, "yarn", params) / original
-    factor = _factor(factor, "yarn")
-
-    attention_factor = params.get("attention_factor")
-    mscale, mscale_all_dim = params.get("mscale"), params.get("mscale_all_dim")
-    if attention_factor is None:
-        if mscale and mscale_all_dim:
-            attention_factor = _yarn_mscale(
-                factor, _real(mscale, "mscale", rope_type="yarn")
-            ) / _yarn_mscale(factor, _real(mscale_all_dim, "mscale_all_dim", rope_type="yarn"))
-        else:
-            attention_factor = _yarn_mscale(factor)
-    attention_factor = _real(attention_factor, "attention_factor", rope_type="yarn", minimum=0)
-
-    beta_fast = _real(params.get("beta_fast") or 32, "beta_fast", rope_type="yarn", minimum=0)
-    beta_slow = _real(params.get("beta_slow") or 1, "beta_slow", rope_type="yarn", minimum=0)
-    truncate = params.get("truncate", True)
-    if truncate is not None and not isinstance(truncate, (bool, np.bool_)):
-        raise ValueError(
-            f"truncate for rope_type 'yarn' must be true, false or null, got {truncate!r}."
-        )
-
-    def correction_dim(num_rotations: float) -> float:
-        return (dim * math.log(original / (num_rotations * 2 * math.pi))) / (2 * math.log(theta))
-
-    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
-    if truncate:
-        low, high = math.floor(low), math.ceil(high)
-    low, high = max(low, 0), min(high, dim - 1)
-    if low == high:
-        high += 0.001  # transformers: prevent a zero-width ramp
-    ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
-    extrapolation_weight = 1.0 - ramp
-
-    pos_freqs = theta ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
-    inv_extrapolation = 1.0 / pos_freqs
-    inv_interpolation = 1.0 / (factor * pos_freqs)
-    inv_freq = (
-        inv_interpolation * (1.0 - extrapolation_weight) + inv_extrapolation * extrapolation_weight
-    )
-    return inv_freq, attention_factor
-
-
-def _factor_list(params: Mapping[str, Any], key: str, dim: int) -> np.ndarray:
-    raw = _require(params, key, "longrope")
-    expected = (
-        f"{key} for rope_type 'longrope' must be a list of rotary_dim // 2 = {dim // 2} "
-        "finite numbers > 0"
-    )
-    if isinstance(raw, (str, bytes, Mapping)) or not hasattr(raw, "__len__"):
-        raise ValueError(f"{expected}, got {type(raw).__name__} {raw!r}.")
-    if any(
-        isinstance(v, (bool, np.bool_)) or not _is_real(v)
-        for v in np.ravel(np.asarray(raw, dtype=object))
-    ):
-        raise ValueError(f"{expected}, got a non-number in {raw!r}.")
-    values = np.asarray(raw, dtype=np.float64)
-    if values.shape != (dim // 2,):
-        raise ValueError(f"{expected}, got shape {values.shape}.")
-    if not np.all(np.isfinite(values)) or not np.all(values > 0):
-        bad = int(np.argmin(np.isfinite(values) & (values > 0)))
-        raise ValueError(f"{expected}, got {key}[{bad}] = {values[bad]!r}.")
-    return values
-
-
-def _longrope(a: ScalingInputs) -> tuple[np.ndarray, float]:
-    config, params, theta, dim, nested = a.config, a.params, a.theta, a.rotary_dim, a.nested
-    seq_len = a.seq_len
-    short_factor = _factor_list(params, "short_factor", dim)
-    long_factor = _factor_list(params, "long_factor", dim)
-    original = _original_max_positions(config, params, "longrope", nested)
-    factor = params.get("factor")
-    if factor is None:  # Phi-3 style: the ratio of the two context lengths
-        factor = _max_positions(config, "longrope", params) / original
-    factor = _factor(factor, "longrope")
-
-    attention_factor = params.get("attention_factor")
-    if attention_factor is None:
-        if factor <= 1.0:
-            attention_factor = 1.0
-        else:
-            attention_factor = math.sqrt(1 + math.log(factor) / math.log(original))
-    attention_factor = _real(attention_factor, "attention_factor", rope_type="longrope", minimum=0)
-
-    ext_factors = long_factor if seq_len and seq_len > original else short_factor
-    exponents = np.arange(0, dim, 2, dtype=np.int64).astype(np.float64) / dim
-    return 1.0 / (ext_factors * theta**exponents), attention_factor
-
-
-def _llama3(a: ScalingInputs) -> tuple[np.ndarray, float]:
-    config, params, theta, dim, nested = a.config, a.params, a.theta, a.rotary_dim, a.nested
-    factor = _factor(_require(params, "factor", "llama3"), "llama3")
-    low_freq_factor = _real(
-        _require(params, "low_freq_factor", "llama3"),
-        "low_freq_factor",
-        rope_type="llama3",
-        minimum=0,
-    )
-    high_freq_factor = _real(
-        _require(params, "high_freq_factor", "llama3"), "high_freq_factor", rope_type="llama3"
-    )
-    if high_freq_factor < low_freq_factor:
-        raise ValueError(
-            "high_freq_factor for rope_type 'llama3' must be >= low_freq_factor, got "
-            f"high_freq_factor={high_freq_factor!r}, low_freq_factor={low_freq_factor!r}."
-        )
-    old_context_len = _original_max_positions(config, params, "llama3", nested)
-
-    inv_freq = _base_inv_freq(theta, dim)
-    low_freq_wavelen = old_context_len / low_freq_factor
-    high_freq_wavelen = old_context_len / high_freq_factor
-    wavelen = 2 * math.pi / inv_freq
-    inv_freq_llama = np.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
-    if high_freq_factor == low_freq_factor:  # Llama 4: a step, no smooth band
-        return np.where(wavelen >= low_freq_wavelen, inv_freq / factor, inv_freq), 1.0
-    smooth = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
-    smoothed = (1 - smooth) * inv_freq_llama / factor + smooth * inv_freq_llama
-    is_medium = ~(wavelen < high_freq_wavelen) & ~(wavelen > low_freq_wavelen)
-    return np.where(is_medium, smoothed, inv_freq_llama), 1.0
-
-
-#: Every ``rope_type`` :func:`rope_frequencies` understands: its function and keys.
-#: Adding a scaling type is adding one entry here (see :class:`RopeScalingType`);
-#: :func:`pe_core.rope.apply_rope`, :mod:`pe_core.rope_nd` and the layers read this table.
-SCALING_TYPES: dict[str, RopeScalingType] = {
-    "default": RopeScalingType(_default),
-    "dynamic": RopeScalingType(_dynamic, required=("factor",), needs_seq_len=True),
-    "linear": RopeScalingType(_linear, required=("factor",)),
-    "llama3": RopeScalingType(
-        _llama3,
-        required=("factor", "low_freq_factor", "high_freq_factor"),
-        optional=("original_max_position_embeddings",),
-    ),
-    "longrope": RopeScalingType(
-        _longrope,
-        required=("short_factor", "long_factor"),
-        optional=("factor", "attention_factor", "original_max_position_embeddings"),
-        needs_seq_len=True,
-    ),
-    "proportional": RopeScalingType(_proportional, optional=("factor",)),
-    "yarn": RopeScalingType(
-        _yarn,
-        required=("factor",),
-        optional=(
-            "original_max_position_embeddings",
-            "attention_factor",
-            "beta_fast",
-            "beta_slow",
-            "mscale",
-            "mscale_all_dim",
-            "truncate",
-        ),
-    ),
-}
+_discover()
 
 #: The built-in ``rope_type`` values, sorted (:data:`SCALING_TYPES` holds the live set).
 ROPE_TYPES: tuple[str, ...] = tuple(sorted(SCALING_TYPES))

@@ -1,0 +1,74 @@
+"""The ``longrope`` rope_type: LongRoPE (Phi-3), per-pair short and long factors."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from pe_core._scaling._common import (
+    _factor,
+    _is_real,
+    _max_positions,
+    _original_max_positions,
+    _real,
+    _require,
+)
+from pe_core._scaling._types import RopeScalingType, ScalingInputs
+
+
+def _factor_list(params: Mapping[str, Any], key: str, dim: int) -> np.ndarray:
+    raw = _require(params, key, "longrope")
+    expected = (
+        f"{key} for rope_type 'longrope' must be a list of rotary_dim // 2 = {dim // 2} "
+        "finite numbers > 0"
+    )
+    if isinstance(raw, (str, bytes, Mapping)) or not hasattr(raw, "__len__"):
+        raise ValueError(f"{expected}, got {type(raw).__name__} {raw!r}.")
+    if any(
+        isinstance(v, (bool, np.bool_)) or not _is_real(v)
+        for v in np.ravel(np.asarray(raw, dtype=object))
+    ):
+        raise ValueError(f"{expected}, got a non-number in {raw!r}.")
+    values = np.asarray(raw, dtype=np.float64)
+    if values.shape != (dim // 2,):
+        raise ValueError(f"{expected}, got shape {values.shape}.")
+    if not np.all(np.isfinite(values)) or not np.all(values > 0):
+        bad = int(np.argmin(np.isfinite(values) & (values > 0)))
+        raise ValueError(f"{expected}, got {key}[{bad}] = {values[bad]!r}.")
+    return values
+
+
+def _longrope(a: ScalingInputs) -> tuple[np.ndarray, float]:
+    config, params, theta, dim, nested = a.config, a.params, a.theta, a.rotary_dim, a.nested
+    seq_len = a.seq_len
+    short_factor = _factor_list(params, "short_factor", dim)
+    long_factor = _factor_list(params, "long_factor", dim)
+    original = _original_max_positions(config, params, "longrope", nested)
+    factor = params.get("factor")
+    if factor is None:  # Phi-3 style: the ratio of the two context lengths
+        factor = _max_positions(config, "longrope", params) / original
+    factor = _factor(factor, "longrope")
+
+    attention_factor = params.get("attention_factor")
+    if attention_factor is None:
+        if factor <= 1.0:
+            attention_factor = 1.0
+        else:
+            attention_factor = math.sqrt(1 + math.log(factor) / math.log(original))
+    attention_factor = _real(attention_factor, "attention_factor", rope_type="longrope", minimum=0)
+
+    ext_factors = long_factor if seq_len and seq_len > original else short_factor
+    exponents = np.arange(0, dim, 2, dtype=np.int64).astype(np.float64) / dim
+    return 1.0 / (ext_factors * theta**exponents), attention_factor
+
+
+#: The ``longrope`` entry of :data:`pe_core.rope_scaling.SCALING_TYPES`.
+SCALING_TYPE = RopeScalingType(
+    _longrope,
+    required=("short_factor", "long_factor"),
+    optional=("factor", "attention_factor", "original_max_position_embeddings"),
+    needs_seq_len=True,
+)
