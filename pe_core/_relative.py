@@ -16,7 +16,12 @@ import numpy as np
 from pe_core._kernel.angles import exact_cos_sin
 from pe_core._kernel.features import assemble, disassemble
 from pe_core._kernel.host_tables import host_sin_cos
-from pe_core._kernel.inputs import check_request_size, choose_backend, resolve_dtype
+from pe_core._kernel.inputs import (
+    check_request_size,
+    choose_backend,
+    resolve_dtype,
+    working_dtype,
+)
 from pe_core._kernel.placement import Positions, prepare_positions
 from pe_core._schedule import axis_of_block, check_d, check_nd_d, omegas, split
 from pe_core._sinusoidal_nd import coordinates
@@ -58,7 +63,6 @@ def _structure(d: int, layout: str) -> tuple[np.ndarray, np.ndarray]:
     partner[sin_slot, cos_slot] = 1.0
     partner[cos_slot, sin_slot] = 1.0
     return np.eye(d), partner
-
 
 
 def _check_relative(d: int, spec: Spec) -> tuple[int, int, Spec]:
@@ -127,7 +131,6 @@ def shift_nd(encoding: Any, k: Any, spec: Spec) -> Any:
     return xp.concat(parts, axis=-1)
 
 
-
 def relative_matrix_1d(
     k: Any, d: Any, spec: Spec, backend: str | None = None, dtype: Any = None
 ) -> Any:
@@ -135,7 +138,7 @@ def relative_matrix_1d(
     d = check_d(d, spec)
     xp, source = choose_backend(k, backend)
     out_name, out_dtype = resolve_dtype(xp, dtype)
-    working = "float64" if out_name == "float64" else "float32"
+    working = working_dtype(out_name)
     shifts = prepare_positions(k, xp, source, what="k")
     n_shifts = math.prod(shifts.shape) if all(isinstance(n, int) for n in shifts.shape) else None
     check_request_size(
@@ -183,7 +186,7 @@ def shift_1d(encoding: Any, k: Any, spec: Spec) -> Any:
             f"k of shape {k_shape} does not broadcast against the leading axes "
             f"{shape[:-1]} of encoding {shape}."
         ) from None
-    working = "float64" if dtype_name == "float64" else "float32"
+    working = working_dtype(dtype_name)
     cos_k, sin_k = _shift_angles(xp, shifts, d, spec, working)
     wdtype = xp.dtype(working)
     values = xp.astype(encoding, wdtype) if dtype_name != working else encoding

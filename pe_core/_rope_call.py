@@ -21,6 +21,7 @@ import numpy as np
 from pe_core import device_tables
 from pe_core._kernel.angles import exact_cos_sin
 from pe_core._kernel.host_tables import host_sin_cos, small_call_fits
+from pe_core._kernel.inputs import working_dtype
 from pe_core._kernel.placement import Positions, prepare_positions
 from pe_core._kernel.rope_factors import small_cos_sin
 from pe_core.rope_layout import LAYOUTS
@@ -85,7 +86,7 @@ def rope_factors(
         raise ValueError("x must have at least one axis (head_dim); received a scalar.")
     head_dim = check_head_dim(shape[-1])
     rotary_dim = check_rotary_dim(rotary_dim, head_dim)
-    working = "float64" if x_dtype == "float64" else "float32"
+    working = working_dtype(x_dtype)
     base = check_base(base)
 
     positions = prepare_positions(
@@ -106,9 +107,8 @@ def rope_factors(
     )
     rotary_dim = 2 * len(inv_freq)
 
-    if positions.placement == "host":
-        if working == "float32" and x_dtype != "float32" and host_float64(xp, x):
-            working = "float64"  # float16/bfloat16 x: float64 rotation, rounded once
+    if positions.placement == "host":  # float16/bfloat16 x: float64 rotation, rounded once
+        working = working_dtype(x_dtype, xp, round_once=host_float64(xp, x))
     route = factors_route(xp, positions, inv_freq, working, x)
     if route == "small":
         # a few positions off an accelerator (decode steps): one float64 pass, no cache

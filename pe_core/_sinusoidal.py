@@ -22,7 +22,12 @@ from pe_core import device_tables
 from pe_core._kernel.angles import reduced_turns, sin_cos_turns
 from pe_core._kernel.features import assemble
 from pe_core._kernel.host_tables import few_integer_sin_cos, host_sin_cos
-from pe_core._kernel.inputs import check_request_size, choose_backend, resolve_dtype
+from pe_core._kernel.inputs import (
+    check_request_size,
+    choose_backend,
+    resolve_dtype,
+    working_dtype,
+)
 from pe_core._kernel.placement import Positions, host_view, prepare_positions
 from pe_core._kernel.routes import BUILDS_MIN_PAIRS, FEW_POSITIONS
 from pe_core._schedule import check_d, omegas
@@ -162,16 +167,6 @@ def _default_omegas(d: int) -> tuple[float, ...]:
     return omegas(check_d(d, _DEFAULT_SPEC), _DEFAULT_SPEC)
 
 
-def _working(out_name: str, xp: Namespace | None = None) -> str:
-    """float64 for float64 output, and for float16/bfloat16 output where the backend has
-    float64 (rounded once from it: within one ulp); float32 otherwise."""
-    if out_name == "float64":
-        return "float64"
-    if out_name in ("float16", "bfloat16") and xp is not None and xp.supports("float64"):
-        return "float64"
-    return "float32"
-
-
 def _host_encode(
     xp: Namespace,
     positions: Positions,
@@ -196,7 +191,7 @@ def _host_encode(
         freqs,
         offset=spec.offset,
         layout=spec.layout,
-        working=_working(out_name, xp),
+        working=working_dtype(out_name, xp, round_once=True),
         max_abs=max_abs,
         xp=xp if builds else None,
         like=like,
@@ -270,7 +265,7 @@ def _device_encode(
 ) -> Any:
     """Positions on a device or traced: the exact kernel where they live."""
     array = positions.array
-    working = _working(out_name, xp)
+    working = working_dtype(out_name, xp, round_once=True)
     route = device_route(xp, positions)
     if route == "compiled_traced":
         # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call.

@@ -40,7 +40,7 @@ from typing import Any, cast
 import numpy as np
 
 from pe_core._kernel.features import disassemble
-from pe_core._kernel.inputs import choose_backend
+from pe_core._kernel.inputs import choose_backend, working_dtype
 from pe_core._schedule import check_d, omegas
 from pe_core.codes import binary_encode, normalized_positions
 from pe_core.encoding import encode
@@ -187,7 +187,7 @@ def similarity_matrix(encodings: Array, *, metric: Metric = "cosine") -> Array:
     if len(shape) != 2:
         raise ValueError(f"encodings must have shape (n, d). Received shape: {shape}")
     name = xp.dtype_of(encodings)
-    working = "float64" if name == "float64" else "float32"
+    working = working_dtype(name)
     if name != working:
         encodings = xp.astype(encodings, xp.dtype(working))
     return _similarity(xp, encodings, metric, working)

@@ -61,6 +61,7 @@ import numpy as np
 from pe_core import device_tables
 from pe_core._kernel.angles import exact_cos_sin
 from pe_core._kernel.host_tables import host_sin_cos
+from pe_core._kernel.inputs import working_dtype
 from pe_core._kernel.placement import Positions, prepare_positions
 from pe_core._rope_call import (
     as_input,
@@ -378,7 +379,7 @@ def apply_rope_nd(
     head_dim = check_head_dim(shape[-1])
     rotary_dim = check_rotary_dim(rotary_dim, head_dim)
     base = check_base(base)
-    working = "float64" if xp.dtype_of(x) == "float64" else "float32"
+    working = working_dtype(xp.dtype_of(x))
 
     positions = prepare_positions(
         pos,

@@ -238,6 +238,26 @@ def resolve_dtype(xp: Namespace, dtype: Any, *, default: str = "float32") -> tup
     return name, xp.dtype(name)
 
 
+def working_dtype(out_name: str, xp: Namespace | None = None, *, round_once: bool = False) -> str:
+    """The dtype a result of dtype ``out_name`` is computed in: the one rule of pe_core.
+
+    float64 for float64 results; with ``round_once``, also for float16/bfloat16 results
+    where ``xp`` has float64 (computed in float64 and rounded once: within one ulp);
+    float32 otherwise.
+
+    >>> working_dtype("float64"), working_dtype("bfloat16"), working_dtype("float16")
+    ('float64', 'float32', 'float32')
+    >>> from pe_core_backends import get_namespace
+    >>> working_dtype("bfloat16", get_namespace("numpy"), round_once=True)
+    'float64'
+    """
+    if out_name == "float64":
+        return "float64"
+    if round_once and out_name in _LOW_PRECISION and xp is not None and xp.supports("float64"):
+        return "float64"
+    return "float32"
+
+
 def _host_numpy(obj: Any, source: str, what: str) -> np.ndarray:
     values = get_namespace(source).concrete(obj)
     if values is None:
