@@ -177,8 +177,6 @@ def alibi_bias(
             xp, key, like, out_name, lambda: _host_bias(q_len, k_len, slopes, causal, working)
         )
     bias_host = _host_bias(q_len, k_len, slopes, causal, working)
-    if xp.name == "numpy" and like is None:
-        return bias_host.astype(out_name, copy=False)
     bias = xp.from_host(bias_host, like=like if backend_of(like) == xp.name else None)
     if out_name != working:
         bias = xp.astype(bias, out_dtype)

@@ -320,7 +320,7 @@ def t5_relative_bucket(
     rel = _as_relative(relative_position, xp, source, "relative_position")
     # Host work, embedded as constants by tracing compilers (torch.compile).
     thresholds = xp.host_constant(_thresholds, n, int(max_distance), arithmetic)
-    if xp.name == "jax" and not xp.is_tracing() and not xp.is_traced(rel):
+    if xp.compile_eager_kernels and not xp.is_tracing() and not xp.is_traced(rel):
         # eager JAX: one compiled program, not one compilation per operation
         program = _compiled_kernel(xp.name, n, max_exact, thresholds, bool(bidirectional))
         return program(rel)
@@ -427,13 +427,13 @@ def _diagonal_buckets(
     thresholds = xp.host_constant(_thresholds, n, int(max_distance), arithmetic)
     anchor = like if like_backend == xp.name else None
     wide = "int64" if xp.supports("int64") else "int32"
-    diagonals = _arange(xp, q_len + k_len - 1, wide, anchor) - (q_len - 1)
+    diagonals = xp.arange(q_len + k_len - 1, xp.dtype(wide), like=anchor) - (q_len - 1)
     if isinstance(offset, numbers.Integral):
         relative = _relative_for_int_offset(xp, diagonals, int(offset), wide, q_len, k_len)
     else:
         relative = _relative_for_array_offset(xp, diagonals, offset, offset_source, wide)
     buckets = _kernel(xp, relative, n, max_exact, thresholds, bool(bidirectional))
-    return xp, buckets, (q_len, k_len, wide, anchor)
+    return xp, buckets, (q_len, k_len, anchor)
 
 
 def _offset_and_source(offset: Any) -> tuple[Any, str | None]:
@@ -484,42 +484,11 @@ def _relative_for_array_offset(
     return diagonals - shift
 
 
-def _expand_diagonals(xp: Any, values: Any, geometry: tuple[int, int, str, Any]) -> Any:
+def _expand_diagonals(xp: Any, values: Any, geometry: tuple[int, int, Any]) -> Any:
     """``(..., q + k - 1)`` per-diagonal values -> ``(..., q, k)`` with
     ``out[..., i, j] = values[..., j - i + q - 1]`` (a Toeplitz expansion)."""
-    q_len, k_len, wide, anchor = geometry
-    if xp.name == "torch":
-        # windows values[s : s + k] for s = 0 .. q-1, the last query's first
-        return values.unfold(-1, k_len, 1).flip(-2)
-    if xp.name == "numpy":
-        windows = np.lib.stride_tricks.sliding_window_view(values, k_len, axis=-1)
-        return np.ascontiguousarray(windows[..., ::-1, :])
-    keys = xp.expand_dims(_arange(xp, k_len, wide, anchor), 0)
-    queries = xp.expand_dims(_arange(xp, q_len, wide, anchor), 1)
-    index = keys - queries + (q_len - 1)
-    if xp.name == "tensorflow":
-        import tensorflow as tf
-
-        return tf.gather(values, index, axis=len(values.shape) - 1)
-    return values[..., index]
-
-
-def _arange(xp: Any, n: int, dtype: str, like: Any) -> Any:
-    """``arange(n)`` of integer ``dtype`` on backend ``xp`` (on ``like``'s device)."""
-    if xp.name == "numpy":
-        return np.arange(n, dtype=dtype)
-    if xp.name == "torch":
-        import torch
-
-        device = like.device if isinstance(like, torch.Tensor) else None
-        return torch.arange(n, dtype=getattr(torch, dtype), device=device)
-    if xp.name == "jax":
-        import jax.numpy as jnp
-
-        return jnp.arange(n, dtype=dtype)
-    import tensorflow as tf
-
-    return tf.range(n, dtype=dtype)
+    q_len, k_len, anchor = geometry
+    return xp.expand_diagonals(values, q_len, k_len, like=anchor)
 
 
 def t5_relative_bias(
@@ -575,13 +544,15 @@ def t5_relative_bias(
     shape = tuple(table.shape)
     if len(shape) != 2:
         raise ValueError(f"table must have shape (num_buckets, n_heads). Received: shape {shape}")
-    if source == "jax" and not _tracing_jax(table, offset):
+    xp = get_namespace(source)
+    if xp.compile_eager_kernels and not _tracing(xp, table, offset):
         # Eager JAX: one compiled program per shape and configuration (the offset is
         # an argument: decode steps reuse it), not one compilation per operation.
         _length(query_length, "query_length")
         _length(key_length, "key_length")
         _check_config(bidirectional, int(shape[0]), max_distance, arithmetic)
-        program = _jax_bias_program(
+        program = _bias_program(
+            xp.name,
             int(query_length),
             int(key_length),
             bool(bidirectional),
@@ -592,7 +563,6 @@ def t5_relative_bias(
         if isinstance(offset, numbers.Integral):
             if isinstance(offset, bool):
                 raise TypeError(f"offset must be an int or an integer array. Received: {offset!r}")
-            xp = get_namespace("jax")
             offset = _fit_int(np.array(int(offset)), xp, "offset")
         return program(table, offset)
     xp, buckets, geometry = _diagonal_buckets(
@@ -608,20 +578,18 @@ def t5_relative_bias(
         like_backend=source,
     )
     # One small gather per diagonal, then one expansion to (..., heads, q, k).
-    per_diagonal = _move_heads(source, _take_rows(source, table, buckets))
+    per_diagonal = xp.matrix_transpose(xp.take(table, buckets, axis=0))
     bias = _expand_diagonals(xp, per_diagonal, geometry)
     return bias[None] if len(bias.shape) == 3 else bias
 
 
-def _tracing_jax(*arrays: Any) -> bool:
-    import jax
-
-    xp = get_namespace("jax")
-    return xp.is_tracing() or any(isinstance(a, jax.core.Tracer) for a in arrays)
+def _tracing(xp: Any, *arrays: Any) -> bool:
+    return xp.is_tracing() or any(xp.is_traced(a) for a in arrays)
 
 
 @functools.lru_cache(maxsize=32)
-def _jax_bias_program(
+def _bias_program(
+    backend: str,
     q_len: int,
     k_len: int,
     bidirectional: bool,
@@ -629,8 +597,6 @@ def _jax_bias_program(
     arithmetic: Arithmetic,
     scalar_offset: bool,
 ) -> Any:
-    import jax
-
     def run(table: Any, offset: Any) -> Any:
         return t5_relative_bias(
             q_len,
@@ -640,35 +606,10 @@ def _jax_bias_program(
             bidirectional=bidirectional,
             max_distance=max_distance,
             arithmetic=arithmetic,
-            backend="jax",
+            backend=backend,
         )
 
-    return jax.jit(run)
-
-
-def _take_rows(backend: str, table: Any, index: Any) -> Any:
-    """``table[index]`` (rows of a 2-D table, any index shape)."""
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        return tf.gather(table, index)
-    return table[index]
-
-
-def _move_heads(backend: str, values: Any) -> Any:
-    """``(..., L, heads)`` -> ``(..., heads, L)``."""
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        rank = len(values.shape)
-        return tf.transpose(values, [*range(rank - 2), rank - 1, rank - 2])
-    if backend == "torch":
-        return values.transpose(-1, -2)
-    if backend == "jax":
-        import jax.numpy as jnp
-
-        return jnp.swapaxes(values, -1, -2)
-    return np.swapaxes(values, -1, -2)
+    return get_namespace(backend).jit(run)
 
 
 def _length(value: object, name: str) -> int:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pe_core_backends import _jax_host_reads
 from pe_core_backends._namespace import ArrayFunction, Namespace
 
 #: Compiled executables kept per jitted function for eager calls (one per input shape).
@@ -203,8 +206,26 @@ class JaxNamespace(Namespace):
     def compile(self, fn: Any) -> Any:
         return BoundedJit(fn)
 
+    compile_eager_kernels = True
+
+    def jit(self, fn: Any) -> Any:
+        return jax.jit(fn)
+
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         return jnp.zeros(shape, dtype=dtype)
+
+    def arange(self, n: int, dtype: Any, like: Any = None) -> Any:
+        return jnp.arange(n, dtype=dtype)
+
+    def matrix_transpose(self, x: Any) -> Any:
+        return jnp.swapaxes(x, -1, -2)
+
+    guards_host_reads = True
+
+    def host_read_guard(
+        self, error: Callable[[str], BaseException]
+    ) -> AbstractContextManager[None]:
+        return _jax_host_reads.guard(error)
 
 
 NAMESPACE = JaxNamespace()

@@ -8,6 +8,7 @@ Adapters are deliberately small: only what the kernel needs, nothing encoding-sp
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -262,6 +263,17 @@ class Namespace:
     #: so that eager callers may pass exact shapes (else they pad to a few buckets)
     bounded_compiles: bool = False
 
+    #: whether eager calls of a kernel of many small operations should run as one
+    #: program of :meth:`compile` (eager JAX dispatches, and compiles, every operation
+    #: on its own) rather than operation by operation
+    compile_eager_kernels: bool = False
+
+    def jit(self, fn: Any) -> Any:
+        """``fn`` under the framework's tracing compiler with its own cache per input
+        signature (``jax.jit``), for a program the caller keeps per configuration;
+        :meth:`compile` where there is none."""
+        return self.compile(fn)
+
     #: whether arrays can be written in place (``out=`` arguments)
     mutable: bool = False
 
@@ -328,3 +340,53 @@ class Namespace:
         rows are written into it and it is returned.
         """
         raise NotImplementedError(f"backend {self.name!r} has no take_rows")
+
+    # -- integer ranges, gathers along an axis, transposes (pe_core.t5) -------------------
+    def arange(self, n: int, dtype: Any, like: Any = None) -> Any:
+        """``[0, 1, ..., n - 1]`` of integer ``dtype`` (a dtype object of this backend),
+        on ``like``'s device."""
+        return self.asarray(np.arange(n), dtype=dtype, like=like)
+
+    def take(self, x: Any, index: Any, axis: int = 0) -> Any:
+        """``x`` indexed along ``axis`` by an integer array ``index`` of any shape
+        (``numpy.take``): shape ``x.shape[:axis] + index.shape + x.shape[axis + 1:]``.
+
+        A gather: gradients flow to ``x``.
+        """
+        if axis == 0:
+            return x[index]
+        if axis == -1:
+            return x[..., index]
+        if axis > 0:
+            return x[(slice(None),) * axis + (index,)]
+        return x[(Ellipsis, index) + (slice(None),) * (-axis - 1)]
+
+    def matrix_transpose(self, x: Any) -> Any:
+        """``(..., a, b)`` -> ``(..., b, a)`` (the Array API's ``matrix_transpose``)."""
+        return x.mT
+
+    def expand_diagonals(self, values: Any, rows: int, cols: int, like: Any = None) -> Any:
+        """Per-diagonal values ``(..., rows + cols - 1)`` as a ``(..., rows, cols)`` matrix
+        with ``out[..., i, j] = values[..., j - i + rows - 1]`` (a Toeplitz expansion).
+
+        ``like`` places the index arrays a gather needs (its device).
+        """
+        wide = self.dtype("int64" if self.supports("int64") else "int32")
+        keys = self.expand_dims(self.arange(cols, wide, like=like), 0)
+        queries = self.expand_dims(self.arange(rows, wide, like=like), 1)
+        return self.take(values, keys - queries + (rows - 1), axis=-1)
+
+    # -- host-read guards (pe_core.host_reads) ----------------------------------------------
+    #: whether :meth:`host_read_guard` can catch host reads of this backend's arrays
+    guards_host_reads: bool = False
+
+    def host_read_guard(
+        self, error: Callable[[str], BaseException]
+    ) -> AbstractContextManager[None]:
+        """A context manager inside which reading this backend's arrays' values back to
+        the host raises ``error(what)`` (``what`` names the read).
+
+        Only for backends with :attr:`guards_host_reads`; see
+        :func:`pe_core.host_reads.forbid_host_reads` for what counts as a read.
+        """
+        raise NotImplementedError(f"backend {self.name!r} cannot guard host reads")

@@ -127,5 +127,16 @@ class NumpyNamespace(Namespace):
         # mode="clip" lets np.take write into out directly (mode="raise" buffers it)
         return np.take(table, indices, axis=0, out=out, mode="clip")
 
+    def arange(self, n: int, dtype: Any, like: Any = None) -> Any:
+        return np.arange(n, dtype=dtype)
+
+    def matrix_transpose(self, x: Any) -> Any:
+        return np.swapaxes(x, -1, -2)
+
+    def expand_diagonals(self, values: Any, rows: int, cols: int, like: Any = None) -> Any:
+        # windows values[s : s + cols] for s = 0 .. rows - 1, the last row's first
+        windows = np.lib.stride_tricks.sliding_window_view(values, cols, axis=-1)
+        return np.ascontiguousarray(windows[..., ::-1, :])
+
 
 NAMESPACE = NumpyNamespace()

@@ -120,5 +120,15 @@ class TensorflowNamespace(Namespace):
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         return tf.zeros(shape, dtype=dtype)
 
+    def arange(self, n: int, dtype: Any, like: Any = None) -> Any:
+        return tf.range(n, dtype=dtype)
+
+    def take(self, x: Any, index: Any, axis: int = 0) -> Any:
+        return tf.gather(x, index, axis=axis if axis >= 0 else len(x.shape) + axis)
+
+    def matrix_transpose(self, x: Any) -> Any:
+        rank = len(x.shape)
+        return tf.transpose(x, [*range(rank - 2), rank - 1, rank - 2])
+
 
 NAMESPACE = TensorflowNamespace()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 import torch
 
-from pe_core_backends import _torch_rope
+from pe_core_backends import _torch_host_reads, _torch_rope
 from pe_core_backends._device import device_path_forced
 from pe_core_backends._namespace import ArrayFunction, Namespace
 
@@ -190,6 +192,24 @@ class TorchNamespace(Namespace):
         if out is None:
             return torch.index_select(table, 0, indices)
         return torch.index_select(table, 0, indices, out=out)
+
+    def arange(self, n: int, dtype: Any, like: Any = None) -> Any:
+        device = like.device if isinstance(like, torch.Tensor) else None
+        return torch.arange(n, dtype=dtype, device=device)
+
+    def matrix_transpose(self, x: Any) -> Any:
+        return x.transpose(-1, -2)
+
+    def expand_diagonals(self, values: Any, rows: int, cols: int, like: Any = None) -> Any:
+        # windows values[s : s + cols] for s = 0 .. rows - 1, the last row's first
+        return values.unfold(-1, cols, 1).flip(-2)
+
+    guards_host_reads = True
+
+    def host_read_guard(
+        self, error: Callable[[str], BaseException]
+    ) -> AbstractContextManager[None]:
+        return _torch_host_reads.guard(error)
 
 
 NAMESPACE = TorchNamespace()
