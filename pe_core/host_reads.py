@@ -24,13 +24,10 @@ pe_core.host_reads.HostReadError: float(tensor) reads a torch tensor's value on 
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
-from pe_core_backends import backend_info, canonical_backend
+from pe_core_backends import backend_info, canonical_backend, get_namespace
 
 __all__ = ["GUARDED_BACKENDS", "HostReadError", "forbid_host_reads"]
 
@@ -133,8 +130,13 @@ def forbid_host_reads(*backends: str) -> Iterator[None]:
     names = _resolve(backends)
     with contextlib.ExitStack() as stack:
         for name in names:
-            stack.enter_context(_GUARDS[name]())
+            stack.enter_context(get_namespace(name).host_read_guard(_error))
         yield
+
+
+def _error(what: str) -> HostReadError:
+    """The error of a host read ``what`` (the backends' guards name the read)."""
+    return HostReadError(what + _HINT)
 
 
 def _resolve(backends: tuple[str, ...]) -> tuple[str, ...]:
@@ -151,245 +153,3 @@ def _resolve(backends: tuple[str, ...]) -> tuple[str, ...]:
         if name not in names:
             names.append(name)
     return tuple(names)
-
-
-# --------------------------------------------------------------------------- torch
-
-#: Tensor methods and torch functions that always hand values to Python.
-_TORCH_READS: dict[str, str] = {
-    "item": ".item()",
-    "tolist": ".tolist()",
-    "numpy": ".numpy()",
-    "__array__": "np.asarray(tensor)",
-    "__bool__": "bool(tensor)",
-    "__int__": "int(tensor)",
-    "__float__": "float(tensor)",
-    "__complex__": "complex(tensor)",
-    "__index__": "operator.index(tensor)",
-    "__repr__": "repr(tensor)",
-    "__str__": "str(tensor)",
-    "__format__": "format(tensor)",
-    "equal": "torch.equal",
-    "allclose": "torch.allclose",
-    "is_nonzero": "is_nonzero",
-}
-
-#: Operations whose output size depends on the values: they synchronise.
-_TORCH_SYNCS: dict[str, str] = {
-    "nonzero": "nonzero",
-    "argwhere": "argwhere",
-    "masked_select": "masked_select",
-    "unique": "unique",
-    "unique_consecutive": "unique_consecutive",
-    "_unique2": "unique",
-}
-
-
-def _torch_read(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    """What host read ``func(*args, **kwargs)`` is, or ``None`` when it is not one.
-
-    Called on every torch operation inside the guard: one dict lookup settles most.
-    """
-    name = getattr(func, "__name__", "")
-    read = _TORCH_READS.get(name)
-    if read is not None:
-        return read
-    sync = _TORCH_SYNCS.get(name)
-    if sync is not None:
-        return f"{sync} (its output size depends on the values)"
-    check = _TORCH_ARGUMENT_CHECKS.get(name)
-    return None if check is None else check(sys.modules["torch"], args, kwargs)
-
-
-#: ``check(torch, args, kwargs)``: what host read the call is, or ``None``.
-_ArgumentCheck = Callable[[Any, tuple[Any, ...], dict[str, Any]], str | None]
-
-
-def _one_argument_where(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    if len(args) + len(kwargs) == 1:
-        return "one-argument torch.where (its output size depends on the values)"
-    return None
-
-
-def _bool_mask_index(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    if len(args) == 2 and _has_bool_mask(torch, args[1]):
-        return "boolean-mask indexing (its output size depends on the values)"
-    return None
-
-
-def _cpu(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    return ".cpu()" if args and _off_cpu(torch, args[0]) else None
-
-
-def _to_cpu(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    if not (args and _off_cpu(torch, args[0])):
-        return None
-    try:
-        device = torch._C._nn._parse_to(*args[1:], **kwargs)[0]
-    except Exception:  # let torch report bad arguments itself
-        return None
-    if device is not None and torch.device(device).type == "cpu":
-        return '.to("cpu")'
-    return None
-
-
-def _copy_to_cpu(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    if len(args) < 2:
-        return None
-    dst, src = args[0], args[1]
-    if isinstance(dst, torch.Tensor) and dst.device.type == "cpu" and _off_cpu(torch, src):
-        return "cpu_tensor.copy_(device_tensor)"
-    return None
-
-
-#: Operations that read the host only for some arguments -> the check of those.
-_TORCH_ARGUMENT_CHECKS: dict[str, _ArgumentCheck] = {
-    "where": _one_argument_where,
-    "__getitem__": _bool_mask_index,
-    "cpu": _cpu,
-    "to": _to_cpu,
-    "copy_": _copy_to_cpu,
-}
-
-
-def _off_cpu(torch: Any, x: Any) -> bool:
-    return isinstance(x, torch.Tensor) and x.device.type != "cpu"
-
-
-def _has_bool_mask(torch: Any, index: Any) -> bool:
-    items = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in items)
-
-
-@functools.lru_cache(maxsize=1)
-def _torch_mode_class() -> type:
-    import torch
-    from torch.overrides import TorchFunctionMode
-
-    class ForbidHostReadsMode(TorchFunctionMode):
-        """Raises :class:`HostReadError` on the host reads of :func:`_torch_read`."""
-
-        def __torch_function__(
-            self,
-            func: Any,
-            types: Any,
-            args: tuple[Any, ...] = (),
-            kwargs: dict[str, Any] | None = None,
-        ) -> Any:
-            kwargs = kwargs or {}
-            what = _torch_read(func, args, kwargs)
-            if what is not None:
-                raise HostReadError(f"{what} reads a torch tensor's value on the host" + _HINT)
-            return func(*args, **kwargs)
-
-    del torch
-    return ForbidHostReadsMode
-
-
-@contextlib.contextmanager
-def _guard_torch() -> Iterator[None]:
-    with _torch_mode_class()():
-        yield
-
-
-# --------------------------------------------------------------------------- jax
-
-_local = threading.local()
-_patch_lock = threading.Lock()
-_patch_count = 0
-_saved: list[tuple[Any, str, Any]] = []
-
-#: NumPy's conversion functions, wrapped while a JAX guard is active.
-_NUMPY_CONVERSIONS = ("asarray", "array", "asanyarray", "ascontiguousarray")
-
-
-def _jax_guarded() -> bool:
-    return getattr(_local, "jax_depth", 0) > 0
-
-
-def _is_jax_value(jax: Any, obj: Any) -> bool:
-    """A concrete ``jax.Array`` (tracers are refused by JAX itself)."""
-    return isinstance(obj, jax.Array) and not isinstance(obj, jax.core.Tracer)
-
-
-def _holds_jax_value(jax: Any, obj: Any) -> bool:
-    if isinstance(obj, (list, tuple)):
-        return any(_holds_jax_value(jax, item) for item in obj)
-    return _is_jax_value(jax, obj)
-
-
-def _wrap_conversion(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-    jax = sys.modules["jax"]
-
-    @functools.wraps(original)
-    def conversion(obj: Any, *args: Any, **kwargs: Any) -> Any:
-        if _jax_guarded() and _holds_jax_value(jax, obj):
-            raise HostReadError(
-                f"np.{name}(jax.Array) copies a jax.Array's values to the host" + _HINT
-            )
-        return original(obj, *args, **kwargs)
-
-    return conversion
-
-
-def _wrap_value(original: property) -> property:
-    fget = original.fget
-    assert fget is not None
-
-    def value(self: Any) -> Any:
-        if _jax_guarded():
-            raise HostReadError(
-                "reading a jax.Array's values on the host (float/int/bool/index, .item(), "
-                ".tolist(), printing, jax.device_get, ...)" + _HINT
-            )
-        return fget(self)
-
-    return property(value, doc=original.__doc__)
-
-
-def _patch_jax() -> None:
-    import numpy as np
-    from jax._src import array as jax_array
-
-    targets: list[tuple[Any, str, Any]] = []
-    value = jax_array.ArrayImpl.__dict__.get("_value")
-    if isinstance(value, property):
-        targets.append((jax_array.ArrayImpl, "_value", _wrap_value(value)))
-    for name in _NUMPY_CONVERSIONS:
-        targets.append((np, name, _wrap_conversion(getattr(np, name), name)))
-    for owner, name, replacement in targets:
-        _saved.append((owner, name, owner.__dict__[name]))
-        setattr(owner, name, replacement)
-
-
-def _unpatch_jax() -> None:
-    while _saved:
-        owner, name, original = _saved.pop()
-        setattr(owner, name, original)
-
-
-@contextlib.contextmanager
-def _guard_jax() -> Iterator[None]:
-    global _patch_count
-    import jax
-
-    with _patch_lock:
-        if _patch_count == 0:
-            _patch_jax()
-        _patch_count += 1
-    _local.jax_depth = getattr(_local, "jax_depth", 0) + 1
-    try:
-        with jax.transfer_guard_device_to_host("disallow_explicit"):
-            yield
-    finally:
-        _local.jax_depth -= 1
-        with _patch_lock:
-            _patch_count -= 1
-            if _patch_count == 0:
-                _unpatch_jax()
-
-
-_GUARDS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
-    "torch": _guard_torch,
-    "jax": _guard_jax,
-}
