@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
@@ -84,7 +83,6 @@ def _cached_schedule(
     return tuple(math.exp(-e * log_ratio) / min_timescale for e in exponents)
 
 
-
 #: (d, spec) -> split's result; a plain dict, so that compilers tracing a call
 #: (torch.compile) read it like any global instead of stepping into a cache wrapper.
 _SPLITS: dict[tuple[int, Spec], tuple[int, int, Spec]] = {}
@@ -137,11 +135,7 @@ def check_nd_d(d: object, spec: Spec) -> int:
     ...
     ValueError: d must be a multiple of 2 * axes = 4 for a Spec with axes=2 and odd_d='raise' (every axis gets the same number of sin/cos pairs). Received: d=6. Use a multiple of 4, or Spec(odd_d='zero_pad') to append zero columns, or Spec(odd_d='truncate') to round up and keep the first d features.
     """
-    if isinstance(d, bool) or not isinstance(d, numbers.Integral):
-        raise TypeError(f"d must be a positive integer (the number of features). Received: {d!r}")
-    d = int(d)
-    if d <= 0:
-        raise ValueError(f"d must be a positive integer (the number of features). Received: d={d}")
+    d = positive_int(d, "d", what="the number of features")
     split(d, spec)
     return d
 
@@ -182,4 +176,3 @@ def axis_of_block(spec: Spec) -> list[int]:
     """The coordinate each block of features encodes, in feature order."""
     axes = list(range(spec.axes))
     return axes[::-1] if spec.axis_order == "reversed" else axes
-

@@ -55,6 +55,7 @@ from pe_core.typing import (
     PositionCode,
     PresetLike,
 )
+from pe_core.validation import positive_int
 from pe_core_backends import Namespace, backend_of, get_namespace
 
 __all__ = [
@@ -88,9 +89,7 @@ def _check_metric(metric: object) -> Metric:
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}. Received: {value!r}")
-    return int(value)
+    return positive_int(value, name, minimum=minimum)
 
 
 def _check_tolerance(value: object) -> float:

@@ -78,6 +78,7 @@ from pe_core.rope_scaling import (
     scaling_rope_type,
 )
 from pe_core.rope_spec import freeze, rope_constants
+from pe_core.validation import positive_int
 from pe_core_backends import Namespace, backend_of, get_namespace
 
 __all__ = [
@@ -893,9 +894,7 @@ def _host_ints(obj: Any, what: str) -> np.ndarray:
 
 
 def _rope_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{what} must be an integer >= 1. Received: {value!r}")
-    return int(value)
+    return positive_int(value, what)
 
 
 def _grids(grid_thw: Any, what: str) -> list[tuple[int, int, int]]:

@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import pe_core
+import pe_core.analysis
 from pe_core import alibi_slopes, rope_permutation
 from pe_core.validation import choice, finite_real, is_integer, optional_str, positive_int
 
@@ -107,4 +109,19 @@ def test_wrong_integer_types_raise_type_error_everywhere(call):
 )
 def test_non_positive_integers_raise_value_error_everywhere(call):
     with pytest.raises(ValueError, match=r"must be an integer >= 1\. Received: 0"):
+        call()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: pe_core.analysis.similarity_by_distance(8, max_distance=2.5),
+        lambda: pe_core.analysis.resolution_report(8, max_len=True),
+        lambda: pe_core.encode(pe_core.grid((2, 2)), 8.0, spec=pe_core.Spec(axes=2)),
+        lambda: pe_core.frequencies(8.0),
+    ],
+)
+def test_a_wrong_type_of_count_is_a_type_error_everywhere(call) -> None:
+    """One check vocabulary: a count of the wrong type is a TypeError, in one format."""
+    with pytest.raises(TypeError, match=r"must be an integer >= \d+.*\. Received: "):
         call()
