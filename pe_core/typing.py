@@ -7,7 +7,9 @@
 * The ``Literal`` aliases spell out the string choices the API takes (layouts, metrics,
   presets, ...): an IDE completes them and a type checker rejects a misspelt one. Each
   lists exactly the values of the runtime tuple named in its comment, in the same order
-  (a test keeps the two equal).
+  (a test keeps the two equal); :data:`BackendName`, :data:`PresetName` and
+  :data:`RopeType` list the built-in values of tables that grow by one module or row,
+  so one added later works without being listed here.
 * :data:`BackendLike` and :data:`PresetLike` add ``str`` to their ``Literal``: backend
   names have aliases in any case (``"TF"``), and both often arrive as plain strings from
   configs and command lines. An IDE still offers the ``Literal`` values; a misspelt
@@ -61,7 +63,7 @@ Array: TypeAlias = Any
 #: (nested) sequence of them, or a ``range``.
 ArrayLike: TypeAlias = Any
 
-#: The canonical names of the backends (:data:`pe_core_backends.BACKENDS`).
+#: The canonical names of the built-in backends (:data:`pe_core_backends.BACKENDS`).
 BackendName: TypeAlias = Literal["jax", "numpy", "tensorflow", "torch"]
 
 #: What a ``backend=`` argument takes: a :data:`BackendName`, or any spelling
@@ -92,7 +94,7 @@ OddDPolicy: TypeAlias = Literal["raise", "zero_pad", "truncate"]
 #: The coordinate orders of :attr:`pe_core.Spec.axis_order`.
 AxisOrder: TypeAlias = Literal["forward", "reversed"]
 
-#: The preset names of :data:`pe_core.PRESETS`, in the table's order.
+#: The built-in preset names of :data:`pe_core.PRESETS`, in the table's order.
 PresetName: TypeAlias = Literal[
     "vaswani",
     "tensor2tensor",
