@@ -6,7 +6,9 @@ Everything that names backends reads these rows: :func:`pe_core_backends.get_nam
 :func:`pe_core_backends.canonical_backend` (names and aliases),
 :func:`pe_core_backends.installed_backends`, and ``pe-core check`` (which compilers to
 try). Adding a backend is one row in :data:`ROWS` plus one adapter module that defines
-``NAMESPACE`` (docs/install.md, "Adding a backend").
+``NAMESPACE``, and its pip extra in ``pyproject.toml`` (docs/architecture.md and
+docs/install.md, "Adding a backend"); the test suite's ``backend`` fixture and the
+``Literal`` of :mod:`pe_core.typing` need no edit.
 
 Nothing here imports a framework: rows hold names, never modules or classes.
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+import conftest
 import numpy as np
 import pytest
 
+import pe_core.typing as pt
 import pe_core_backends
 from pe_core_backends import (
     BackendInfo,
@@ -72,6 +75,16 @@ def test_rows_are_the_registry_and_backends_lists_them() -> None:
     assert REGISTRY.rows == ROWS
     assert pe_core_backends.BACKENDS == REGISTRY.names == tuple(sorted(r.name for r in ROWS))
     assert "numpy" in REGISTRY.names  # the default backend
+
+
+def test_the_backend_fixture_and_the_typing_literal_need_no_edit_for_a_new_row() -> None:
+    """The suite's ``backend`` fixture runs over the rows; ``BackendName`` lists the
+    built-in backends, in the registry's order, and ``BackendLike`` takes any name."""
+    if not os.environ.get("PE_CORE_TEST_BACKENDS", "").strip():
+        assert conftest.SELECTED_BACKENDS == REGISTRY.names
+    names = iter(REGISTRY.names)
+    assert all(name in names for name in get_args(pt.BackendName))
+    assert str in get_args(pt.BackendLike)
 
 
 def test_every_extra_is_declared_in_pyproject() -> None:
