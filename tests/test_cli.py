@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+import pkgutil
 import re
 import subprocess
 import sys
+from importlib import import_module
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import assert_close, assert_equal
 
 import pe_core
+import pe_core._cli
 from pe_core import cli
+from pe_core._cli import check as check_command
+from pe_core._cli import check_cases, check_run
+from pe_core._cli import encode as encode_command
 from pe_core_backends import installed_backends
 
 
@@ -231,7 +238,7 @@ def test_unwritable_out_exits_1(tmp_path, capsys, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(cli.Path, "write_text", refuse)
+    monkeypatch.setattr(Path, "write_text", refuse)
     argv = ["encode", "--positions", "0:3", "--dim", "4", "--out", str(tmp_path / "t.csv")]
     assert cli.main(argv) == 1
     err = capsys.readouterr().err
@@ -251,7 +258,7 @@ def test_library_errors_are_one_line_with_status_2(monkeypatch, capsys):
     def refuse(*args, **kwargs):
         raise ValueError("positions out of range\n  found 1e+300 at index 0")
 
-    monkeypatch.setattr(cli, "encode", refuse)
+    monkeypatch.setattr(encode_command, "encode", refuse)
     assert cli.main(["encode", "--positions", "1e300", "--dim", "4"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
@@ -337,20 +344,20 @@ def test_check_numpy(capsys):
     captured = capsys.readouterr()
     out = captured.out
     cells = table_row(out, "numpy")
-    assert list(cells) == list(cli.COLUMNS)
+    assert list(cells) == list(check_cases.COLUMNS)
     assert cells.pop("compiled") == "n/a"
     assert all(cell.startswith("PASS") for cell in cells.values()), cells
     assert "5 case(s)" in out and out.rstrip().endswith("all checks passed")
     rope = table_row(out, "numpy", "pe_core.apply_rope")
-    assert list(rope) == list(cli.ROPE_COLUMNS)
+    assert list(rope) == list(check_cases.ROPE_COLUMNS)
     assert rope.pop("compiled") == "n/a"
     assert all(cell.startswith("PASS") for cell in rope.values()), rope
     assert "across backends: n/a (one backend checked)" in out
     # progress: a line per case, each property named as it is done, and the time
     progress = [line for line in captured.err.splitlines() if line.startswith("checking numpy")]
     assert progress[0].startswith("checking numpy: importing (")
-    columns = " ".join(c for c in cli.COLUMNS if c != "compiled")
-    rope_columns = " ".join(c for c in cli.ROPE_COLUMNS if c != "compiled")
+    columns = " ".join(c for c in check_cases.COLUMNS if c != "compiled")
+    rope_columns = " ".join(c for c in check_cases.ROPE_COLUMNS if c != "compiled")
     encode_lines = [line for line in progress if " spec=" in line]
     rope_lines = [line for line in progress if " rope " in line]
     assert len(progress) == 1 + len(encode_lines) + len(rope_lines)
@@ -382,8 +389,8 @@ def test_check_quiets_frameworks_for_its_run_only(monkeypatch, capsys):
         seen["level"] = logging.getLogger("tensorflow").getEffectiveLevel()
         return real(*args, **kwargs)
 
-    real = cli._import_backend
-    monkeypatch.setattr(cli, "_import_backend", spy)
+    real = check_command.import_backend
+    monkeypatch.setattr(check_command, "import_backend", spy)
     level = logging.getLogger("tensorflow").level
     assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "4"]) == 0
     assert seen == {"env": "2", "level": logging.ERROR}
@@ -416,12 +423,12 @@ def test_check_every_installed_backend(capsys):
 
 
 def test_check_reports_failures(monkeypatch, capsys):
-    real_encode = cli.encode
+    real_encode = check_cases.encode
 
     def scaled_encode(pos, d, **kwargs):  # 1.5 x the encoding: not bounded, not exact
         return 1.5 * real_encode(pos, d, **kwargs)
 
-    monkeypatch.setattr(cli, "encode", scaled_encode)
+    monkeypatch.setattr(check_cases, "encode", scaled_encode)
     assert cli.main(["check", "--backends", "numpy", "--spec", "vaswani", "--dim", "8"]) == 1
     out = capsys.readouterr().out
     cells = table_row(out, "numpy")
@@ -437,7 +444,7 @@ def test_check_reports_exceptions_as_errors(monkeypatch, capsys):
     def crashing_shift(*args, **kwargs):
         raise RuntimeError("shift is broken")
 
-    monkeypatch.setattr(cli, "shift", crashing_shift)
+    monkeypatch.setattr(check_cases, "shift", crashing_shift)
     assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "4"]) == 1
     out = capsys.readouterr().out
     assert table_row(out, "numpy")["shift"] == "ERROR"
@@ -452,8 +459,8 @@ def test_check_without_mpmath_skips_the_exact_columns(monkeypatch, capsys):
 
 def test_check_reports_broken_rope(monkeypatch, capsys):
     """1.01 x the rotation: not the reference, not a rotation, but still relative."""
-    real_rope = cli.apply_rope
-    monkeypatch.setattr(cli, "apply_rope", lambda x, p, **kw: 1.01 * real_rope(x, p, **kw))
+    real_rope = check_cases.apply_rope
+    monkeypatch.setattr(check_cases, "apply_rope", lambda x, p, **kw: 1.01 * real_rope(x, p, **kw))
     assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "8"]) == 1
     out = capsys.readouterr().out
     cells = table_row(out, "numpy", "pe_core.apply_rope")
@@ -467,16 +474,16 @@ def test_check_reports_rope_that_is_not_relative(monkeypatch, capsys):
     def absolute(x, p, **kwargs):  # adds an absolute position signal: scores see m and n
         return x + 0.1 * pe_core.encode(np.asarray(p) % 1000, x.shape[-1], backend="numpy")
 
-    monkeypatch.setattr(cli, "apply_rope", absolute)
+    monkeypatch.setattr(check_cases, "apply_rope", absolute)
     assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "8"]) == 1
     cells = table_row(capsys.readouterr().out, "numpy", "pe_core.apply_rope")
     assert cells["relative"].startswith("FAIL"), cells
 
 
 def test_check_rope_output_of_the_wrong_dtype_is_an_error(monkeypatch, capsys):
-    real_rope = cli.apply_rope
+    real_rope = check_cases.apply_rope
     monkeypatch.setattr(
-        cli, "apply_rope", lambda x, p, **kw: real_rope(x, p, **kw).astype(np.float64)
+        check_cases, "apply_rope", lambda x, p, **kw: real_rope(x, p, **kw).astype(np.float64)
     )
     assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "4"]) == 1
     out = capsys.readouterr().out
@@ -489,13 +496,13 @@ def test_check_across_backends_catches_a_backend_that_differs(monkeypatch, capsy
     other = next((b for b in ("torch", "jax") if b in installed_backends()), None)
     if other is None:
         pytest.skip("needs a second backend")
-    real_encode = cli.encode
+    real_encode = check_cases.encode
 
     def nudged(pos, d, **kwargs):
         out = real_encode(pos, d, **kwargs)
         return out + 7e-7 if kwargs.get("backend") == other else out
 
-    monkeypatch.setattr(cli, "encode", nudged)
+    monkeypatch.setattr(check_cases, "encode", nudged)
     argv = ["check", "--backends", f"numpy,{other}", "--spec", "whisper", "--dim", "8"]
     assert cli.main([*argv, "--no-compiled"]) == 1
     out = capsys.readouterr().out
@@ -517,17 +524,26 @@ def test_check_thorough_on_numpy(capsys):
 
 
 def test_check_runs_pe_core_testing_checks(monkeypatch, capsys):
-    """The CLI has no reference of its own: every column calls pe_core.testing."""
+    """The CLI has no reference of its own: every column calls pe_core.testing's checks,
+    each through pe_core.testing.run_check."""
     called = set()
-    for name in dir(cli):
-        real = getattr(cli, name)
+    for name in dir(check_cases):
+        real = getattr(check_cases, name)
         if name.startswith("check_") and real.__module__.startswith("pe_core.testing"):
 
             def spy(*args, _name=name, _real=real, **kwargs):
                 called.add(_name)
                 return _real(*args, **kwargs)
 
-            monkeypatch.setattr(cli, name, spy)
+            monkeypatch.setattr(check_cases, name, spy)
+    outcomes = []
+    real_run_check = check_run.run_check
+
+    def run_check(body):
+        outcomes.append(real_run_check(body))
+        return outcomes[-1]
+
+    monkeypatch.setattr(check_run, "run_check", run_check)
     assert cli.main(["check", "--backends", "numpy", "--spec", "whisper", "--dim", "4"]) == 0
     assert called == {
         "check_agreement",
@@ -540,7 +556,15 @@ def test_check_runs_pe_core_testing_checks(monkeypatch, capsys):
         "check_rope_relative_scores",
         "check_rope_norm",
     }
-    assert not hasattr(cli, "_exact_encoding") and not hasattr(cli, "_reference_encoding")
+    encode_columns = 7 if check_cases.has_mpmath() else 6  # "large" needs mpmath
+    assert len(outcomes) == encode_columns + 2 * 3  # apply_rope: 3 columns, 2 layouts
+    assert {outcome.status for outcome in outcomes} == {"PASS"}
+    modules = [cli] + [
+        import_module(f"pe_core._cli.{m.name}") for m in pkgutil.iter_modules(pe_core._cli.__path__)
+    ]
+    for module in modules:
+        names = set(dir(module))
+        assert not names & {"_exact_encoding", "_reference_encoding", "reference_encoding"}
 
 
 def test_each_compiled_case_gets_a_code_object_of_its_own():
@@ -550,6 +574,6 @@ def test_each_compiled_case_gets_a_code_object_of_its_own():
     def target(positions):
         return positions
 
-    first, second = cli._own_code(target), cli._own_code(target)
+    first, second = check_run.own_code(target), check_run.own_code(target)
     assert first.__code__ is not second.__code__
     assert first(3) == second(3) == 3
