@@ -211,6 +211,9 @@ class JaxNamespace(Namespace):
     def jit(self, fn: Any) -> Any:
         return jax.jit(fn)
 
+    def _compilers(self) -> dict[str, Callable[[Any], Any]]:
+        return {"jax.jit": jax.jit}
+
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         return jnp.zeros(shape, dtype=dtype)
 

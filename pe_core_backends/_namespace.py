@@ -130,6 +130,10 @@ class Namespace:
     #: whether this backend's arrays can live on an accelerator (NumPy: never)
     has_devices: bool = True
 
+    #: whether this backend's arrays are NumPy arrays themselves (the host namespace:
+    #: host-built tables and host positions need no conversion)
+    numpy_arrays: bool = False
+
     def on_accelerator(self, x: Any) -> bool:
         """Whether ``x`` lives on a non-CPU device (or the device path is forced).
 
@@ -273,6 +277,30 @@ class Namespace:
         signature (``jax.jit``), for a program the caller keeps per configuration;
         :meth:`compile` where there is none."""
         return self.compile(fn)
+
+    def _compilers(self) -> dict[str, Callable[[Any], Any]]:
+        """Compiler label -> how :meth:`under_compiler` builds it (none by default)."""
+        return {}
+
+    def under_compiler(self, label: str, fn: Any) -> Any:
+        """``fn`` under compiler ``label``, one of this backend's registry ``compilers``
+        (:func:`pe_core_backends.backend_info`), as ``pe-core check`` runs it: the whole
+        function as one graph (``torch.compile(fullgraph=True, dynamic=False)``,
+        ``tf.function(jit_compile=...)``, ``jax.jit``).
+
+        Raises
+        ------
+        ValueError
+            For a label this backend cannot build (the message lists those it can).
+        """
+        builders = self._compilers()
+        build = builders.get(label)
+        if build is None:
+            known = ", ".join(builders) or "none"
+            raise ValueError(
+                f"backend {self.name!r} cannot build compiler {label!r}. Expected one of: {known}."
+            )
+        return build(fn)
 
     #: whether arrays can be written in place (``out=`` arguments)
     mutable: bool = False

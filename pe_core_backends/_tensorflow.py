@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -116,6 +117,12 @@ class TensorflowNamespace(Namespace):
 
     def compile(self, fn: Any) -> Any:
         return tf.function(fn, jit_compile=True)
+
+    def _compilers(self) -> dict[str, Callable[[Any], Any]]:
+        return {
+            "tf.function": lambda fn: tf.function(fn, jit_compile=False, reduce_retracing=True),
+            "tf.function(jit_compile=True)": lambda fn: tf.function(fn, jit_compile=True),
+        }
 
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         return tf.zeros(shape, dtype=dtype)

@@ -34,6 +34,11 @@ def _host_constant(fn: Any, *args: Any) -> Any:
     return fn(*args)
 
 
+def _whole_graph(fn: Any) -> Any:
+    """``torch.compile`` of ``fn`` as one graph with static shapes (imports the compiler)."""
+    return torch.compile(fn, fullgraph=True, dynamic=False)
+
+
 class TorchNamespace(Namespace):
     name = "torch"
     builds_tables = True
@@ -203,6 +208,9 @@ class TorchNamespace(Namespace):
     def expand_diagonals(self, values: Any, rows: int, cols: int, like: Any = None) -> Any:
         # windows values[s : s + cols] for s = 0 .. rows - 1, the last row's first
         return values.unfold(-1, cols, 1).flip(-2)
+
+    def _compilers(self) -> dict[str, Callable[[Any], Any]]:
+        return {"torch.compile": _whole_graph}
 
     guards_host_reads = True
 
