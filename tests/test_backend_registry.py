@@ -320,3 +320,87 @@ def test_a_first_get_namespace_inside_torch_compile_traces(extra_backend: Backen
 
     labels = [label for label, _ in cli._compilers("torch", fn)]
     assert tuple(labels) == backend_info("torch").compilers
+
+
+# -- capabilities that keep framework code in the adapters ------------------------------
+
+
+def _host(xp: Namespace, x: Any) -> np.ndarray:
+    return np.asarray(xp.to_numpy(x))
+
+
+def _toeplitz(values: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    i, j = np.arange(rows)[:, None], np.arange(cols)[None, :]
+    return values[..., j - i + rows - 1]
+
+
+def _check_gathers_and_transposes(xp: Namespace) -> None:
+    wide = "int64" if xp.supports("int64") else "int32"
+    r = xp.arange(5, xp.dtype(wide))
+    assert xp.dtype_of(r) == wide and _host(xp, r).tolist() == [0, 1, 2, 3, 4]
+    table = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    index = np.array([[0, 3], [2, 2]], dtype=wide)
+    t, i = xp.asarray(table), xp.asarray(index)
+    assert np.array_equal(_host(xp, xp.take(t, i, axis=0)), table[index])
+    assert np.array_equal(_host(xp, xp.take(t, i % 3, axis=-1)), table[..., index % 3])
+    cube = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    assert np.array_equal(
+        _host(xp, xp.take(xp.asarray(cube), i % 3, axis=1)), np.take(cube, index % 3, axis=1)
+    )
+    assert np.array_equal(_host(xp, xp.matrix_transpose(xp.asarray(cube))), cube.swapaxes(1, 2))
+    values = np.arange(12.0, dtype=np.float32).reshape(2, 6)  # rows + cols - 1 = 6
+    expanded = _host(xp, xp.expand_diagonals(xp.asarray(values), 3, 4))
+    assert expanded.shape == (2, 3, 4) and np.array_equal(expanded, _toeplitz(values, 3, 4))
+
+
+@pytest.mark.parametrize("row", ROWS, ids=_row_id)
+def test_integer_ranges_gathers_and_transposes(row: BackendInfo) -> None:
+    _check_gathers_and_transposes(get_namespace(_installed_row(row).name))
+
+
+def test_the_generic_defaults_of_ranges_gathers_and_transposes() -> None:
+    """A new adapter that does not override them still gets working versions."""
+    from pe_core_backends._numpy import NumpyNamespace
+
+    class Generic(NumpyNamespace):
+        name = "generic"
+        arange = Namespace.arange
+        take = Namespace.take
+        matrix_transpose = Namespace.matrix_transpose
+        expand_diagonals = Namespace.expand_diagonals
+
+    _check_gathers_and_transposes(Generic())
+
+
+@pytest.mark.parametrize("row", ROWS, ids=_row_id)
+def test_compile_eager_kernels_and_jit(row: BackendInfo) -> None:
+    xp = get_namespace(_installed_row(row).name)
+    assert xp.compile_eager_kernels is (row.name == "jax")
+    assert xp.numpy_arrays is (row.name == "numpy")
+    program = xp.jit(lambda a: a * 2 + 1)
+    if not xp.compile_eager_kernels:
+        return
+    x = xp.asarray(np.arange(3, dtype=np.int32))
+    assert _host(xp, program(x)).tolist() == [1, 3, 5]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=_row_id)
+def test_under_compiler_builds_the_registry_compilers(row: BackendInfo) -> None:
+    xp = get_namespace(_installed_row(row).name)
+    if row.name == "torch":  # torch.compile imports the compiler: see the slow test
+        return
+    x = xp.asarray(np.arange(3, dtype=np.float32))
+    for label in row.compilers:
+        compiled = xp.under_compiler(label, lambda a: a * 2.0)
+        assert _host(xp, compiled(x)).tolist() == [0.0, 2.0, 4.0]
+    with pytest.raises(ValueError, match=rf"backend {row.name!r} cannot build compiler 'nope'"):
+        xp.under_compiler("nope", lambda a: a)
+
+
+@pytest.mark.slow
+def test_under_compiler_builds_torch_compile() -> None:
+    torch = pytest.importorskip("torch")
+    xp = get_namespace("torch")
+    (label,) = backend_info("torch").compilers
+    compiled = xp.under_compiler(label, lambda a: a * 2.0)
+    assert compiled(torch.arange(3.0)).tolist() == [0.0, 2.0, 4.0]

@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pe_core.host_reads import HostReadError, forbid_host_reads
+from pe_core.host_reads import GUARDED_BACKENDS, HostReadError, forbid_host_reads
+from pe_core_backends import get_namespace, is_installed
+from pe_core_backends._registry import REGISTRY
 
 # --------------------------------------------------------------------------- torch
 
@@ -264,3 +266,34 @@ def test_the_default_imports_no_framework() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- the backends' guards
+
+
+@pytest.mark.parametrize("name", REGISTRY.names)
+def test_the_guarded_backends_are_those_whose_adapter_guards(name: str) -> None:
+    if not is_installed(name):
+        pytest.skip(f"{name} is not installed")
+    xp = get_namespace(name)
+    assert xp.guards_host_reads is (name in GUARDED_BACKENDS)
+    if not xp.guards_host_reads:
+        with pytest.raises(NotImplementedError, match=name):
+            xp.host_read_guard(HostReadError)
+
+
+class _OwnError(Exception):
+    pass
+
+
+def test_a_backend_guard_raises_the_callers_error(
+    tensors: dict[str, Any], jax_arrays: dict[str, Any]
+) -> None:
+    """The guards live in the adapters and raise whatever error the caller makes."""
+    with get_namespace("torch").host_read_guard(_OwnError):
+        with pytest.raises(_OwnError, match=r"^\.item\(\) reads a torch tensor's value"):
+            tensors["scalar"].item()
+    with get_namespace("jax").host_read_guard(_OwnError):
+        with pytest.raises(_OwnError, match=r"^np\.asarray\(jax\.Array\) copies"):
+            np.asarray(jax_arrays["vector"])
+    assert tensors["scalar"].item() == 2.5 and float(jax_arrays["scalar"]) == 2.5
