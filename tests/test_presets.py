@@ -9,6 +9,10 @@ tolerance, ``4 * 2**-23 * max(1, |angle|)`` (see the references' module docstrin
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import sys
+
 import numpy as np
 import pytest
 from conftest import assert_close, positions_on
@@ -17,6 +21,7 @@ from hypothesis import strategies as st
 from preset_references import PRESET_OF, REFERENCES
 
 import pe_core
+from pe_core import _presets, presets
 
 ATOL32 = 1e-6
 
@@ -80,3 +85,64 @@ def test_docs_preset_table_is_the_generated_one() -> None:
     start = page.index("<!-- preset-table:start -->") + len("<!-- preset-table:start -->")
     end = page.index("<!-- preset-table:end -->")
     assert page[start:end].strip() == preset_table_markdown()
+
+
+def test_every_preset_is_a_module_of_pe_core_presets() -> None:
+    """One module per preset, named after its Spec; PRESETS sorted by (order, name)."""
+    modules = {
+        info.name: importlib.import_module(f"pe_core._presets.{info.name}").PRESET
+        for info in pkgutil.iter_modules(_presets.__path__)
+        if not info.name.startswith("_")
+    }
+    assert set(modules) == set(pe_core.PRESETS)
+    for name, preset in modules.items():
+        assert isinstance(preset, _presets.Preset)
+        assert preset.spec is pe_core.PRESETS[name] and preset.spec.name == name
+        assert preset.source == pe_core.PRESET_SOURCES[name]
+    assert list(pe_core.PRESETS) == sorted(modules, key=lambda n: (modules[n].order, n))
+    orders = [preset.order for preset in modules.values()]
+    assert len(set(orders)) == len(orders), "each built-in preset has an order of its own"
+
+
+def test_the_built_in_presets_keep_their_order() -> None:
+    assert list(pe_core.PRESETS) == [
+        "vaswani",
+        "tensor2tensor",
+        "fairseq",
+        "whisper",
+        "flax",
+        "mae_2d",
+        "tensor2tensor_2d",
+        "tensor2tensor_3d",
+        "positional_encodings_2d",
+        "positional_encodings_3d",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "message"),
+    [
+        ({"spec": "vaswani"}, TypeError, "Preset.spec must be a pe_core.Spec"),
+        ({"source": ""}, TypeError, "Preset.source must be a non-empty string"),
+        ({"order": 1.5}, TypeError, "Preset.order must be an int"),
+        ({"order": True}, TypeError, "Preset.order must be an int"),
+    ],
+)
+def test_a_bad_preset_names_its_field(fields: dict, error: type, message: str) -> None:
+    good = {"spec": pe_core.Spec(name="x"), "source": "x", "order": 1}
+    with pytest.raises(error, match=message):
+        _presets.Preset(**{**good, **fields})
+
+
+def test_a_module_without_a_preset_is_refused(tmp_path, monkeypatch) -> None:
+    (tmp_path / "broken.py").write_text("PRESET = None\n")
+    monkeypatch.setattr(_presets, "__path__", [*_presets.__path__, str(tmp_path)])
+    before = dict(pe_core.PRESETS)
+    try:
+        with pytest.raises(TypeError, match=r"pe_core._presets.broken must define PRESET"):
+            presets._discover()
+        assert dict(pe_core.PRESETS) == before  # nothing changed
+    finally:
+        sys.modules.pop("pe_core._presets.broken", None)
+        if hasattr(_presets, "broken"):
+            delattr(_presets, "broken")

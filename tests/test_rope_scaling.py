@@ -12,7 +12,10 @@ two share is the definition they follow.
 from __future__ import annotations
 
 import copy
+import importlib
 import math
+import pkgutil
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -21,6 +24,7 @@ from conftest import assert_close, assert_equal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pe_core import _scaling, rope_scaling
 from pe_core.rope_scaling import ROPE_TYPES, ntk_aware_base, rope_frequencies, xpos_scale
 
 RTOL = 1e-13
@@ -992,3 +996,50 @@ def test_xpos_shape_and_formula():
 def test_xpos_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         xpos_scale([0, 1], **kwargs)
+
+
+# --------------------------------------------------------------------------------------
+# The table: one module per rope_type
+# --------------------------------------------------------------------------------------
+
+
+def test_every_rope_type_is_a_module_of_pe_core_scaling():
+    modules = {
+        info.name: importlib.import_module(f"pe_core._scaling.{info.name}").SCALING_TYPE
+        for info in pkgutil.iter_modules(_scaling.__path__)
+        if not info.name.startswith("_")
+    }
+    assert ROPE_TYPES == tuple(sorted(modules)) == tuple(rope_scaling.SCALING_TYPES)
+    assert ROPE_TYPES == (
+        "default",
+        "dynamic",
+        "linear",
+        "llama3",
+        "longrope",
+        "proportional",
+        "yarn",
+    )
+    for name, entry in modules.items():
+        assert rope_scaling.SCALING_TYPES[name] is entry
+
+
+def test_the_classes_live_in_rope_scaling():
+    """Defined in pe_core._scaling._types, documented (and pickled) as pe_core.rope_scaling's."""
+    for cls in (rope_scaling.RopeScalingType, rope_scaling.ScalingInputs):
+        assert cls.__module__ == "pe_core.rope_scaling"
+    error = rope_scaling.MissingRopeKeyError
+    assert error.__module__ == "pe_core.rope_scaling" and issubclass(error, (KeyError, ValueError))
+
+
+def test_a_module_without_a_scaling_type_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "broken.py").write_text("SCALING_TYPE = 'linear'\n")
+    monkeypatch.setattr(_scaling, "__path__", [*_scaling.__path__, str(tmp_path)])
+    before = dict(rope_scaling.SCALING_TYPES)
+    try:
+        with pytest.raises(TypeError, match=r"pe_core._scaling.broken must define SCALING_TYPE"):
+            rope_scaling._discover()
+        assert rope_scaling.SCALING_TYPES == before  # nothing changed
+    finally:
+        sys.modules.pop("pe_core._scaling.broken", None)
+        if hasattr(_scaling, "broken"):
+            delattr(_scaling, "broken")
