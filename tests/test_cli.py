@@ -293,6 +293,36 @@ def test_huge_positions_are_exact_or_refused(capsys, argument):
 
 
 @pytest.mark.parametrize(
+    ("argument", "positions"),
+    [
+        ("=9223372036854775813", [2**63 + 5]),
+        ("=9223372036854775806:9223372036854775810", [2**63 - 2, 2**63 - 1, 2**63, 2**63 + 1]),
+        ("=-9223372036854775807:-9223372036854775809:-1", [-(2**63) + 1, -(2**63)]),
+        ("=-1,9223372036854775808", [-1, 2**63]),
+    ],
+)
+def test_integers_at_the_int64_edge_stay_exact(capsys, argument, positions):
+    """Integers the library takes are neither rounded to float64 nor wrapped past the end
+    of int64."""
+    assert cli.main(["encode", f"--positions{argument}", "--dim", "4", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["pos"] == positions
+    for p, values in zip(positions, document["values"], strict=True):
+        assert_close(np.array(values), exact_encoding(p, 4), atol=1e-6, rtol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "argument", ["=100000000000000000000000", "=18446744073709551615:18446744073709551617"]
+)
+def test_integers_beyond_the_library_are_refused_not_rounded(capsys, argument):
+    assert cli.main(["encode", f"--positions{argument}", "--dim", "4"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert "positions must be integers in [-2**63, 2**64)" in captured.err
+    assert "to encode the nearest float64 position" in captured.err
+
+
+@pytest.mark.parametrize(
     ("argument", "message"),
     [
         ("=-1e308:1e308", "is too large"),

@@ -74,11 +74,15 @@ class Positions:
 
 
 def integers(values: Sequence[int]) -> np.ndarray:
-    """int64, or float64 beyond int64 (the library then says what range it takes)."""
-    try:
-        return np.array(values, dtype=np.int64)
-    except OverflowError:
-        return np.array([float(v) for v in values], dtype=np.float64)
+    """int64, else uint64, else the Python ints themselves (an object array), which the
+    library takes exactly or refuses saying what it takes: never float64, which would
+    be other numbers."""
+    for dtype in (np.int64, np.uint64):
+        try:
+            return np.array(values, dtype=dtype)
+        except OverflowError:
+            pass
+    return np.array(list(values), dtype=object)
 
 
 def positions_arg(text: str) -> Positions:
@@ -128,11 +132,12 @@ def range_count(text: str, start: float, stop: float, step: float) -> int:
 
 
 def integer_range(start: int, stop: int, step: int) -> tuple[np.ndarray, str]:
-    """``range(start, stop, step)`` as int64 (float64 beyond int64), and how to write it."""
-    try:
-        values = np.arange(start, stop, step, dtype=np.int64)
-    except OverflowError:
-        values = integers(range(start, stop, step))
+    """``range(start, stop, step)`` as :func:`integers` gives it, and how to write it."""
+    span = range(start, stop, step)
+    if -(2**63) <= min(span[0], span[-1]) and max(span[0], span[-1]) < 2**63:
+        values = np.arange(start, stop, step, dtype=np.int64)  # a stop past int64 would wrap
+    else:
+        values = integers(span)
     bounds = f"{start}, {stop}" + (f", {step}" if step != 1 else "")
     return values, f"range({bounds})"
 

@@ -58,14 +58,16 @@ def run_encode(args: argparse.Namespace) -> int:
     d = check_d(args.dim, spec)
     path = None if args.out is None else check_out_path(args.out)
     fmt = output_format(args.out, args.format)
-    positions: np.ndarray = args.positions.values
+    positions: np.ndarray = args.positions.values  # int64, float64, or Python ints
     if positions.size * d > MAX_ENCODE_VALUES:
         raise ValueError(
             f"{positions.size} positions x d={d} is {positions.size * d} values; "
             f"the limit is {MAX_ENCODE_VALUES}."
         )
     xp = get_namespace(args.backend)
-    table = xp.to_numpy(encode(positions, d, spec=spec, backend=args.backend, dtype=args.dtype))
+    # integers beyond int64 go as the Python ints they are (see arguments.integers)
+    pos = positions.tolist() if positions.dtype == object else positions
+    table = xp.to_numpy(encode(pos, d, spec=spec, backend=args.backend, dtype=args.dtype))
     call = (
         f"pe_core.encode(pos={args.positions.call}, d={d}, spec={spec.name!r}, "
         f"backend={args.backend!r}, dtype={args.dtype!r})"
@@ -106,7 +108,7 @@ def serialise(fmt: str, positions: np.ndarray, table: np.ndarray, call: str) -> 
         "call": call,
         "dtype": table.dtype.name,
         "shape": list(table.shape),
-        "pos": [p.item() for p in positions],
+        "pos": positions.tolist(),
         "values": [[float(v) for v in shortest(row)] for row in table],
     }
     return json.dumps(document) + "\n"
@@ -146,4 +148,5 @@ def print_table(positions: np.ndarray, table: np.ndarray, max_rows: int = 50) ->
 
 
 def format_position(value: Any) -> str:
-    return str(value.item())
+    """A position as Python writes it (``3``, ``0.5``, ``1e+23``)."""
+    return str(value.item() if isinstance(value, np.generic) else value)
