@@ -204,7 +204,7 @@ def _host_encode(
         table = xp.reshape(table, shape)
         if xp.dtype_of(table) != out_name:
             table = xp.astype(table, xp.dtype(out_name))
-    elif xp.name == "numpy":
+    elif xp.numpy_arrays:
         if out is not None:
             out[...] = table.reshape(shape)
             return out

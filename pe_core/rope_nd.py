@@ -876,8 +876,8 @@ def _vision_block(
 def _on_backend(source: str | None, values: np.ndarray) -> Any:
     """Host int64 ``values`` on ``source``'s backend (NumPy for Python values), int64
     (int32 where the backend has no int64)."""
-    xp = get_namespace(source if source not in (None, "numpy") else "numpy")
-    if xp.name == "numpy":
+    xp = get_namespace(source or "numpy")
+    if xp.numpy_arrays:
         return values
     dtype = xp.dtype("int64") if xp.supports("int64") else xp.dtype("int32")
     return xp.asarray(values, dtype=dtype)

@@ -47,14 +47,7 @@ ROOMS: frozenset[str] = frozenset(
 
 #: Modules that still hold framework code -> the kinds they hold ("import", "compare").
 #: Only ever remove entries: test_every_exception_is_still_needed fails on a stale one.
-EXCEPTIONS: dict[str, frozenset[str]] = {
-    # pe-core check builds each registry compiler (jax.jit, torch.compile, tf.function)
-    "pe_core/_cli/compilers.py": frozenset({"import"}),
-    # NumPy as the host namespace: xp.name == "numpy", source == "numpy"
-    "pe_core/_kernel/placement.py": frozenset({"compare"}),
-    "pe_core/_sinusoidal.py": frozenset({"compare"}),
-    "pe_core/rope_nd.py": frozenset({"compare"}),
-}
+EXCEPTIONS: dict[str, frozenset[str]] = {}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -37,6 +37,8 @@ from pe_core_backends import Namespace, backend_of, from_dlpack, get_namespace, 
 
 #: The NumPy namespace (host computations), looked up once.
 _NUMPY = get_namespace("numpy")
+#: The name of the host backend (NumPy) as ``backend_of`` gives it.
+_HOST = _NUMPY.name
 
 
 def kernel_limit(xp: Namespace) -> float:
@@ -119,11 +121,11 @@ def prepare_positions(
     """
     if source is None and is_dlpack(pos):  # e.g. CuPy: imported by the backend computed on
         pos, source = from_dlpack(pos, xp.name, what=what), xp.name
-    if source is None or source == "numpy":
-        numpy = xp if xp.name == "numpy" else _NUMPY
+    if source is None or source == _HOST:  # Python values or NumPy arrays
+        numpy = xp if xp.numpy_arrays else _NUMPY
         host = as_positions(pos, numpy, source, what=what)
         max_abs = check_host_positions(host, what=what)
-        if xp.name != "numpy" and fits_backend(host, xp) and _kernel_takes(host, max_abs, xp):
+        if not xp.numpy_arrays and fits_backend(host, xp) and _kernel_takes(host, max_abs, xp):
             if tracing is None:
                 tracing = xp.is_tracing()
             if tracing:
@@ -193,7 +195,7 @@ def host_view(pos: Any) -> tuple[np.ndarray | None, Namespace | None]:
     if type(pos) is np.ndarray:
         return pos, None
     xp = namespace_of(pos)
-    if xp is None or xp.name == "numpy":
+    if xp is None or xp.numpy_arrays:
         return None, None
     return xp.host_view(pos), xp
 

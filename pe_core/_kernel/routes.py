@@ -13,7 +13,8 @@ The decode-step lanes (:func:`~pe_core._sinusoidal.few_integer_positions`,
 they take the calls whose every property a few attribute reads establish, and hand
 everything else to the general route, which validates once.
 
-:data:`ROUTES` is the table the Architecture page shows (a test keeps them equal).
+:data:`ROUTES` is the table the Architecture page shows (rendered from it while the
+site builds: :func:`route_table_markdown`).
 
 >>> FEW_POSITIONS, SMALL_MAX_PAIRS, TABLE_MIN_PAIRS
 (64, 16384, 16384)
