@@ -1,8 +1,8 @@
 """Argument checks of the framework layers, in :mod:`pe_core.validation`'s wording.
 
 What a layer checks beyond its spec: the dropout rate, the ``max_len`` cache size, a
-patch grid, and at call time the input's features, a per-example offset's shape and a
-patch input's grid. Everything :class:`~pe_core.Spec`, :class:`~pe_core.RopeSpec` and
+patch grid, flags, and at call time the inputs' ranks and features and a per-example
+offset's shape. Everything :class:`~pe_core.Spec`, :class:`~pe_core.RopeSpec` and
 the kernels already validate is left to them. Messages read ``"<name> must be
 <allowed>. Received: <value!r>"``; ``TypeError`` for a wrong type, ``ValueError`` for
 a wrong value.
@@ -15,26 +15,27 @@ ValueError: dropout must be a number in [0, 1). Received: 1.5
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
 
 from pe_core._schedule import check_d
 from pe_core.spec import Spec
 from pe_core.validation import is_integer
 
-if TYPE_CHECKING:
-    from pe_core.layers._config_nd import PatchEncodingConfig
-
 __all__ = [
+    "check_argument_order",
     "check_dropout",
     "check_features",
+    "check_flag",
     "check_grid_shape",
     "check_max_len",
     "check_patch_spec",
+    "check_query_key",
     "check_scaling_type",
-    "patch_grid",
+    "check_sequence_input",
     "per_example_shape",
 ]
 
@@ -148,10 +149,45 @@ def check_scaling_type(scaling: object) -> None:
         )
 
 
+def check_flag(value: object, name: str) -> bool:
+    """Validate a ``True``/``False`` argument (NumPy booleans too) and return it as a bool.
+
+    >>> check_flag(1, "causal")
+    Traceback (most recent call last):
+    ...
+    TypeError: causal must be True or False. Received: 1
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False. Received: {value!r}")
+    return bool(value)
+
+
+def check_argument_order(dropout: object, max_len: object) -> None:
+    """Name the likely mistake of the ``(d_model, max_len, dropout)`` argument order.
+
+    >>> check_argument_order(5000, 0.1)
+    Traceback (most recent call last):
+    ...
+    ValueError: dropout=5000 and max_len=0.1: the arguments look swapped. SinusoidalEncoding takes (d_model, dropout, max_len), in the order of the textbook PositionalEncoding(d_model, dropout, max_len); pass them by name.
+    """
+    if (
+        isinstance(dropout, numbers.Integral)
+        and not isinstance(dropout, bool)
+        and int(dropout) >= 1
+        and isinstance(max_len, numbers.Real)
+        and not isinstance(max_len, numbers.Integral)
+    ):
+        raise ValueError(
+            f"dropout={dropout!r} and max_len={max_len!r}: the arguments look swapped. "
+            "SinusoidalEncoding takes (d_model, dropout, max_len), in the order of the "
+            "textbook PositionalEncoding(d_model, dropout, max_len); pass them by name."
+        )
+
+
 # --------------------------------------------------------------------------- call time
 
 
-def check_features(actual: int, expected: int, name: str) -> None:
+def check_features(actual: int | None, expected: int, name: str) -> None:
     """Raise unless an input's last axis ``actual`` equals the layer's ``expected`` size.
 
     >>> check_features(32, 64, "d_model")
@@ -204,42 +240,41 @@ def per_example_shape(
     return (-1,) + (1,) * (len(x_shape) - 3)
 
 
-def patch_grid(
-    config: PatchEncodingConfig, x_shape: tuple[int, ...], grid_shape: Any
-) -> tuple[tuple[int, ...], bool]:
-    """``(grid shape, flattened?)`` of patch tokens of shape ``x_shape``.
+def check_sequence_input(shape: tuple[int | None, ...], name: str = "x") -> None:
+    """Raise unless an input of shape ``shape`` has a sequence axis and a feature axis.
 
-    ``(batch, N, d)`` inputs are flattened grids of ``grid_shape`` (the call's, else the
-    layer's), ``(batch, H, W, ..., d)`` inputs carry their grid; raises naming the
-    mismatch.
-
-    >>> from pe_core.layers import PatchEncodingConfig
-    >>> patch_grid(PatchEncodingConfig(8, grid_shape=(2, 3)), (4, 6, 8), None)
-    ((2, 3), True)
-    >>> patch_grid(PatchEncodingConfig(8), (4, 2, 3, 8), None)
-    ((2, 3), False)
+    >>> check_sequence_input((8,), "inputs")
+    Traceback (most recent call last):
+    ...
+    ValueError: inputs must have shape (..., seq, d_model). Received: shape (8,)
     """
-    if len(x_shape) < 3:
+    if len(shape) < 2:
+        raise ValueError(f"{name} must have shape (..., seq, d_model). Received: shape {shape}")
+
+
+def check_query_key(
+    shape: tuple[int | None, ...],
+    head_dim: int,
+    names: str = "q and k",
+    *,
+    known_seq: bool = False,
+) -> None:
+    """Raise unless a query or key of shape ``shape`` is ``(..., seq, head_dim)`` (with a
+    known ``seq`` when ``known_seq``).
+
+    >>> check_query_key((8,), 8)
+    Traceback (most recent call last):
+    ...
+    ValueError: q and k must have shape (..., seq, head_dim). Received: (8,)
+    >>> check_query_key((2, 6), 8)
+    Traceback (most recent call last):
+    ...
+    ValueError: The input's last axis has 6 features but the layer was built with head_dim=8.
+    """
+    if known_seq and (len(shape) < 2 or shape[-2] is None):
         raise ValueError(
-            "x must have shape (batch, H * W, d_model) or (batch, H, W, d_model). "
-            f"Received: shape {x_shape}"
+            f"{names} must have shape (..., seq, head_dim) with a known seq. Received: {shape}"
         )
-    check_features(x_shape[-1], config.d_model, "d_model")
-    asked = check_grid_shape(grid_shape)
-    shape = asked or config.grid_shape
-    if len(x_shape) == 3:
-        if shape is None:
-            raise ValueError(
-                "Flattened patch tokens (batch, H * W, d_model) need a grid_shape (the "
-                f"layer's or forward's). Received: shape {x_shape}"
-            )
-        if math.prod(shape) != x_shape[1]:
-            raise ValueError(
-                f"The input has {x_shape[1]} patch tokens but the grid {shape} holds "
-                f"{math.prod(shape)}."
-            )
-        return shape, True
-    spatial = tuple(int(n) for n in x_shape[1:-1])
-    if asked is not None and asked != spatial:
-        raise ValueError(f"grid_shape {asked} does not match the input's grid {spatial}.")
-    return spatial, False
+    if len(shape) < 2:
+        raise ValueError(f"{names} must have shape (..., seq, head_dim). Received: {shape}")
+    check_features(shape[-1], head_dim, "head_dim")

@@ -4,8 +4,12 @@ Each layer class of :mod:`pe_core.layers.torch`, :mod:`~pe_core.layers.flax` and
 :mod:`~pe_core.layers.keras` inherits one mixin of this module (einops' layer design):
 it validates the constructor's arguments, stores them and gives them back as
 JSON-ready data (``*_config``) and for ``repr`` (``*_repr``), so every framework takes
-and refuses the same arguments with the same messages. The N-D mixins are in
-:mod:`pe_core.layers._config_nd`.
+and refuses the same arguments with the same messages. The mixins also hold what a
+layer computes with :mod:`pe_core` whatever the framework (the host tables of the
+``max_len`` cache, the calls of :func:`pe_core.encode`, :func:`pe_core.rope.apply_rope`,
+:func:`pe_core.t5.t5_relative_bias` and :func:`pe_core.alibi_bias` with the layer's
+configuration), so a framework module only wires them into its module class. The N-D
+mixins are in :mod:`pe_core.layers._config_nd`.
 
 >>> spec_to_config(Spec(base=500.0))["base"]
 500.0
@@ -13,29 +17,38 @@ and refuses the same arguments with the same messages. The N-D mixins are in
 
 from __future__ import annotations
 
+import functools
 from dataclasses import fields
 from typing import Any
 
 import numpy as np
 
 from pe_core._schedule import check_d
+from pe_core.alibi import alibi_bias
+from pe_core.encoding import encode
 from pe_core.layers._checks import (
     check_dropout,
     check_features,
+    check_flag,
     check_max_len,
+    check_query_key,
     check_scaling_type,
 )
-from pe_core.layers._tables import cached_table
 from pe_core.presets import PRESETS, resolve_spec
+from pe_core.rope import apply_rope
 from pe_core.rope_spec import RopeSpec, thaw
 from pe_core.spec import Spec
+from pe_core.t5 import t5_relative_bias, t5_relative_bucket
 from pe_core.validation import finite_real, positive_int
 
 __all__ = [
     "AlibiBiasConfig",
+    "LayerConfig",
     "RotaryEmbeddingConfig",
     "SinusoidalEncodingConfig",
     "T5RelativeBiasConfig",
+    "cached_table",
+    "host_dtype",
     "spec_from_config",
     "spec_to_config",
 ]
@@ -77,10 +90,51 @@ def spec_from_config(config: Spec | str | dict[str, Any] | None) -> Spec:
     return resolve_spec(config)
 
 
+# --------------------------------------------------------------------------- host tables
+
+
+@functools.lru_cache(maxsize=32)
+def cached_table(d_model: int, spec: Spec, max_len: int, dtype: str = "float32") -> np.ndarray:
+    """The read-only NumPy table of positions ``0 .. max_len - 1`` (the ``max_len`` cache).
+
+    >>> cached_table(8, Spec(), 4).flags.writeable
+    False
+    """
+    table = encode(range(max_len), d_model, spec=spec, dtype=dtype)
+    table.setflags(write=False)
+    return table
+
+
+def host_dtype(dtype_name: str) -> str:
+    """The dtype of a host table for ``dtype_name`` output: float64 for float64, else
+    float32 (float16/bfloat16 inputs get the float32 encoding rounded once, as in
+    traced code).
+
+    >>> host_dtype("bfloat16"), host_dtype("float64")
+    ('float32', 'float64')
+    """
+    return "float64" if dtype_name == "float64" else "float32"
+
+
 # --------------------------------------------------------------------------- mixins
 
 
-class SinusoidalEncodingConfig:
+class LayerConfig:
+    """The face every mixin shows the framework modules: its constructor arguments as
+    JSON-ready data, for ``repr``, and validated again (for dataclass-style modules,
+    Flax linen, whose fields are set before they can be checked)."""
+
+    def _layer_config(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _layer_repr(self) -> str:
+        raise NotImplementedError
+
+    def _validated_fields(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class SinusoidalEncodingConfig(LayerConfig):
     """Configuration of the ``SinusoidalEncoding`` layers (a framework-neutral mixin).
 
     Parameters
@@ -149,6 +203,31 @@ class SinusoidalEncodingConfig:
             return None
         return cached_table(self.d_model, self.spec, self.max_len)[offset : offset + length]
 
+    def _host_rows(self, offset: int, length: int, dtype_name: str) -> np.ndarray:
+        """Rows ``offset .. offset + length - 1`` on the host for ``dtype_name`` output:
+        from the ``max_len`` cache when they fit in it (not for float64), else
+        :func:`pe_core.encode` at :func:`host_dtype`."""
+        rows = None if dtype_name == "float64" else self.cache_rows(offset, length)
+        if rows is not None:
+            return rows
+        positions = range(offset, offset + length)
+        return encode(positions, self.d_model, spec=self.spec, dtype=host_dtype(dtype_name))
+
+    def _encode(self, positions: Any, dtype: Any, **kwargs: Any) -> Any:
+        """:func:`pe_core.encode` of ``positions`` with this layer's ``d_model`` and spec."""
+        return encode(positions, self.d_model, spec=self.spec, dtype=dtype, **kwargs)
+
+    def _layer_config(self) -> dict[str, Any]:
+        return self.sinusoidal_config()
+
+    def _layer_repr(self) -> str:
+        return self.sinusoidal_repr()
+
+    def _validated_fields(self) -> dict[str, Any]:
+        names = ("d_model", "spec", "dropout", "max_len")
+        values = self.validate_sinusoidal(*(getattr(self, name) for name in names))
+        return dict(zip(names, values, strict=True))
+
     def sinusoidal_config(self) -> dict[str, Any]:
         """The constructor arguments as JSON-ready data (the spec via :func:`spec_to_config`)."""
         return {
@@ -168,7 +247,7 @@ class SinusoidalEncodingConfig:
         return ", ".join(parts)
 
 
-class RotaryEmbeddingConfig:
+class RotaryEmbeddingConfig(LayerConfig):
     """Configuration of the ``RotaryEmbedding`` layers (a framework-neutral mixin).
 
     Parameters
@@ -272,6 +351,42 @@ class RotaryEmbeddingConfig:
         """Raise ``ValueError`` naming both sizes unless ``n_features == head_dim``."""
         check_features(n_features, self.head_dim, "head_dim")
 
+    def _check_query_key(self, *shapes: tuple[int | None, ...], names: str = "q and k") -> None:
+        """Raise unless each shape is ``(..., seq, head_dim)``, naming the first that is not."""
+        for shape in shapes:
+            check_query_key(shape, self.head_dim, names)
+
+    @staticmethod
+    def _known_positions(offset: Any, length: Any) -> range | None:
+        """``range(offset, offset + length)`` when both are Python ints (known on the host:
+        exact cos/sin there), else ``None`` (compute positions in the framework)."""
+        if isinstance(offset, int) and isinstance(length, int):
+            return range(offset, offset + length)
+        return None
+
+    def _rotate(self, x: Any, positions: Any) -> Any:
+        """:func:`~pe_core.rope.apply_rope` of ``x`` with this layer's configuration."""
+        return apply_rope(x, positions, spec=self.rope_spec)
+
+    def _layer_config(self) -> dict[str, Any]:
+        return self.rotary_config()
+
+    def _layer_repr(self) -> str:
+        return self.rotary_repr()
+
+    def _validated_fields(self) -> dict[str, Any]:
+        """The validated fields, ``scaling`` as the spec holds it (hashable), and the spec."""
+        arguments = (self.base, self.layout, self.rotary_dim, self.scaling, self.layer_type)
+        head_dim, spec = self.rope_spec_for(self.head_dim, *arguments)
+        return {
+            "rope_spec": spec,
+            "head_dim": head_dim,
+            "base": spec.base,
+            "layout": spec.layout,
+            "rotary_dim": spec.rotary_dim,
+            "scaling": spec.scaling,
+        }
+
     def rotary_config(self) -> dict[str, Any]:
         """The constructor arguments as JSON-ready data."""
         return {
@@ -298,7 +413,7 @@ class RotaryEmbeddingConfig:
 # --------------------------------------------------------------------------- relative bias
 
 
-class T5RelativeBiasConfig:
+class T5RelativeBiasConfig(LayerConfig):
     """Configuration of the ``T5RelativeBias`` layers (a framework-neutral mixin).
 
     Parameters
@@ -345,8 +460,6 @@ class T5RelativeBiasConfig:
         n_heads: Any, num_buckets: Any, max_distance: Any, bidirectional: Any
     ) -> tuple[int, int, int, bool]:
         """Validated ``(n_heads, num_buckets, max_distance, bidirectional)``."""
-        from pe_core.t5 import t5_relative_bucket
-
         heads = positive_int(n_heads, "n_heads", what="attention heads")
         t5_relative_bucket(
             0,
@@ -355,6 +468,32 @@ class T5RelativeBiasConfig:
             max_distance=max_distance,
         )
         return heads, int(num_buckets), int(max_distance), bool(bidirectional)
+
+    def _bias(
+        self, table: Any, query_length: Any, key_length: Any, offset: Any, backend: str
+    ) -> Any:
+        """:func:`pe_core.t5.t5_relative_bias` with the learned ``table`` and this layer's
+        configuration: ``(1, n_heads, query_length, key_length)``."""
+        return t5_relative_bias(
+            query_length,
+            key_length,
+            table,
+            offset=offset,
+            bidirectional=self.bidirectional,
+            max_distance=self.max_distance,
+            backend=backend,
+        )
+
+    def _layer_config(self) -> dict[str, Any]:
+        return self.t5_config()
+
+    def _layer_repr(self) -> str:
+        return self.t5_repr()
+
+    def _validated_fields(self) -> dict[str, Any]:
+        names = ("n_heads", "num_buckets", "max_distance", "bidirectional")
+        values = self.validate_t5(*(getattr(self, name) for name in names))
+        return dict(zip(names, values, strict=True))
 
     def t5_config(self) -> dict[str, Any]:
         """The constructor arguments as JSON-ready data."""
@@ -370,7 +509,7 @@ class T5RelativeBiasConfig:
         return ", ".join(f"{k}={v!r}" for k, v in self.t5_config().items())
 
 
-class AlibiBiasConfig:
+class AlibiBiasConfig(LayerConfig):
     """Configuration of the ``AlibiBias`` layers (a framework-neutral mixin).
 
     Parameters
@@ -415,9 +554,42 @@ class AlibiBiasConfig:
         """Validated ``(n_heads, alibi_bias_max, causal)``."""
         heads = None if n_heads is None else positive_int(n_heads, "n_heads", what="heads")
         bias_max = finite_real(alibi_bias_max, "alibi_bias_max", greater_than=0)
-        if not isinstance(causal, (bool, np.bool_)):
-            raise TypeError(f"causal must be True or False. Received: {causal!r}")
-        return heads, bias_max, bool(causal)
+        return heads, bias_max, check_flag(causal, "causal")
+
+    @staticmethod
+    def _require_heads(n_heads: Any) -> None:
+        """Raise unless ``n_heads`` is given (layers called with lengths, not scores)."""
+        if n_heads is None:
+            raise TypeError("n_heads must be a positive integer (attention heads). Received: None")
+
+    def _bias(
+        self, query_length: Any, key_length: Any, n_heads: int | None = None, **kwargs: Any
+    ) -> Any:
+        """:func:`pe_core.alibi_bias` with this layer's configuration (``n_heads`` the
+        layer's by default; ``kwargs`` its ``backend``, ``dtype``, ``like``), with a
+        leading batch axis: ``(1, n_heads, query_length, key_length)``."""
+        heads = self.n_heads if n_heads is None else n_heads
+        assert heads is not None
+        bias = alibi_bias(
+            query_length,
+            key_length,
+            heads,
+            causal=self.causal,
+            alibi_bias_max=self.alibi_bias_max,
+            **kwargs,
+        )
+        return bias[None]
+
+    def _layer_config(self) -> dict[str, Any]:
+        return self.alibi_config()
+
+    def _layer_repr(self) -> str:
+        return self.alibi_repr()
+
+    def _validated_fields(self) -> dict[str, Any]:
+        names = ("n_heads", "alibi_bias_max", "causal")
+        values = self.validate_alibi(*(getattr(self, name) for name in names))
+        return dict(zip(names, values, strict=True))
 
     def alibi_config(self) -> dict[str, Any]:
         """The constructor arguments as JSON-ready data."""

@@ -1,7 +1,8 @@
 """The framework-neutral configuration of the N-D layers (patch grids, N-D RoPE).
 
 The mixins of ``SinusoidalPatchEncoding`` and ``RotaryEmbeddingND``, as
-:mod:`pe_core.layers._config` holds those of the 1-D layers.
+:mod:`pe_core.layers._config` holds those of the 1-D layers: validation, the shape logic
+of patch grids, and the host table of a grid.
 
 >>> PatchEncodingConfig(64, grid_shape=(14, 14), spec="mae_2d").patch_config()["grid_shape"]
 [14, 14]
@@ -15,15 +16,64 @@ from typing import Any
 import numpy as np
 
 from pe_core._schedule import check_d
-from pe_core.layers._checks import check_dropout, check_grid_shape, check_patch_spec
-from pe_core.layers._config import spec_from_config, spec_to_config
+from pe_core.encoding import encode
+from pe_core.layers._checks import (
+    check_dropout,
+    check_features,
+    check_grid_shape,
+    check_patch_spec,
+    check_query_key,
+)
+from pe_core.layers._config import LayerConfig, host_dtype, spec_from_config, spec_to_config
+from pe_core.nd import grid
+from pe_core.rope import apply_rope
 from pe_core.spec import Spec
 from pe_core.validation import positive_int
 
-__all__ = ["PatchEncodingConfig", "RotaryEmbeddingNDConfig"]
+__all__ = ["PatchEncodingConfig", "RotaryEmbeddingNDConfig", "patch_grid"]
 
 
-class PatchEncodingConfig:
+def patch_grid(
+    config: PatchEncodingConfig, x_shape: tuple[int, ...], grid_shape: Any
+) -> tuple[tuple[int, ...], bool]:
+    """``(grid shape, flattened?)`` of patch tokens of shape ``x_shape``.
+
+    ``(batch, N, d)`` inputs are flattened grids of ``grid_shape`` (the call's, else the
+    layer's), ``(batch, H, W, ..., d)`` inputs carry their grid; raises naming the
+    mismatch.
+
+    >>> patch_grid(PatchEncodingConfig(8, grid_shape=(2, 3)), (4, 6, 8), None)
+    ((2, 3), True)
+    >>> patch_grid(PatchEncodingConfig(8), (4, 2, 3, 8), None)
+    ((2, 3), False)
+    """
+    if len(x_shape) < 3:
+        raise ValueError(
+            "x must have shape (batch, H * W, d_model) or (batch, H, W, d_model). "
+            f"Received: shape {x_shape}"
+        )
+    check_features(x_shape[-1], config.d_model, "d_model")
+    asked = check_grid_shape(grid_shape)
+    shape = asked or config.grid_shape
+    if len(x_shape) == 3:
+        if shape is None:
+            raise ValueError(
+                "Flattened patch tokens (batch, H * W, d_model) need a grid_shape (the "
+                f"layer's or forward's). Received: shape {x_shape}"
+            )
+        if math.prod(shape) != x_shape[1]:
+            raise ValueError(
+                f"The input has {x_shape[1]} patch tokens but the grid {shape} holds "
+                f"{math.prod(shape)}."
+            )
+        return shape, True
+    spatial = tuple(int(n) for n in x_shape[1:-1])
+    if asked is not None and asked != spatial:
+        raise ValueError(f"grid_shape {asked} does not match the input's grid {spatial}.")
+    return spatial, False
+
+
+class PatchEncodingConfig(LayerConfig):
     """Configuration of the ``SinusoidalPatchEncoding`` layers (a framework-neutral mixin).
 
     Parameters
@@ -91,6 +141,35 @@ class PatchEncodingConfig:
             check_patch_spec(self.d_model, spec, shape or (None,) * axes)
         return spec
 
+    def _layout(
+        self, x_shape: tuple[int, ...], grid_shape: Any
+    ) -> tuple[tuple[int, ...], bool, Spec]:
+        """``(grid shape, flattened?, spec)`` of patch tokens of shape ``x_shape``; see
+        :func:`patch_grid`."""
+        shape, flat = patch_grid(self, x_shape, grid_shape)
+        return shape, flat, self.spec_for(len(shape), shape)
+
+    def _host_table(
+        self, spec: Spec, shape: tuple[int, ...], dtype_name: str, flat: bool = False
+    ) -> np.ndarray:
+        """The encoding of the grid ``shape`` built on the host for ``dtype_name`` output:
+        ``(*shape, d_model)``, or ``(prod(shape), d_model)`` row-major with ``flat``."""
+        table = np.asarray(
+            encode(grid(shape), self.d_model, spec=spec, dtype=host_dtype(dtype_name))
+        )
+        return table.reshape(-1, self.d_model) if flat else table
+
+    def _layer_config(self) -> dict[str, Any]:
+        return self.patch_config()
+
+    def _layer_repr(self) -> str:
+        return self.patch_repr()
+
+    def _validated_fields(self) -> dict[str, Any]:
+        names = ("d_model", "grid_shape", "spec", "dropout")
+        values = self.validate_patch(*(getattr(self, name) for name in names))
+        return dict(zip(names, values, strict=True))
+
     def patch_config(self) -> dict[str, Any]:
         """The constructor arguments as JSON-ready data."""
         return {
@@ -112,7 +191,7 @@ class PatchEncodingConfig:
         return ", ".join(parts)
 
 
-class RotaryEmbeddingNDConfig:
+class RotaryEmbeddingNDConfig(LayerConfig):
     """Configuration of the ``RotaryEmbeddingND`` layers (a framework-neutral mixin).
 
     Parameters
@@ -196,8 +275,6 @@ class RotaryEmbeddingNDConfig:
         grid_shape: Any,
     ) -> tuple[Any, ...]:
         """Validated arguments, in constructor order (checked by rotating one row)."""
-        from pe_core.rope import apply_rope
-
         d = positive_int(head_dim, "head_dim", what="features per head")
         if isinstance(sections, (str, bytes)) or not hasattr(sections, "__iter__"):
             raise TypeError(
@@ -247,8 +324,6 @@ class RotaryEmbeddingNDConfig:
 
     def grid_positions(self, length: int) -> np.ndarray:
         """``pe_core.grid(grid_shape)`` flattened to ``(length, axes)`` (host integers)."""
-        from pe_core.nd import grid
-
         if self.grid_shape is None:
             raise ValueError(
                 "Pass positions (..., seq, axes), or build the layer with grid_shape=."
@@ -259,6 +334,40 @@ class RotaryEmbeddingNDConfig:
                 f"{math.prod(self.grid_shape)}."
             )
         return np.asarray(grid(self.grid_shape)).reshape(length, len(self.grid_shape))
+
+    def _check_query_key(
+        self, *shapes: tuple[int | None, ...], names: str = "q and k", known_seq: bool = False
+    ) -> None:
+        """Raise unless each shape is ``(..., seq, head_dim)``, naming the first that is not."""
+        for shape in shapes:
+            check_query_key(shape, self.head_dim, names, known_seq=known_seq)
+
+    def _rotate(self, x: Any, positions: Any = None) -> Any:
+        """:func:`~pe_core.rope.apply_rope` of ``x`` at ``positions`` (``None``: the
+        layer's grid) with this layer's sections."""
+        if positions is None:
+            positions = self.grid_positions(x.shape[-2])
+        return apply_rope(x, positions, **self.rope_nd_kwargs())
+
+    def _layer_config(self) -> dict[str, Any]:
+        return self.rope_nd_config()
+
+    def _layer_repr(self) -> str:
+        return self.rope_nd_repr()
+
+    def _validated_fields(self) -> dict[str, Any]:
+        names = (
+            "head_dim",
+            "sections",
+            "base",
+            "layout",
+            "section_layout",
+            "frequencies",
+            "rotary_dim",
+            "grid_shape",
+        )
+        values = self.validate_rope_nd(*(getattr(self, name) for name in names))
+        return dict(zip(names, values, strict=True))
 
     def rope_nd_config(self) -> dict[str, Any]:
         """The constructor arguments as JSON-ready data."""

@@ -1,56 +1,44 @@
-"""Tables the framework layers build on the host, and where they keep them.
+"""Tables the framework layers place on devices, check in checkpoints, or bucket.
 
-* :func:`cached_table`: the ``max_len`` cache, rows ``0 .. max_len - 1`` as a
-  read-only NumPy table (one per ``(d_model, spec, max_len)``);
 * :func:`placed_rows` and :func:`placed_patch_table`: an encoding of host-known
   positions (a Python ``int`` offset, a patch grid) as the input's array, built on the
-  host and placed on the input's device once, then reused from
-  :mod:`pe_core.device_tables` (keyed by backend, device, dtype and the rows);
+  host by the layer's configuration and placed on the input's device once, then reused
+  from :mod:`pe_core.device_tables` (keyed by backend, device, dtype and the rows);
+* :func:`pe_table_problem`: why a checkpoint's ``pe`` table (a textbook
+  ``PositionalEncoding``'s buffer) is not a layer's encoding;
 * :func:`sequence_bucket`: the length buckets of compiled PyTorch code.
 
->>> cached_table(8, Spec(), 4).shape
-(4, 8)
+The ``max_len`` cache itself, :func:`~pe_core.layers._config.cached_table`, belongs to
+the configuration.
+
+>>> sequence_bucket(20)
+32
 """
 
 from __future__ import annotations
 
-import functools
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from pe_core import device_tables
+from pe_core.encoding import encode
+from pe_core.layers._config import SinusoidalEncodingConfig
+from pe_core.layers._config_nd import PatchEncodingConfig
 from pe_core.spec import Spec
 from pe_core_backends import Namespace
 
-if TYPE_CHECKING:
-    from pe_core.layers._config import SinusoidalEncodingConfig
-
-__all__ = ["MIN_BUCKET", "cached_table", "placed_patch_table", "placed_rows", "sequence_bucket"]
+__all__ = [
+    "MIN_BUCKET",
+    "pe_table_problem",
+    "placed_patch_table",
+    "placed_rows",
+    "sequence_bucket",
+]
 
 #: The smallest bucket of :func:`sequence_bucket`.
 MIN_BUCKET = 16
-
-
-@functools.lru_cache(maxsize=32)
-def cached_table(d_model: int, spec: Spec, max_len: int, dtype: str = "float32") -> np.ndarray:
-    """The read-only NumPy table of positions ``0 .. max_len - 1`` (the ``max_len`` cache).
-
-    >>> cached_table(8, Spec(), 4).flags.writeable
-    False
-    """
-    from pe_core.encoding import encode
-
-    table = encode(range(max_len), d_model, spec=spec, dtype=dtype)
-    table.setflags(write=False)
-    return table
-
-
-def _host_dtype(dtype_name: str) -> str:
-    """The dtype of the host table for ``dtype_name`` output: float64 for float64, else
-    float32 (float16/bfloat16 inputs get the float32 encoding rounded once, as in
-    traced code)."""
-    return "float64" if dtype_name == "float64" else "float32"
 
 
 def placed_rows(
@@ -78,21 +66,14 @@ def placed_rows(
     key = ("layer rows", config.d_model, config.spec, offset, length, source)
 
     def build() -> np.ndarray:
-        if from_cache:
-            rows = config.cache_rows(offset, length)
-            assert rows is not None
-            return rows
-        from pe_core.encoding import encode
-
-        host = _host_dtype(dtype_name)
-        return encode(range(offset, offset + length), config.d_model, spec=config.spec, dtype=host)
+        return config._host_rows(offset, length, dtype_name)
 
     return device_tables.cached(xp, key, like, dtype_name, build, private=private)
 
 
 def placed_patch_table(
     xp: Namespace,
-    d_model: int,
+    config: PatchEncodingConfig,
     spec: Spec,
     shape: tuple[int, ...],
     like: Any,
@@ -104,17 +85,73 @@ def placed_patch_table(
     d_model)``, row-major, with ``flat=True``) on ``like``'s device as ``dtype_name``,
     built on the host and placed once (as :func:`placed_rows`).
     """
-    key = ("layer patch grid", d_model, spec, shape, flat)
+    key = ("layer patch grid", config.d_model, spec, shape, flat)
 
     def build() -> np.ndarray:
-        from pe_core.encoding import encode
-        from pe_core.nd import grid
-
-        host = _host_dtype(dtype_name)
-        table = np.asarray(encode(grid(shape), d_model, spec=spec, dtype=host))
-        return table.reshape(-1, d_model) if flat else table
+        return config._host_table(spec, shape, dtype_name, flat)
 
     return device_tables.cached(xp, key, like, dtype_name, build, private=True)
+
+
+def pe_table_problem(
+    config: SinusoidalEncodingConfig,
+    shape: tuple[int, ...],
+    values: Callable[[int, int], np.ndarray],
+    eps: float,
+    *,
+    batch_first: bool,
+) -> str | None:
+    """Why a checkpoint's ``pe`` table of ``shape`` is not ``config``'s encoding, or ``None``.
+
+    Its shape names the layout it was used with: ``(1, max_len, d_model)`` batch-first,
+    ``(max_len, 1, d_model)`` seq-first, ``(max_len, d_model)`` either. ``values(rows,
+    features)`` gives the table as float64 ``(rows, features)`` (read only once the
+    shape is right); ``eps`` is the machine epsilon of its dtype (0 for integers).
+
+    >>> config = SinusoidalEncodingConfig(4)
+    >>> table = lambda rows, features: np.asarray(encode(range(rows), 4, dtype="float64"))
+    >>> pe_table_problem(config, (1, 3, 4), table, 1e-7, batch_first=True) is None
+    True
+    >>> pe_table_problem(config, (3, 1, 4), table, 1e-7, batch_first=True)[:60]
+    "the checkpoint's table has shape (3, 1, 4), the (max_len, 1,"
+    """
+    if len(shape) == 2:
+        rows = shape[0]
+    elif len(shape) == 3 and 1 in shape[:2]:
+        batch_first_table = shape[0] == 1  # (1, L, d): used as x + pe[:, :seq]
+        rows = shape[1] if batch_first_table else shape[0]
+        if rows > 1 and batch_first_table != batch_first:
+            layout = "(1, max_len, d_model)" if batch_first_table else "(max_len, 1, d_model)"
+            used = "(batch, seq, d_model)" if batch_first_table else "(seq, batch, d_model)"
+            return (
+                f"the checkpoint's table has shape {shape}, the {layout} layout of a "
+                f"module fed {used} inputs, but the layer was built with "
+                f"batch_first={batch_first}. Build it with "
+                f"batch_first={batch_first_table} (or drop the entry from the checkpoint)."
+            )
+    else:
+        return (
+            "expected a (1, max_len, d_model), (max_len, 1, d_model) or (max_len, d_model) "
+            f"table, got shape {shape}."
+        )
+    features = shape[-1]
+    if features != config.d_model:
+        return (
+            f"the checkpoint's table has {features} features but the layer was built "
+            f"with d_model={config.d_model}."
+        )
+    table = values(rows, features)
+    expected = encode(range(rows), config.d_model, spec=config.spec, dtype="float64")
+    error = np.abs(table - expected)
+    tolerance = 1e-5 + 2e-7 * rows + eps  # float32 rounding of a textbook table
+    if error.size and not float(error.max()) <= tolerance:
+        row = int(np.argmax(np.nan_to_num(error, nan=np.inf).max(axis=-1)))
+        return (
+            f"the checkpoint's table differs from this layer's encoding (spec "
+            f"{config.sinusoidal_config()['spec']!r}) by {float(error.max()):.3g} at row "
+            f"{row} (allowed: {tolerance:.3g}); was it made with another spec?"
+        )
+    return None
 
 
 def sequence_bucket(length: Any, minimum: int = MIN_BUCKET) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import flax.linen as nn
 import jax
@@ -31,21 +31,19 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from pe_core.alibi import alibi_bias
 from pe_core.encoding import encode
-from pe_core.layers._checks import check_features, patch_grid, per_example_shape
+from pe_core.layers._checks import check_sequence_input, per_example_shape
 from pe_core.layers._config import (
     AlibiBiasConfig,
+    LayerConfig,
     RotaryEmbeddingConfig,
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
 )
-from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig
+from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
 from pe_core.layers._tables import placed_patch_table, placed_rows
 from pe_core.nd import grid
-from pe_core.rope import apply_rope
 from pe_core.spec import Spec
-from pe_core.t5 import t5_relative_bias
 from pe_core_backends import get_namespace
 
 __all__ = [
@@ -91,30 +89,9 @@ def _eager(x: jax.Array) -> bool:
     return not _JAX.is_traced(x) and not _JAX.is_tracing()
 
 
-def _check_input(x: Any) -> jax.Array:
-    x = jnp.asarray(x)
-    if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., seq, d_model). Received: shape {x.shape}")
+def _check_floating(x: jax.Array) -> None:
     if not jnp.issubdtype(x.dtype, jnp.floating):
         raise TypeError(f"x must be a floating array. Received dtype: {x.dtype}")
-    return x
-
-
-def _sinusoidal(config: SinusoidalEncodingConfig, x: jax.Array, offset: object) -> jax.Array:
-    """The encoding to add to ``x`` (``(..., seq, d_model)``) at positions from ``offset``."""
-    config.check_input_features(x.shape[-1])
-    offset = _check_offset(offset)
-    length = x.shape[-2]
-    if isinstance(offset, int) and isinstance(length, int):  # not symbolic (jax.export)
-        if _eager(x):  # built on the host once, kept on x's device
-            return placed_rows(_JAX, config, offset, length, x, _JAX.dtype_of(x))
-        rows = config.cache_rows(offset, length)
-        if rows is not None and x.dtype != jnp.float64:
-            return jnp.asarray(rows, dtype=x.dtype)
-        positions: Any = range(offset, offset + length)
-        return encode(positions, config.d_model, spec=config.spec, backend="jax", dtype=x.dtype)
-    positions = _positions(offset, length, x.shape)
-    return encode(positions, config.d_model, spec=config.spec, dtype=x.dtype)
 
 
 def _positions(offset: Offset, length: int, x_shape: tuple[int, ...]) -> Any:
@@ -126,45 +103,99 @@ def _positions(offset: Offset, length: int, x_shape: tuple[int, ...]) -> Any:
     return jnp.reshape(offset, shape)[..., None] + jnp.arange(length, dtype=offset.dtype)
 
 
-def _rope_positions(x: jax.Array, positions: Any, offset: object) -> Any:
+def _sinusoidal(config: SinusoidalEncodingConfig, x: Any, offset: object) -> jax.Array:
+    """``x + encoding`` for ``x`` of shape ``(..., seq, d_model)`` at positions from ``offset``."""
+    x = jnp.asarray(x)
+    check_sequence_input(x.shape)
+    _check_floating(x)
+    config.check_input_features(x.shape[-1])
     offset = _check_offset(offset)
-    if positions is not None:
-        if not isinstance(offset, int) or offset != 0:
-            raise ValueError("Pass either positions or offset, not both.")
-        return positions
-    if isinstance(offset, int) and isinstance(x.shape[-2], int):  # not symbolic
-        return range(offset, offset + x.shape[-2])  # exact on the host when not traced
-    return _positions(offset, x.shape[-2], x.shape)
+    length = x.shape[-2]
+    if isinstance(offset, int) and isinstance(length, int):  # not symbolic (jax.export)
+        if _eager(x):  # built on the host once, kept on x's device
+            return x + placed_rows(_JAX, config, offset, length, x, _JAX.dtype_of(x))
+        rows = config.cache_rows(offset, length)
+        if rows is not None and x.dtype != jnp.float64:
+            return x + jnp.asarray(rows, dtype=x.dtype)
+        return x + config._encode(range(offset, offset + length), x.dtype, backend="jax")
+    return x + config._encode(_positions(offset, length, x.shape), x.dtype)
 
 
 def _rope(config: RotaryEmbeddingConfig, q: Any, k: Any, positions: Any, offset: object) -> Any:
     q, k = jnp.asarray(q), jnp.asarray(k)
-    for x in (q, k):
-        if x.ndim < 2:
-            raise ValueError(f"q and k must have shape (..., seq, head_dim). Received: {x.shape}")
-        config.check_input_features(x.shape[-1])
-    return tuple(
-        apply_rope(x, _rope_positions(x, positions, offset), spec=config.rope_spec) for x in (q, k)
-    )
+    config._check_query_key(q.shape, k.shape)
+    offset = _check_offset(offset)
+    if positions is not None and (not isinstance(offset, int) or offset != 0):
+        raise ValueError("Pass either positions or offset, not both.")
+
+    def positions_of(x: jax.Array) -> Any:
+        if positions is not None:
+            return positions
+        known = config._known_positions(offset, x.shape[-2])  # exact on the host
+        return _positions(offset, x.shape[-2], x.shape) if known is None else known
+
+    return tuple(config._rotate(x, positions_of(x)) for x in (q, k))
+
+
+def _patch_encoding(config: PatchEncodingConfig, x: Any, grid_shape: Any) -> jax.Array:
+    x = jnp.asarray(x)
+    shape, flat = patch_grid(config, tuple(x.shape), grid_shape)
+    _check_floating(x)
+    spec = config.spec_for(len(shape), shape)
+    if _eager(x):  # built on the host once, kept on x's device
+        return x + placed_patch_table(_JAX, config, spec, shape, x, _JAX.dtype_of(x), flat=flat)
+    pe = encode(grid(shape), config.d_model, spec=spec, backend="jax", dtype=x.dtype)
+    return x + (jnp.reshape(pe, (-1, config.d_model)) if flat else pe)
+
+
+def _rope_nd(config: RotaryEmbeddingNDConfig, q: Any, k: Any, positions: Any) -> Any:
+    q, k = jnp.asarray(q), jnp.asarray(k)
+    config._check_query_key(q.shape, k.shape)
+    return tuple(config._rotate(x, positions) for x in (q, k))
+
+
+def _nnx_dropout(
+    layer: nnx.Dropout | None, x: jax.Array, deterministic: bool | None, rngs: nnx.Rngs | None
+) -> jax.Array:
+    return x if layer is None else layer(x, deterministic=deterministic, rngs=rngs)
+
+
+def _linen_dropout(rate: float, x: jax.Array, deterministic: bool) -> jax.Array:
+    return nn.Dropout(rate=rate)(x, deterministic=deterministic) if rate else x
+
+
+class _NNXModule(nnx.Module):
+    """What every NNX layer here adds to ``nnx.Module``: its ``repr``, the configuration's."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({cast(LayerConfig, self)._layer_repr()})"
+
+
+class _LinenModule(nn.Module):
+    """What every linen layer here adds to ``nn.Module``: its dataclass fields are
+    validated at construction (and stored validated) by the configuration."""
+
+    def __post_init__(self) -> None:
+        for name, value in cast(LayerConfig, self)._validated_fields().items():
+            object.__setattr__(self, name, value)
+        super().__post_init__()
 
 
 # --------------------------------------------------------------------------- NNX
 
 
-class SinusoidalEncoding(SinusoidalEncodingConfig, nnx.Module):
+class SinusoidalEncoding(SinusoidalEncodingConfig, _NNXModule):
     """Adds the sinusoidal encoding of positions ``offset, offset + 1, ...`` (NNX).
 
     Parameters
     ----------
-    d_model : int
-        Features of the input (its last axis).
-    spec : Spec or str, optional
-        A :class:`~pe_core.Spec` or preset name; ``"vaswani"`` by default.
+    d_model, spec, max_len
+        As for :class:`~pe_core.layers.SinusoidalEncodingConfig`: features of the input
+        (its last axis), a :class:`~pe_core.Spec` or preset name (``"vaswani"`` by
+        default), and the size of an optional cache of rows ``0 .. max_len - 1`` (used
+        for Python int offsets; never a limit).
     dropout : float
         Dropout rate after the addition (``nnx.Dropout``), 0 by default.
-    max_len : int, optional
-        Size of an optional cache of rows ``0 .. max_len - 1`` (used for Python int
-        offsets). Never a limit: longer sequences are computed on the fly, same values.
     rngs : nnx.Rngs, optional
         Random streams for dropout (or pass ``rngs`` when calling).
 
@@ -210,36 +241,20 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nnx.Module):
     ) -> jax.Array:
         """``dropout(x + encoding)`` for ``x`` of shape ``(..., seq, d_model)``; ``offset``
         is an int or an array of per-example offsets ``(batch,)``."""
-        x = _check_input(x)
-        x = x + _sinusoidal(self, x, offset)
-        if self.dropout_layer is None:
-            return x
-        return self.dropout_layer(x, deterministic=deterministic, rngs=rngs)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.sinusoidal_repr()})"
+        return _nnx_dropout(self.dropout_layer, _sinusoidal(self, x, offset), deterministic, rngs)
 
 
-class RotaryEmbedding(RotaryEmbeddingConfig, nnx.Module):
+class RotaryEmbedding(RotaryEmbeddingConfig, _NNXModule):
     """Rotates queries and keys by their positions (RoPE) (NNX).
 
     Parameters
     ----------
-    head_dim : int
-        Features per head (the last axis of q and k), even.
-    base : float
-        ``rope_theta``, > 1 (10000 by default).
-    layout : {"half", "interleaved"}
-        ``"half"`` (rotate-half: GPT-NeoX, Llama, Hugging Face) or ``"interleaved"``
-        (GPT-J, RoFormer).
-    rotary_dim : int, optional
-        Rotate only the first ``rotary_dim`` features (even, <= head_dim).
-    scaling : dict, optional
-        Context-extension rope parameters or a model config, as for
-        :func:`~pe_core.rope.apply_rope`.
-    layer_type : str, optional
-        With a model config whose rope differs per layer type (Gemma 3): the layer
-        type whose rope to apply, e.g. ``"sliding_attention"``.
+    head_dim, base, layout, rotary_dim, scaling, layer_type
+        As for :class:`~pe_core.layers.RotaryEmbeddingConfig`: features per head (the
+        last axis of q and k, even), ``rope_theta``, ``"half"`` (rotate-half: GPT-NeoX,
+        Llama, Hugging Face) or ``"interleaved"`` (GPT-J, RoFormer) pairs, the features
+        to rotate, context-extension rope parameters or a model config, and the layer
+        type whose rope to apply with a model config that has one per layer type.
 
     Notes
     -----
@@ -286,14 +301,11 @@ class RotaryEmbedding(RotaryEmbeddingConfig, nnx.Module):
         """``(rope(q), rope(k))``."""
         return _rope(self, q, k, positions, offset)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.rotary_repr()})"
-
 
 # --------------------------------------------------------------------------- linen
 
 
-class LinenSinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
+class LinenSinusoidalEncoding(SinusoidalEncodingConfig, _LinenModule):
     """Adds the sinusoidal encoding of positions ``offset, offset + 1, ...`` (linen).
 
     The linen twin of :class:`SinusoidalEncoding`: the same arguments as dataclass
@@ -318,24 +330,14 @@ class LinenSinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
     dropout: float = 0.0
     max_len: int | None = None
 
-    def __post_init__(self) -> None:
-        values = self.validate_sinusoidal(self.d_model, self.spec, self.dropout, self.max_len)
-        for name, value in zip(("d_model", "spec", "dropout", "max_len"), values, strict=True):
-            object.__setattr__(self, name, value)
-        super().__post_init__()
-
     @nn.compact
     def __call__(
         self, x: jax.Array, offset: Offset = 0, *, deterministic: bool = True
     ) -> jax.Array:
-        x = _check_input(x)
-        x = x + _sinusoidal(self, x, offset)
-        if not self.dropout:
-            return x
-        return nn.Dropout(rate=self.dropout)(x, deterministic=deterministic)
+        return _linen_dropout(self.dropout, _sinusoidal(self, x, offset), deterministic)
 
 
-class LinenRotaryEmbedding(RotaryEmbeddingConfig, nn.Module):
+class LinenRotaryEmbedding(RotaryEmbeddingConfig, _LinenModule):
     """Rotates queries and keys by their positions (RoPE) (linen).
 
     The linen twin of :class:`RotaryEmbedding`: the same arguments as dataclass fields,
@@ -357,17 +359,6 @@ class LinenRotaryEmbedding(RotaryEmbeddingConfig, nn.Module):
     scaling: Mapping[str, Any] | None = None
     layer_type: str | None = None
 
-    def __post_init__(self) -> None:
-        head_dim, spec = self.rope_spec_for(
-            self.head_dim, self.base, self.layout, self.rotary_dim, self.scaling, self.layer_type
-        )
-        object.__setattr__(self, "rope_spec", spec)
-        values = (head_dim, spec.base, spec.layout, spec.rotary_dim, spec.scaling)
-        names = ("head_dim", "base", "layout", "rotary_dim", "scaling")
-        for name, value in zip(names, values, strict=True):
-            object.__setattr__(self, name, value)
-        super().__post_init__()
-
     def __call__(
         self, q: jax.Array, k: jax.Array, positions: Any = None, offset: Offset = 0
     ) -> tuple[jax.Array, jax.Array]:
@@ -377,41 +368,14 @@ class LinenRotaryEmbedding(RotaryEmbeddingConfig, nn.Module):
 # --------------------------------------------------------------------------- relative bias
 
 
-def _t5_bias(config: T5RelativeBiasConfig, table: Any, q_len: int, k_len: int, offset: Any) -> Any:
-    return t5_relative_bias(
-        q_len,
-        k_len,
-        table,
-        offset=offset,
-        bidirectional=config.bidirectional,
-        max_distance=config.max_distance,
-        backend="jax",
-    )
-
-
-def _alibi(config: AlibiBiasConfig, q_len: int, k_len: int, dtype: Any) -> jax.Array:
-    assert config.n_heads is not None
-    bias = alibi_bias(
-        q_len,
-        k_len,
-        config.n_heads,
-        causal=config.causal,
-        alibi_bias_max=config.alibi_bias_max,
-        backend="jax",
-        dtype=dtype,
-    )
-    return bias[None]
-
-
-class T5RelativeBias(T5RelativeBiasConfig, nnx.Module):
+class T5RelativeBias(T5RelativeBiasConfig, _NNXModule):
     """T5's learned relative position bias (NNX), with :func:`pe_core.t5.t5_relative_bias`.
 
     Parameters
     ----------
-    n_heads : int
-        Attention heads.
-    num_buckets, max_distance, bidirectional
-        T5's ``relative_attention_num_buckets`` (32), ``relative_attention_max_distance``
+    n_heads, num_buckets, max_distance, bidirectional
+        As for :class:`~pe_core.layers.T5RelativeBiasConfig`: attention heads, T5's
+        ``relative_attention_num_buckets`` (32), ``relative_attention_max_distance``
         (128) and ``not is_decoder``.
     rngs : nnx.Rngs
         For the initial table, an ``nnx.Embed(num_buckets, n_heads)`` named
@@ -448,13 +412,10 @@ class T5RelativeBias(T5RelativeBiasConfig, nnx.Module):
 
     def __call__(self, query_length: int, key_length: int, offset: Any = 0) -> jax.Array:
         table = self.relative_attention_bias.embedding[...]
-        return _t5_bias(self, table, query_length, key_length, offset)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.t5_repr()})"
+        return self._bias(table, query_length, key_length, offset, "jax")
 
 
-class AlibiBias(AlibiBiasConfig, nnx.Module):
+class AlibiBias(AlibiBiasConfig, _NNXModule):
     """The ALiBi bias of :func:`pe_core.alibi_bias` (NNX), with ``alibi_bias_max``.
 
     ``__call__(query_length, key_length, dtype=jnp.float32)`` returns ``(1, n_heads,
@@ -468,18 +429,14 @@ class AlibiBias(AlibiBiasConfig, nnx.Module):
     """
 
     def __init__(self, n_heads: int, *, alibi_bias_max: float = 8.0, causal: bool = True) -> None:
-        if n_heads is None:
-            raise TypeError("n_heads must be a positive integer (attention heads). Received: None")
+        self._require_heads(n_heads)
         super().__init__(n_heads, alibi_bias_max=alibi_bias_max, causal=causal)
 
     def __call__(self, query_length: int, key_length: int, dtype: Any = jnp.float32) -> jax.Array:
-        return _alibi(self, query_length, key_length, dtype)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.alibi_repr()})"
+        return self._bias(query_length, key_length, backend="jax", dtype=dtype)
 
 
-class LinenT5RelativeBias(T5RelativeBiasConfig, nn.Module):
+class LinenT5RelativeBias(T5RelativeBiasConfig, _LinenModule):
     """T5's learned relative position bias (linen); the twin of :class:`T5RelativeBias`.
 
     The table is the param ``relative_attention_bias`` ``(num_buckets, n_heads)``,
@@ -500,15 +457,6 @@ class LinenT5RelativeBias(T5RelativeBiasConfig, nn.Module):
     max_distance: int = 128
     bidirectional: bool = True
 
-    def __post_init__(self) -> None:
-        values = self.validate_t5(
-            self.n_heads, self.num_buckets, self.max_distance, self.bidirectional
-        )
-        names = ("n_heads", "num_buckets", "max_distance", "bidirectional")
-        for name, value in zip(names, values, strict=True):
-            object.__setattr__(self, name, value)
-        super().__post_init__()
-
     @nn.compact
     def __call__(self, query_length: int, key_length: int, offset: Any = 0) -> jax.Array:
         table = self.param(
@@ -516,10 +464,10 @@ class LinenT5RelativeBias(T5RelativeBiasConfig, nn.Module):
             nn.initializers.normal(1.0),
             (self.num_buckets, self.n_heads),
         )
-        return _t5_bias(self, table, query_length, key_length, offset)
+        return self._bias(table, query_length, key_length, offset, "jax")
 
 
-class LinenAlibiBias(AlibiBiasConfig, nn.Module):
+class LinenAlibiBias(AlibiBiasConfig, _LinenModule):
     """The ALiBi bias (linen); the twin of :class:`AlibiBias`.
 
     Examples
@@ -532,59 +480,23 @@ class LinenAlibiBias(AlibiBiasConfig, nn.Module):
     alibi_bias_max: float = 8.0
     causal: bool = True
 
-    def __post_init__(self) -> None:
-        values = self.validate_alibi(self.n_heads, self.alibi_bias_max, self.causal)
-        for name, value in zip(("n_heads", "alibi_bias_max", "causal"), values, strict=True):
-            object.__setattr__(self, name, value)
-        super().__post_init__()
-
     def __call__(self, query_length: int, key_length: int, dtype: Any = jnp.float32) -> jax.Array:
-        return _alibi(self, query_length, key_length, dtype)
+        return self._bias(query_length, key_length, backend="jax", dtype=dtype)
 
 
 # --------------------------------------------------------------------------- N-D layers
 
 
-def _patch_encoding(config: PatchEncodingConfig, x: Any, grid_shape: Any) -> jax.Array:
-    x = jnp.asarray(x)
-    shape, flat = patch_grid(config, tuple(x.shape), grid_shape)
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        raise TypeError(f"x must be a floating array. Received dtype: {x.dtype}")
-    spec = config.spec_for(len(shape), shape)
-    if _eager(x):  # built on the host once, kept on x's device
-        dtype = _JAX.dtype_of(x)
-        return x + placed_patch_table(_JAX, config.d_model, spec, shape, x, dtype, flat=flat)
-    pe = encode(grid(shape), config.d_model, spec=spec, backend="jax", dtype=x.dtype)
-    return x + (jnp.reshape(pe, (-1, config.d_model)) if flat else pe)
-
-
-def _rope_nd(config: RotaryEmbeddingNDConfig, q: Any, k: Any, positions: Any) -> Any:
-    q, k = jnp.asarray(q), jnp.asarray(k)
-    for x in (q, k):
-        if x.ndim < 2:
-            raise ValueError(f"q and k must have shape (..., seq, head_dim). Received: {x.shape}")
-        check_features(x.shape[-1], config.head_dim, "head_dim")
-    kwargs = config.rope_nd_kwargs()
-    return tuple(
-        apply_rope(
-            x, config.grid_positions(x.shape[-2]) if positions is None else positions, **kwargs
-        )
-        for x in (q, k)
-    )
-
-
-class SinusoidalPatchEncoding(PatchEncodingConfig, nnx.Module):
+class SinusoidalPatchEncoding(PatchEncodingConfig, _NNXModule):
     """Adds the N-D sinusoidal encoding of a patch grid to patch tokens (NNX).
 
     Parameters
     ----------
-    d_model : int
-        Features of the patch tokens.
-    grid_shape : sequence of int, optional
-        The grid of flattened inputs ``(batch, H * W, d_model)``; inputs ``(batch, H,
-        W, d_model)`` carry it in their shape.
-    spec : Spec or str, optional
-        An N-D spec or preset (``"mae_2d"``); ``Spec(axes=k)`` by default.
+    d_model, grid_shape, spec
+        As for :class:`~pe_core.layers.PatchEncodingConfig`: features of the patch
+        tokens, the grid of flattened inputs ``(batch, H * W, d_model)`` (inputs
+        ``(batch, H, W, d_model)`` carry it in their shape), and an N-D spec or preset
+        (``"mae_2d"``; ``Spec(axes=k)`` by default).
     dropout : float
         Dropout rate after the addition.
     rngs : nnx.Rngs, optional
@@ -623,20 +535,15 @@ class SinusoidalPatchEncoding(PatchEncodingConfig, nnx.Module):
         rngs: nnx.Rngs | None = None,
     ) -> jax.Array:
         x = _patch_encoding(self, x, grid_shape)
-        if self.dropout_layer is None:
-            return x
-        return self.dropout_layer(x, deterministic=deterministic, rngs=rngs)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.patch_repr()})"
+        return _nnx_dropout(self.dropout_layer, x, deterministic, rngs)
 
 
-class RotaryEmbeddingND(RotaryEmbeddingNDConfig, nnx.Module):
+class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _NNXModule):
     """N-D rotary embedding (NNX): rotary pairs split among coordinate axes.
 
     ``__call__(q, k, positions=None)``: ``positions`` ``(..., seq, len(sections))``, or
-    ``None`` for the layer's ``grid_shape`` flattened row-major. See the PyTorch
-    layer for the parameters.
+    ``None`` for the layer's ``grid_shape`` flattened row-major. The parameters are
+    :class:`~pe_core.layers.RotaryEmbeddingNDConfig`'s.
 
     Examples
     --------
@@ -675,11 +582,8 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, nnx.Module):
     ) -> tuple[jax.Array, jax.Array]:
         return _rope_nd(self, q, k, positions)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.rope_nd_repr()})"
 
-
-class LinenSinusoidalPatchEncoding(PatchEncodingConfig, nn.Module):
+class LinenSinusoidalPatchEncoding(PatchEncodingConfig, _LinenModule):
     """The linen twin of :class:`SinusoidalPatchEncoding`:
     ``__call__(x, grid_shape=None, *, deterministic=True)``.
 
@@ -695,23 +599,14 @@ class LinenSinusoidalPatchEncoding(PatchEncodingConfig, nn.Module):
     spec: Spec | str | None = None  # type: ignore[assignment]  # a Spec after __post_init__
     dropout: float = 0.0
 
-    def __post_init__(self) -> None:
-        values = self.validate_patch(self.d_model, self.grid_shape, self.spec, self.dropout)
-        for name, value in zip(("d_model", "grid_shape", "spec", "dropout"), values, strict=True):
-            object.__setattr__(self, name, value)
-        super().__post_init__()
-
     @nn.compact
     def __call__(
         self, x: jax.Array, grid_shape: Any = None, *, deterministic: bool = True
     ) -> jax.Array:
-        x = _patch_encoding(self, x, grid_shape)
-        if not self.dropout:
-            return x
-        return nn.Dropout(rate=self.dropout)(x, deterministic=deterministic)
+        return _linen_dropout(self.dropout, _patch_encoding(self, x, grid_shape), deterministic)
 
 
-class LinenRotaryEmbeddingND(RotaryEmbeddingNDConfig, nn.Module):
+class LinenRotaryEmbeddingND(RotaryEmbeddingNDConfig, _LinenModule):
     """The linen twin of :class:`RotaryEmbeddingND`: ``__call__(q, k, positions=None)``.
 
     Examples
@@ -731,31 +626,6 @@ class LinenRotaryEmbeddingND(RotaryEmbeddingNDConfig, nn.Module):
     frequencies: str | tuple[float, ...] | None = None
     rotary_dim: int | None = None
     grid_shape: tuple[int, ...] | None = None
-
-    def __post_init__(self) -> None:
-        values = self.validate_rope_nd(
-            self.head_dim,
-            self.sections,
-            self.base,
-            self.layout,
-            self.section_layout,
-            self.frequencies,
-            self.rotary_dim,
-            self.grid_shape,
-        )
-        names = (
-            "head_dim",
-            "sections",
-            "base",
-            "layout",
-            "section_layout",
-            "frequencies",
-            "rotary_dim",
-            "grid_shape",
-        )
-        for name, value in zip(names, values, strict=True):
-            object.__setattr__(self, name, value)
-        super().__post_init__()
 
     def __call__(
         self, q: jax.Array, k: jax.Array, positions: Any = None

@@ -21,27 +21,24 @@ exactly in float32 (float64 for float64 inputs) and only the encoding is rounded
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, cast
 
 import keras
 import numpy as np
 from keras import ops
 
-from pe_core.alibi import alibi_bias
-from pe_core.encoding import encode
-from pe_core.layers._checks import check_features, patch_grid, per_example_shape
+from pe_core.layers._checks import check_features, check_sequence_input, per_example_shape
 from pe_core.layers._config import (
     AlibiBiasConfig,
+    LayerConfig,
     RotaryEmbeddingConfig,
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
+    host_dtype,
 )
-from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig
+from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
 from pe_core.layers._tables import placed_patch_table, placed_rows
-from pe_core.nd import grid
-from pe_core.rope import apply_rope
 from pe_core.spec import Spec
-from pe_core.t5 import t5_relative_bias
 from pe_core_backends import Namespace, get_namespace
 
 __all__ = [
@@ -58,6 +55,19 @@ _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 def _dtype_name(x: Any) -> str:
     return keras.backend.standardize_dtype(x.dtype)
+
+
+def _floating_dtype(x: Any) -> str:
+    """The dtype name of ``x``, which must be floating."""
+    dtype = _dtype_name(x)
+    if dtype not in _FLOATS:
+        raise TypeError(f"inputs must be floating. Received dtype: {dtype}")
+    return dtype
+
+
+def _constant(host: np.ndarray, dtype: str) -> Any:
+    """A host table as a backend tensor of ``dtype`` (a constant of traced code)."""
+    return ops.cast(ops.convert_to_tensor(np.asarray(host)), dtype)
 
 
 #: The Keras backends whose eager tensors pe_core places tables on.
@@ -96,12 +106,15 @@ def _check_offset(offset: object) -> Any:
     )
 
 
-def _positions(offset: Any, length: Any, x_shape: tuple[int | None, ...]) -> Any:
-    """``offset + arange(length)`` as a backend tensor: ``(length,)``, or
-    ``(batch, 1, ..., length)`` for per-example offsets ``(batch,)``."""
+def _positions(offset: Any, x: Any) -> Any:
+    """``offset + arange(seq)`` for ``x`` ``(..., seq, d)`` as a backend tensor:
+    ``(seq,)``, or ``(batch, 1, ..., seq)`` for per-example offsets ``(batch,)``."""
+    length = x.shape[-2]  # None or symbolic (jax.export) when unknown
+    if length is None:
+        length = ops.shape(x)[-2]
     if isinstance(offset, int):
         return ops.arange(length, dtype="int32") + offset
-    shape = per_example_shape(tuple(offset.shape), x_shape)
+    shape = per_example_shape(tuple(offset.shape), tuple(x.shape))
     steps = ops.arange(length, dtype=_dtype_name(offset))
     return ops.expand_dims(ops.reshape(offset, shape), -1) + steps
 
@@ -113,33 +126,65 @@ def _unknown_tf_shape(*tensors: Any) -> bool:
     )
 
 
-def _encode_positions(positions: Any, d: int, spec: Spec, dtype: str) -> Any:
+def _encode_positions(config: SinusoidalEncodingConfig, positions: Any, dtype: str) -> Any:
     """``encode`` on a backend tensor; TensorFlow graphs with unknown dims are mapped."""
     if _unknown_tf_shape(positions):
         import tensorflow as tf
 
+        d = config.d_model
         flat = tf.reshape(positions, [-1])
-        pe = tf.vectorized_map(lambda p: encode(p, d, spec=spec, dtype=dtype), flat)
+        pe = tf.vectorized_map(lambda p: config._encode(p, dtype), flat)
         return tf.reshape(pe, tf.concat([tf.shape(positions), [d]], 0))
-    return encode(positions, d, spec=spec, dtype=dtype)
+    return config._encode(positions, dtype)
+
+
+def _scores_shape(scores: Any) -> tuple[int, int, int]:
+    """``(n_heads, query_length, key_length)`` of scores ``(batch, heads, q, k)``."""
+    shape = tuple(scores.shape)
+    if len(shape) != 4 or any(n is None for n in shape[1:]):
+        raise ValueError(
+            "attention_scores must have shape (batch, n_heads, query_length, key_length) "
+            f"with known heads and lengths. Received: shape {shape}"
+        )
+    return int(shape[1]), int(shape[2]), int(shape[3])
+
+
+class _Layer(keras.layers.Layer):
+    """What every layer here adds to ``keras.layers.Layer``: its ``get_config``, the
+    configuration's arguments, and an output of the input's shape."""
+
+    def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
+        return tuple(input_shape)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update(cast(LayerConfig, self)._layer_config())
+        return config
+
+
+class _PairLayer(_Layer):
+    """A layer called with ``(query, key)``, returning both with their shapes."""
+
+    def compute_output_shape(  # type: ignore[override]  # Keras passes one shape per input
+        self, query_shape: tuple[int | None, ...], key_shape: tuple[int | None, ...]
+    ) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
+        return tuple(query_shape), tuple(key_shape)
 
 
 @keras.saving.register_keras_serializable(package="pe_core")
-class SinusoidalEncoding(SinusoidalEncodingConfig, keras.layers.Layer):
+class SinusoidalEncoding(SinusoidalEncodingConfig, _Layer):
     """Adds the sinusoidal encoding of positions ``offset, offset + 1, ...`` to its input.
 
     Parameters
     ----------
-    d_model : int
-        Features of the input (its last axis).
-    spec : Spec or str, optional
-        A :class:`~pe_core.Spec` or preset name; ``"vaswani"`` by default (keras-hub's
-        ``SinePositionEncoding`` numbers). Saved as the preset name, or as its fields.
+    d_model, spec, max_len
+        As for :class:`~pe_core.layers.SinusoidalEncodingConfig`: features of the input
+        (its last axis), a :class:`~pe_core.Spec` or preset name (``"vaswani"`` by
+        default, keras-hub's ``SinePositionEncoding`` numbers; saved as the preset name,
+        or as its fields), and the size of an optional cache of rows ``0 .. max_len -
+        1`` (used for int offsets; never a limit).
     dropout : float
         Dropout rate after the addition (``keras.layers.Dropout``), 0 by default.
-    max_len : int, optional
-        Size of an optional cache of rows ``0 .. max_len - 1`` (used for int offsets).
-        Never a limit: longer sequences are computed on the fly, same values.
     **kwargs
         ``keras.layers.Layer`` arguments (``name``, ``dtype``, ...).
 
@@ -180,19 +225,11 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, keras.layers.Layer):
         self.supports_masking = True
 
     def call(self, inputs: Any, offset: Any = 0, training: bool | None = None) -> Any:
-        x = inputs
-        if len(x.shape) < 2:
-            raise ValueError(
-                f"inputs must have shape (..., seq, d_model). Received: shape {tuple(x.shape)}"
-            )
-        self.check_input_features(x.shape[-1])
-        dtype = _dtype_name(x)
-        if dtype not in _FLOATS:
-            raise TypeError(f"inputs must be floating. Received dtype: {dtype}")
-        x = x + self._encoding(x, offset, private=True)
-        if self.dropout_layer is not None:
-            x = self.dropout_layer(x, training=training)
-        return x
+        check_sequence_input(tuple(inputs.shape), "inputs")
+        self.check_input_features(inputs.shape[-1])
+        _floating_dtype(inputs)
+        x = inputs + self._encoding(inputs, offset, private=True)
+        return x if self.dropout_layer is None else self.dropout_layer(x, training=training)
 
     def encoding(self, inputs: Any, offset: Any = 0) -> Any:
         """The encoding to add to ``inputs``, in their dtype: ``(seq, d_model)`` for an int
@@ -207,50 +244,23 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, keras.layers.Layer):
             xp = _eager_namespace(inputs)
             if xp is not None:  # built on the host once, kept on the inputs' device
                 return placed_rows(xp, self, offset, length, inputs, dtype, private=private)
-            host = self.cache_rows(offset, length) if dtype != "float64" else None
-            if host is None:
-                host = encode(
-                    range(offset, offset + length),
-                    self.d_model,
-                    spec=self.spec,
-                    dtype="float64" if dtype == "float64" else "float32",
-                )
-            return ops.cast(ops.convert_to_tensor(np.asarray(host)), dtype)
-        if length is None:
-            length = ops.shape(inputs)[-2]
-        positions = _positions(offset, length, tuple(inputs.shape))
-        return _encode_positions(positions, self.d_model, self.spec, dtype)
-
-    def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
-        return tuple(input_shape)
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(self.sinusoidal_config())
-        return config
+            return _constant(self._host_rows(offset, length, dtype), dtype)
+        return _encode_positions(self, _positions(offset, inputs), dtype)
 
 
 @keras.saving.register_keras_serializable(package="pe_core")
-class RotaryEmbedding(RotaryEmbeddingConfig, keras.layers.Layer):
+class RotaryEmbedding(RotaryEmbeddingConfig, _PairLayer):
     """Rotates queries and keys by their positions (RoPE), with :func:`~pe_core.rope.apply_rope`.
 
     Parameters
     ----------
-    head_dim : int
-        Features per head (the last axis of query and key), even.
-    base : float
-        ``rope_theta``, > 1 (10000 by default).
-    layout : {"half", "interleaved"}
-        ``"half"`` (rotate-half: GPT-NeoX, Llama, Hugging Face) or ``"interleaved"``
-        (GPT-J, RoFormer).
-    rotary_dim : int, optional
-        Rotate only the first ``rotary_dim`` features (even, <= head_dim).
-    scaling : dict, optional
-        Context-extension rope parameters or a model config, as for
-        :func:`~pe_core.rope.apply_rope` (saved in the config as JSON).
-    layer_type : str, optional
-        With a model config whose rope differs per layer type (Gemma 3): the layer
-        type whose rope to apply, e.g. ``"sliding_attention"``.
+    head_dim, base, layout, rotary_dim, scaling, layer_type
+        As for :class:`~pe_core.layers.RotaryEmbeddingConfig`: features per head (the
+        last axis of query and key, even), ``rope_theta``, ``"half"`` (rotate-half:
+        GPT-NeoX, Llama, Hugging Face) or ``"interleaved"`` (GPT-J, RoFormer) pairs, the
+        features to rotate, context-extension rope parameters or a model config (saved
+        in the config as JSON), and the layer type whose rope to apply with a model
+        config that has one per layer type.
     **kwargs
         ``keras.layers.Layer`` arguments (``name``, ``dtype``, ...).
 
@@ -297,12 +307,7 @@ class RotaryEmbedding(RotaryEmbeddingConfig, keras.layers.Layer):
         )
 
     def call(self, query: Any, key: Any, positions: Any = None, offset: Any = 0) -> tuple[Any, Any]:
-        for x in (query, key):
-            if len(x.shape) < 2:
-                raise ValueError(
-                    f"query and key must have shape (..., seq, head_dim). Received: {tuple(x.shape)}"
-                )
-            self.check_input_features(x.shape[-1])
+        self._check_query_key(tuple(query.shape), tuple(key.shape), names="query and key")
         offset = _check_offset(offset)
         if positions is not None and (not isinstance(offset, int) or offset != 0):
             raise ValueError("Pass either positions or offset, not both.")
@@ -311,56 +316,26 @@ class RotaryEmbedding(RotaryEmbeddingConfig, keras.layers.Layer):
     def rotate(self, x: Any, positions: Any = None, offset: Any = 0) -> Any:
         """:func:`~pe_core.rope.apply_rope` of one tensor with this layer's configuration."""
         if positions is None:
-            length = x.shape[-2]  # None or symbolic (jax.export) when unknown
-            if isinstance(offset, int) and isinstance(length, int):
-                positions = range(offset, offset + length)
-            else:
-                if length is None:
-                    length = ops.shape(x)[-2]
-                positions = _positions(offset, length, tuple(x.shape))
+            positions = self._known_positions(offset, x.shape[-2])
+            if positions is None:
+                positions = _positions(offset, x)
         elif not isinstance(positions, range):
             positions = ops.convert_to_tensor(positions)
-
-        def rotate(x: Any, positions: Any) -> Any:
-            return apply_rope(x, positions, spec=self.rope_spec)
-
-        return rotate(x, positions)
-
-    def compute_output_shape(
-        self, query_shape: tuple[int | None, ...], key_shape: tuple[int | None, ...]
-    ) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
-        return tuple(query_shape), tuple(key_shape)
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(self.rotary_config())
-        return config
+        return self._rotate(x, positions)
 
 
 # --------------------------------------------------------------------------- relative bias
 
 
-def _scores_shape(scores: Any) -> tuple[int, int, int]:
-    """``(n_heads, query_length, key_length)`` of scores ``(batch, heads, q, k)``."""
-    shape = tuple(scores.shape)
-    if len(shape) != 4 or any(n is None for n in shape[1:]):
-        raise ValueError(
-            "attention_scores must have shape (batch, n_heads, query_length, key_length) "
-            f"with known heads and lengths. Received: shape {shape}"
-        )
-    return int(shape[1]), int(shape[2]), int(shape[3])
-
-
 @keras.saving.register_keras_serializable(package="pe_core")
-class T5RelativeBias(T5RelativeBiasConfig, keras.layers.Layer):
+class T5RelativeBias(T5RelativeBiasConfig, _Layer):
     """T5's learned relative position bias, with :func:`pe_core.t5.t5_relative_bias`.
 
     Parameters
     ----------
-    n_heads : int
-        Attention heads.
-    num_buckets, max_distance, bidirectional
-        T5's ``relative_attention_num_buckets`` (32), ``relative_attention_max_distance``
+    n_heads, num_buckets, max_distance, bidirectional
+        As for :class:`~pe_core.layers.T5RelativeBiasConfig`: attention heads, T5's
+        ``relative_attention_num_buckets`` (32), ``relative_attention_max_distance``
         (128) and ``not is_decoder``.
     **kwargs
         ``keras.layers.Layer`` arguments.
@@ -415,15 +390,8 @@ class T5RelativeBias(T5RelativeBiasConfig, keras.layers.Layer):
             self.build()
         if not isinstance(offset, int) and not isinstance(offset, np.integer):
             offset = ops.convert_to_tensor(offset)
-        return t5_relative_bias(
-            query_length,
-            key_length,
-            self.relative_attention_bias.value,
-            offset=offset,
-            bidirectional=self.bidirectional,
-            max_distance=self.max_distance,
-            backend=keras.backend.backend(),
-        )
+        table = self.relative_attention_bias.value
+        return self._bias(table, query_length, key_length, offset, keras.backend.backend())
 
     def call(self, attention_scores: Any, offset: Any = 0) -> Any:
         heads, q_len, k_len = _scores_shape(attention_scores)
@@ -431,29 +399,19 @@ class T5RelativeBias(T5RelativeBiasConfig, keras.layers.Layer):
         bias = self.bias(q_len, k_len, offset)
         return attention_scores + ops.cast(bias, _dtype_name(attention_scores))
 
-    def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
-        return tuple(input_shape)
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(self.t5_config())
-        return config
-
 
 @keras.saving.register_keras_serializable(package="pe_core")
-class AlibiBias(AlibiBiasConfig, keras.layers.Layer):
+class AlibiBias(AlibiBiasConfig, _Layer):
     """ALiBi: adds :func:`pe_core.alibi_bias` to attention scores (keras-hub's interface).
 
     Parameters
     ----------
-    n_heads : int, optional
-        Attention heads; read from the scores when ``None`` (as keras-hub does).
-    alibi_bias_max : float
-        keras-hub's ``alibi_bias_max``: head ``k`` of ``p`` has slope ``2 **
-        (-alibi_bias_max * k / p)``.
-    causal : bool
-        Include the causal mask (``-inf`` for keys after the query; default), or the
-        symmetric ``-slope * |distance|``.
+    n_heads, alibi_bias_max, causal
+        As for :class:`~pe_core.layers.AlibiBiasConfig`: attention heads (read from the
+        scores when ``None``, as keras-hub does), keras-hub's ``alibi_bias_max`` (head
+        ``k`` of ``p`` has slope ``2 ** (-alibi_bias_max * k / p)``), and the causal mask
+        (``-inf`` for keys after the query; default) or the symmetric ``-slope *
+        |distance|``.
     **kwargs
         ``keras.layers.Layer`` arguments.
 
@@ -489,18 +447,10 @@ class AlibiBias(AlibiBiasConfig, keras.layers.Layer):
         self, query_length: int, key_length: int, n_heads: int | None = None, dtype: Any = None
     ) -> Any:
         """The bias ``(1, n_heads, query_length, key_length)`` (float32 by default)."""
-        heads = n_heads if n_heads is not None else self.n_heads
-        if heads is None:
+        if n_heads is None and self.n_heads is None:
             raise ValueError("n_heads is not known: build the layer with n_heads, or pass it.")
-        host = alibi_bias(
-            query_length,
-            key_length,
-            heads,
-            causal=self.causal,
-            alibi_bias_max=self.alibi_bias_max,
-            dtype="float64" if dtype == "float64" else "float32",
-        )
-        return ops.cast(ops.convert_to_tensor(host[None]), dtype or "float32")
+        host = self._bias(query_length, key_length, n_heads, dtype=host_dtype(dtype))
+        return _constant(host, dtype or "float32")
 
     def call(self, attention_scores: Any) -> Any:
         heads, q_len, k_len = _scores_shape(attention_scores)
@@ -509,31 +459,21 @@ class AlibiBias(AlibiBiasConfig, keras.layers.Layer):
         dtype = _dtype_name(attention_scores)
         return attention_scores + self.bias(q_len, k_len, heads, dtype)
 
-    def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
-        return tuple(input_shape)
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(self.alibi_config())
-        return config
-
 
 # --------------------------------------------------------------------------- N-D layers
 
 
 @keras.saving.register_keras_serializable(package="pe_core")
-class SinusoidalPatchEncoding(PatchEncodingConfig, keras.layers.Layer):
+class SinusoidalPatchEncoding(PatchEncodingConfig, _Layer):
     """Adds the N-D sinusoidal encoding of a patch grid to patch tokens.
 
     Parameters
     ----------
-    d_model : int
-        Features of the patch tokens.
-    grid_shape : sequence of int, optional
-        The grid of flattened inputs ``(batch, H * W, d_model)``; inputs ``(batch, H,
-        W, d_model)`` carry it in their shape.
-    spec : Spec or str, optional
-        An N-D spec or preset (``"mae_2d"``); ``Spec(axes=k)`` by default.
+    d_model, grid_shape, spec
+        As for :class:`~pe_core.layers.PatchEncodingConfig`: features of the patch
+        tokens, the grid of flattened inputs ``(batch, H * W, d_model)`` (inputs
+        ``(batch, H, W, d_model)`` carry it in their shape), and an N-D spec or preset
+        (``"mae_2d"``; ``Spec(axes=k)`` by default).
     dropout : float
         Dropout rate after the addition.
     **kwargs
@@ -566,44 +506,25 @@ class SinusoidalPatchEncoding(PatchEncodingConfig, keras.layers.Layer):
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
         shape, flat = patch_grid(self, tuple(inputs.shape), None)
-        dtype = _dtype_name(inputs)
-        if dtype not in _FLOATS:
-            raise TypeError(f"inputs must be floating. Received dtype: {dtype}")
+        dtype = _floating_dtype(inputs)
         spec = self.spec_for(len(shape), shape)
         xp = _eager_namespace(inputs)
         if xp is not None:  # built on the host once, kept on the inputs' device
-            pe = placed_patch_table(xp, self.d_model, spec, shape, inputs, dtype, flat=flat)
+            pe = placed_patch_table(xp, self, spec, shape, inputs, dtype, flat=flat)
         else:
-            host = encode(
-                grid(shape),
-                self.d_model,
-                spec=spec,
-                dtype="float64" if dtype == "float64" else "float32",
-            )
-            if flat:
-                host = host.reshape(-1, self.d_model)
-            pe = ops.cast(ops.convert_to_tensor(host), dtype)
+            pe = _constant(self._host_table(spec, shape, dtype, flat), dtype)
         x = inputs + pe
-        if self.dropout_layer is not None:
-            x = self.dropout_layer(x, training=training)
-        return x
-
-    def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
-        return tuple(input_shape)
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(self.patch_config())
-        return config
+        return x if self.dropout_layer is None else self.dropout_layer(x, training=training)
 
 
 @keras.saving.register_keras_serializable(package="pe_core")
-class RotaryEmbeddingND(RotaryEmbeddingNDConfig, keras.layers.Layer):
+class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _PairLayer):
     """N-D rotary embedding: rotary pairs split among coordinate axes (``sections``).
 
     ``call(query, key, positions=None)``: ``positions`` ``(..., seq, len(sections))``,
-    or ``None`` for the layer's ``grid_shape`` flattened row-major. See the PyTorch
-    layer for the parameters. No weights.
+    or ``None`` for the layer's ``grid_shape`` flattened row-major. The parameters are
+    :class:`~pe_core.layers.RotaryEmbeddingNDConfig`'s, and ``keras.layers.Layer``'s
+    ``**kwargs``. No weights.
 
     Examples
     --------
@@ -640,29 +561,8 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, keras.layers.Layer):
         )
 
     def call(self, query: Any, key: Any, positions: Any = None) -> tuple[Any, Any]:
-        for x in (query, key):
-            if len(x.shape) < 2 or x.shape[-2] is None:
-                raise ValueError(
-                    "query and key must have shape (..., seq, head_dim) with a known seq. "
-                    f"Received: {tuple(x.shape)}"
-                )
-            check_features(x.shape[-1], self.head_dim, "head_dim")
+        shapes = (tuple(query.shape), tuple(key.shape))
+        self._check_query_key(*shapes, names="query and key", known_seq=True)
         if positions is not None:
             positions = ops.convert_to_tensor(positions)
-        kwargs = self.rope_nd_kwargs()
-        return tuple(
-            apply_rope(
-                x, self.grid_positions(x.shape[-2]) if positions is None else positions, **kwargs
-            )
-            for x in (query, key)
-        )
-
-    def compute_output_shape(
-        self, query_shape: tuple[int | None, ...], key_shape: tuple[int | None, ...]
-    ) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
-        return tuple(query_shape), tuple(key_shape)
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(self.rope_nd_config())
-        return config
+        return self._rotate(query, positions), self._rotate(key, positions)

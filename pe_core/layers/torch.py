@@ -1,8 +1,8 @@
 """PyTorch layers: :class:`SinusoidalEncoding` and :class:`RotaryEmbedding`.
 
 Thin ``torch.nn.Module`` wrappers around :func:`pe_core.encode` and
-:func:`pe_core.rope.apply_rope`; their configuration is validated by the neutral mixins
-of :mod:`pe_core.layers`.
+:func:`pe_core.rope.apply_rope`; their configuration, and what they compute with
+pe_core, is the neutral mixins' of :mod:`pe_core.layers`.
 
 ``SinusoidalEncoding(d_model, dropout, max_len)`` is a drop-in for the textbook
 ``PositionalEncoding(d_model, dropout, max_len)`` modules: batch-first ones
@@ -25,27 +25,31 @@ OrderedDict()
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 from torch import nn
 
-from pe_core.alibi import alibi_bias, alibi_slopes
+from pe_core.alibi import alibi_slopes
 from pe_core.encoding import encode
-from pe_core.layers._checks import check_features, patch_grid, per_example_shape
+from pe_core.layers._checks import (
+    check_argument_order,
+    check_flag,
+    check_sequence_input,
+    per_example_shape,
+)
 from pe_core.layers._config import (
     AlibiBiasConfig,
+    LayerConfig,
     RotaryEmbeddingConfig,
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
 )
-from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig
-from pe_core.layers._tables import sequence_bucket
+from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
+from pe_core.layers._tables import pe_table_problem, sequence_bucket
 from pe_core.nd import grid
-from pe_core.rope import apply_rope
 from pe_core.spec import Spec
-from pe_core.t5 import t5_relative_bias
 
 __all__ = [
     "AlibiBias",
@@ -91,23 +95,19 @@ def _is_exporting() -> bool:
     return bool(is_exporting()) if is_exporting is not None else False
 
 
-def _check_argument_order(dropout: object, max_len: object) -> None:
-    """Name the likely mistake of the ``(d_model, max_len, dropout)`` argument order."""
-    if (
-        isinstance(dropout, numbers.Integral)
-        and not isinstance(dropout, bool)
-        and int(dropout) >= 1
-        and isinstance(max_len, numbers.Real)
-        and not isinstance(max_len, numbers.Integral)
-    ):
-        raise ValueError(
-            f"dropout={dropout!r} and max_len={max_len!r}: the arguments look swapped. "
-            "SinusoidalEncoding takes (d_model, dropout, max_len), in the order of the "
-            "textbook PositionalEncoding(d_model, dropout, max_len); pass them by name."
-        )
+def _check_floating(x: torch.Tensor) -> None:
+    if not x.is_floating_point():
+        raise TypeError(f"x must be a floating tensor. Received dtype: {x.dtype}")
 
 
-class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
+class _Module(nn.Module):
+    """What every layer here adds to ``nn.Module``: its ``repr``, the configuration's."""
+
+    def extra_repr(self) -> str:
+        return cast(LayerConfig, self)._layer_repr()
+
+
+class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
     """Adds the sinusoidal encoding of positions ``offset, offset + 1, ...`` to its input.
 
     Parameters
@@ -185,11 +185,10 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
         spec: Spec | str | None = None,
         batch_first: bool = True,
     ) -> None:
-        _check_argument_order(dropout, max_len)
-        if not isinstance(batch_first, (bool, np.bool_)):
-            raise TypeError(f"batch_first must be True or False. Received: {batch_first!r}")
+        check_argument_order(dropout, max_len)
+        batch_first = check_flag(batch_first, "batch_first")
         super().__init__(d_model, spec=spec, dropout=dropout, max_len=max_len)
-        self.batch_first = bool(batch_first)
+        self.batch_first = batch_first
         self.dropout_layer = nn.Dropout(self.dropout) if self.dropout else None
         self._cache: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
 
@@ -223,15 +222,10 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
 
     def _add_encoding(self, x: torch.Tensor, offset: Offset) -> torch.Tensor:
         """``x + encoding`` for ``x`` of shape ``(..., seq, d_model)``."""
-        if x.ndim < 2:
-            raise ValueError(
-                f"x must have shape (..., seq, d_model). Received: shape {tuple(x.shape)}"
-            )
+        check_sequence_input(tuple(x.shape))
         self.check_input_features(x.shape[-1])
-        if not x.is_floating_point():
-            raise TypeError(f"x must be a floating tensor. Received dtype: {x.dtype}")
-        pe = self.encoding(x.shape[-2], offset, device=x.device, dtype=x.dtype, like=x)
-        return x + pe
+        _check_floating(x)
+        return x + self.encoding(x.shape[-2], offset, device=x.device, dtype=x.dtype, like=x)
 
     def encoding(
         self,
@@ -254,33 +248,21 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
         x_shape: tuple[int | None, ...] = (
             tuple(like.shape) if like is not None else (None, length, self.d_model)
         )
-        if _is_exporting():
-            # one exported program for every length: the symbolic length itself
-            positions = _positions(offset, length, x_shape, device)
-            return encode(positions, self.d_model, spec=self.spec, dtype=dtype)
+        if _is_exporting():  # one exported program for every length: the symbolic length
+            return self._encode(_positions(offset, length, x_shape, device), dtype)
         if torch.compiler.is_compiling():
             positions = _positions(offset, sequence_bucket(length), x_shape, device)
-            pe = encode(positions, self.d_model, spec=self.spec, dtype=dtype)
-            return pe[..., :length, :]
+            return self._encode(positions, dtype)[..., :length, :]
         if not isinstance(offset, int):  # a tensor
-            positions = _positions(offset, length, x_shape, device)
-            return encode(positions, self.d_model, spec=self.spec, dtype=dtype)
+            return self._encode(_positions(offset, length, x_shape, device), dtype)
         cached = self._cached_rows(offset, length, device, dtype)
         if cached is not None:
             return cached
         # Host-known positions: built on the host; on an accelerator, moved there once
         # and reused from pe_core's device cache.
-        anchor = like if like is not None and like.device == device else None
-        if anchor is None:
-            anchor = torch.empty(0, device=device)
-        return encode(
-            range(offset, offset + length),
-            self.d_model,
-            spec=self.spec,
-            backend="torch",
-            dtype=dtype,
-            like=anchor,
-        )
+        use_like = like is not None and like.device == device
+        anchor = like if use_like else torch.empty(0, device=device)
+        return self._encode(range(offset, offset + length), dtype, backend="torch", like=anchor)
 
     def _cached_rows(
         self, offset: int, length: int, device: torch.device, dtype: torch.dtype
@@ -307,7 +289,14 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
     ) -> None:
         key = prefix + "pe"
         if key in state_dict:
-            problem = self._check_pe_buffer(state_dict[key])
+            pe = torch.as_tensor(state_dict[key]).detach()
+            eps = torch.finfo(pe.dtype).eps if pe.is_floating_point() else 0.0
+
+            def values(rows: int, features: int) -> np.ndarray:
+                return pe.to("cpu", torch.float64).reshape(rows, features).numpy()
+
+            shape = tuple(pe.shape)
+            problem = pe_table_problem(self, shape, values, eps, batch_first=self.batch_first)
             if problem:
                 error_msgs.append(f"{key}: {problem}")
             state_dict = {k: v for k, v in state_dict.items() if k != key}
@@ -315,71 +304,20 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, nn.Module):
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
 
-    def _check_pe_buffer(self, pe: Any) -> str | None:
-        """Why a checkpoint's ``pe`` table is not this layer's encoding, or ``None``."""
-        pe = torch.as_tensor(pe).detach()
-        shape = tuple(pe.shape)
-        if len(shape) == 2:
-            rows = shape[0]
-        elif len(shape) == 3 and 1 in shape[:2]:
-            batch_first_table = shape[0] == 1  # (1, L, d): used as x + pe[:, :seq]
-            rows = shape[1] if batch_first_table else shape[0]
-            if rows > 1 and batch_first_table != self.batch_first:
-                layout = "(1, max_len, d_model)" if batch_first_table else "(max_len, 1, d_model)"
-                used = "(batch, seq, d_model)" if batch_first_table else "(seq, batch, d_model)"
-                return (
-                    f"the checkpoint's table has shape {shape}, the {layout} layout of a "
-                    f"module fed {used} inputs, but the layer was built with "
-                    f"batch_first={self.batch_first}. Build it with "
-                    f"batch_first={batch_first_table} (or drop the entry from the checkpoint)."
-                )
-        else:
-            return (
-                "expected a (1, max_len, d_model), (max_len, 1, d_model) or (max_len, d_model) "
-                f"table, got shape {shape}."
-            )
-        features = shape[-1]
-        if features != self.d_model:
-            return (
-                f"the checkpoint's table has {features} features but the layer was built "
-                f"with d_model={self.d_model}."
-            )
-        table = pe.to("cpu", torch.float64).reshape(rows, features).numpy()
-        expected = encode(range(rows), self.d_model, spec=self.spec, dtype="float64")
-        error = np.abs(table - expected)
-        eps = torch.finfo(pe.dtype).eps if pe.is_floating_point() else 0.0
-        tolerance = 1e-5 + 2e-7 * rows + eps  # float32 rounding of a textbook table
-        if error.size and not float(error.max()) <= tolerance:
-            row = int(np.argmax(np.nan_to_num(error, nan=np.inf).max(axis=-1)))
-            return (
-                f"the checkpoint's table differs from this layer's encoding (spec "
-                f"{self.sinusoidal_config()['spec']!r}) by {float(error.max()):.3g} at row "
-                f"{row} (allowed: {tolerance:.3g}); was it made with another spec?"
-            )
-        return None
 
-
-class RotaryEmbedding(RotaryEmbeddingConfig, nn.Module):
+class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
     """Rotates queries and keys by their positions (RoPE), with :func:`~pe_core.rope.apply_rope`.
 
     Parameters
     ----------
-    head_dim : int
-        Features per head (the last axis of q and k), even.
-    base : float
-        ``rope_theta``, > 1 (10000 by default).
-    layout : {"half", "interleaved"}
-        ``"half"`` (rotate-half: GPT-NeoX, Llama, Hugging Face) or ``"interleaved"``
-        (GPT-J, RoFormer).
-    rotary_dim : int, optional
-        Rotate only the first ``rotary_dim`` features (even, <= head_dim).
-    scaling : dict, optional
-        Context-extension rope parameters (e.g. ``{"rope_type": "yarn", "factor": 4.0,
-        "original_max_position_embeddings": 4096}``) or a model config (a dict or a
-        transformers ``PretrainedConfig``); see :func:`~pe_core.rope.apply_rope`.
-    layer_type : str, optional
-        With a model config whose rope differs per layer type (Gemma 3): the layer
-        type whose rope to apply, e.g. ``"sliding_attention"``.
+    head_dim, base, layout, rotary_dim, scaling, layer_type
+        As for :class:`~pe_core.layers.RotaryEmbeddingConfig`: features per head (the
+        last axis of q and k, even), ``rope_theta``, ``"half"`` (rotate-half: GPT-NeoX,
+        Llama, Hugging Face) or ``"interleaved"`` (GPT-J, RoFormer) pairs, the features
+        to rotate, context-extension rope parameters (e.g. ``{"rope_type": "yarn",
+        "factor": 4.0, "original_max_position_embeddings": 4096}``) or a model config (a
+        dict or a transformers ``PretrainedConfig``), and the layer type whose rope to
+        apply with a model config that has one per layer type (Gemma 3).
 
     Notes
     -----
@@ -426,9 +364,6 @@ class RotaryEmbedding(RotaryEmbeddingConfig, nn.Module):
             layer_type=layer_type,
         )
 
-    def extra_repr(self) -> str:
-        return self.rotary_repr()
-
     def forward(
         self,
         q: torch.Tensor,
@@ -437,12 +372,7 @@ class RotaryEmbedding(RotaryEmbeddingConfig, nn.Module):
         offset: Offset = 0,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(rope(q), rope(k))``; see the class notes for ``positions`` and ``offset``."""
-        for x in (q, k):
-            if x.ndim < 2:
-                raise ValueError(
-                    f"q and k must have shape (..., seq, head_dim). Received: {tuple(x.shape)}"
-                )
-            self.check_input_features(x.shape[-1])
+        self._check_query_key(tuple(q.shape), tuple(k.shape))
         offset = _check_offset(offset)
         if positions is not None:
             if isinstance(offset, torch.Tensor) or offset != 0:
@@ -454,7 +384,7 @@ class RotaryEmbedding(RotaryEmbeddingConfig, nn.Module):
 
     def rotate(self, x: torch.Tensor, positions: Any) -> torch.Tensor:
         """:func:`~pe_core.rope.apply_rope` of ``x`` with this layer's configuration."""
-        return apply_rope(x, positions, spec=self.rope_spec)
+        return self._rotate(x, positions)
 
     def _default_positions(self, x: torch.Tensor, offset: Offset) -> Any:
         length = x.shape[-2]
@@ -466,19 +396,15 @@ class RotaryEmbedding(RotaryEmbeddingConfig, nn.Module):
 # --------------------------------------------------------------------------- relative bias
 
 
-class T5RelativeBias(T5RelativeBiasConfig, nn.Module):
+class T5RelativeBias(T5RelativeBiasConfig, _Module):
     """T5's learned relative position bias, with :func:`pe_core.t5.t5_relative_bias`.
 
     Parameters
     ----------
-    n_heads : int
-        Attention heads.
-    num_buckets : int
-        Buckets of relative positions (T5: 32).
-    max_distance : int
-        Distances at or beyond it share a bucket (T5: 128).
-    bidirectional : bool
-        ``True`` for encoders, ``False`` for (causal) decoders.
+    n_heads, num_buckets, max_distance, bidirectional
+        As for :class:`~pe_core.layers.T5RelativeBiasConfig`: attention heads, T5's
+        ``relative_attention_num_buckets`` (32) and ``relative_attention_max_distance``
+        (128), and ``True`` for encoders, ``False`` for (causal) decoders.
 
     Notes
     -----
@@ -516,35 +442,22 @@ class T5RelativeBias(T5RelativeBiasConfig, nn.Module):
         )
         self.relative_attention_bias = nn.Embedding(self.num_buckets, self.n_heads)
 
-    def extra_repr(self) -> str:
-        return self.t5_repr()
-
     def forward(self, query_length: int, key_length: int, offset: Offset = 0) -> torch.Tensor:
         """The bias ``(1, n_heads, query_length, key_length)``."""
-        return t5_relative_bias(
-            query_length,
-            key_length,
-            self.relative_attention_bias.weight,
-            offset=offset,
-            bidirectional=self.bidirectional,
-            max_distance=self.max_distance,
-            backend="torch",
-        )
+        table = self.relative_attention_bias.weight
+        return self._bias(table, query_length, key_length, offset, "torch")
 
 
-class AlibiBias(AlibiBiasConfig, nn.Module):
+class AlibiBias(AlibiBiasConfig, _Module):
     """The ALiBi bias of :func:`pe_core.alibi_bias`, with keras-hub's ``alibi_bias_max``.
 
     Parameters
     ----------
-    n_heads : int
-        Attention heads.
-    alibi_bias_max : float
-        The slope rule's ``8``: head ``k`` of ``p`` has slope ``2 ** (-alibi_bias_max *
-        k / p)`` (see :func:`pe_core.alibi_slopes`).
-    causal : bool
-        Include the causal mask (``-inf`` for keys after the query; default), or the
-        symmetric ``-slope * |distance|``.
+    n_heads, alibi_bias_max, causal
+        As for :class:`~pe_core.layers.AlibiBiasConfig`: attention heads (required),
+        the slope rule's ``8`` (head ``k`` of ``p`` has slope ``2 ** (-alibi_bias_max *
+        k / p)``), and the causal mask (``-inf`` for keys after the query; default) or
+        the symmetric ``-slope * |distance|``.
 
     Notes
     -----
@@ -561,33 +474,19 @@ class AlibiBias(AlibiBiasConfig, nn.Module):
     """
 
     def __init__(self, n_heads: int, *, alibi_bias_max: float = 8.0, causal: bool = True) -> None:
-        if n_heads is None:
-            raise TypeError("n_heads must be a positive integer (attention heads). Received: None")
+        self._require_heads(n_heads)
         super().__init__(n_heads, alibi_bias_max=alibi_bias_max, causal=causal)
         # Python floats: the constants of compiled code
         self._slopes = tuple(alibi_slopes(n_heads, alibi_bias_max=self.alibi_bias_max).tolist())
-
-    def extra_repr(self) -> str:
-        return self.alibi_repr()
 
     def forward(
         self, query_length: int, key_length: int, like: torch.Tensor | None = None
     ) -> torch.Tensor:
         """The bias ``(1, n_heads, query_length, key_length)``."""
-        assert self.n_heads is not None
         if torch.compiler.is_compiling():
             return self._traced_bias(query_length, key_length, like)
-        bias = alibi_bias(
-            query_length,
-            key_length,
-            self.n_heads,
-            causal=self.causal,
-            alibi_bias_max=self.alibi_bias_max,
-            backend="torch",
-            dtype=None if like is None else like.dtype,
-            like=like,
-        )
-        return bias[None]
+        dtype = None if like is None else like.dtype
+        return self._bias(query_length, key_length, backend="torch", dtype=dtype, like=like)
 
     def _traced_bias(self, q_len: int, k_len: int, like: Any) -> torch.Tensor:
         """:func:`pe_core.alibi_bias`'s formula in torch operations, for compiled code
@@ -610,20 +509,19 @@ class AlibiBias(AlibiBiasConfig, nn.Module):
 # --------------------------------------------------------------------------- N-D layers
 
 
-class SinusoidalPatchEncoding(PatchEncodingConfig, nn.Module):
+class SinusoidalPatchEncoding(PatchEncodingConfig, _Module):
     """Adds the N-D sinusoidal encoding of a patch grid to patch tokens.
 
     Parameters
     ----------
-    d_model : int
-        Features of the patch tokens.
-    grid_shape : sequence of int, optional
-        The grid ``(H, W)`` (``(T, H, W)``, ...) of flattened inputs ``(batch, H * W,
-        d_model)``; inputs ``(batch, H, W, d_model)`` carry it in their shape.
-    spec : Spec or str, optional
-        An N-D spec or preset (``"mae_2d"`` for MAE / DiT); ``Spec(axes=k)`` by default.
+    d_model, grid_shape, spec
+        As for :class:`~pe_core.layers.PatchEncodingConfig`: features of the patch
+        tokens, the grid ``(H, W)`` (``(T, H, W)``, ...) of flattened inputs ``(batch,
+        H * W, d_model)`` (inputs ``(batch, H, W, d_model)`` carry it in their shape),
+        and an N-D spec or preset (``"mae_2d"`` for MAE / DiT; ``Spec(axes=k)`` by
+        default).
     dropout : float
-        Dropout rate after the addition.
+        Dropout rate after the addition (``nn.Dropout``).
 
     Notes
     -----
@@ -654,18 +552,12 @@ class SinusoidalPatchEncoding(PatchEncodingConfig, nn.Module):
         super().__init__(d_model, grid_shape=grid_shape, spec=spec, dropout=dropout)
         self.dropout_layer = nn.Dropout(self.dropout) if self.dropout else None
 
-    def extra_repr(self) -> str:
-        return self.patch_repr()
-
     def forward(self, x: torch.Tensor, grid_shape: Any = None) -> torch.Tensor:
         """``dropout(x + encoding)`` for ``x`` ``(batch, H * W, d)`` or ``(batch, H, W, d)``."""
         shape, flat = patch_grid(self, tuple(x.shape), grid_shape)
-        if not x.is_floating_point():
-            raise TypeError(f"x must be a floating tensor. Received dtype: {x.dtype}")
+        _check_floating(x)
         pe = self.encoding(shape, dtype=x.dtype, like=x)
-        if flat:
-            pe = pe.reshape(-1, self.d_model)
-        x = x + pe
+        x = x + (pe.reshape(-1, self.d_model) if flat else pe)
         return x if self.dropout_layer is None else self.dropout_layer(x)
 
     def encoding(
@@ -683,20 +575,17 @@ class SinusoidalPatchEncoding(PatchEncodingConfig, nn.Module):
         )
 
 
-class RotaryEmbeddingND(RotaryEmbeddingNDConfig, nn.Module):
+class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _Module):
     """N-D rotary embedding: rotary pairs split among coordinate axes (``sections``).
 
     Parameters
     ----------
-    head_dim : int
-        Features per head (the last axis of q and k).
-    sections : sequence of int
-        Rotary pairs per axis, e.g. ``(16, 24, 24)`` for Qwen2-VL's ``(t, h, w)``.
-    base, layout, section_layout, frequencies, rotary_dim
-        As for :func:`pe_core.rope.apply_rope` with ``sections``.
-    grid_shape : sequence of int, optional
-        Default coordinates: ``pe_core.grid(grid_shape)`` flattened row-major, for
-        sequences of ``prod(grid_shape)`` patch tokens.
+    head_dim, sections, base, layout, section_layout, frequencies, rotary_dim, grid_shape
+        As for :class:`~pe_core.layers.RotaryEmbeddingNDConfig`: features per head (the
+        last axis of q and k), rotary pairs per axis (e.g. ``(16, 24, 24)`` for
+        Qwen2-VL's ``(t, h, w)``), the arguments of :func:`pe_core.rope.apply_rope` with
+        ``sections``, and default coordinates, ``pe_core.grid(grid_shape)`` flattened
+        row-major, for sequences of ``prod(grid_shape)`` patch tokens.
 
     Notes
     -----
@@ -740,25 +629,15 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, nn.Module):
             grid_shape=grid_shape,
         )
 
-    def extra_repr(self) -> str:
-        return self.rope_nd_repr()
-
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, positions: Any = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(rope(q), rope(k))`` at ``positions`` (or the layer's grid)."""
-        for x in (q, k):
-            if x.ndim < 2:
-                raise ValueError(
-                    f"q and k must have shape (..., seq, head_dim). Received: {tuple(x.shape)}"
-                )
-            check_features(x.shape[-1], self.head_dim, "head_dim")
+        self._check_query_key(tuple(q.shape), tuple(k.shape))
         return self.rotate(q, positions), self.rotate(k, positions)
 
     def rotate(self, x: torch.Tensor, positions: Any = None) -> torch.Tensor:
         """:func:`~pe_core.rope.apply_rope` of one tensor with this layer's sections."""
-        if positions is None:
-            positions = self.grid_positions(x.shape[-2])
-            if torch.compiler.is_compiling():
-                positions = torch.as_tensor(positions, device=x.device)
-        return apply_rope(x, positions, **self.rope_nd_kwargs())
+        if positions is None and torch.compiler.is_compiling():
+            positions = torch.as_tensor(self.grid_positions(x.shape[-2]), device=x.device)
+        return self._rotate(x, positions)
