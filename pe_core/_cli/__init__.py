@@ -7,8 +7,8 @@
 * ``pe-core check``: :mod:`~pe_core._cli.check_cases` (what is checked, on which fixed
   grids), :mod:`~pe_core._cli.check_plan` (which cases a run takes),
   :mod:`~pe_core._cli.check_run` (each case on each backend, every check through
-  :func:`pe_core.testing.run_check`), :mod:`~pe_core._cli.compilers` (the backends'
-  compilers), :mod:`~pe_core._cli.check_report` (the tables) and
+  :func:`pe_core.testing.run_check`, compiled by the backends' own compilers),
+  :mod:`~pe_core._cli.check_report` (the tables) and
   :mod:`~pe_core._cli.check` (the command).
 * :mod:`~pe_core._cli.parser`: the argument parser, naming each command's function.
 """

@@ -2,8 +2,9 @@
 
 Every check runs through :func:`pe_core.testing.run_check`, whose outcome (``PASS``,
 ``FAIL`` or ``ERROR``, the error measured, a one-line message) a :class:`Cell` of the
-backend x property table collects over the cases. Progress goes to stderr
-(:class:`Progress`).
+backend x property table collects over the cases. The compiled column runs under the
+compilers the registry lists for the backend, each built by the backend itself
+(:func:`compilers`). Progress goes to stderr (:class:`Progress`).
 """
 
 from __future__ import annotations
@@ -27,11 +28,10 @@ from pe_core._cli.check_cases import (
     encode_on,
     rope_on,
 )
-from pe_core._cli.compilers import compilers
 from pe_core.testing.checks import CheckOutcome, check_cross_backend_agreement, run_check
 from pe_core_backends import backend_info, get_namespace
 
-__all__ = ["Cell", "Progress", "check_across", "check_row", "own_code"]
+__all__ = ["Cell", "Progress", "check_across", "check_row", "compilers", "own_code"]
 
 
 @dataclass
@@ -131,6 +131,17 @@ def check_compiled_case(name: str, case: Any, cell: Cell, progress: Progress) ->
         cell.run(f"{case.label} {label}", functools.partial(case.check_compiled, on_device))
         progress.step(label)
     progress.end()
+
+
+def compilers(name: str, fn: Callable[..., Any]) -> list[tuple[str, Callable[..., Any]]]:
+    """``fn`` under each compiler the registry lists for backend ``name``, in its order,
+    each built by the backend (:meth:`pe_core_backends.Namespace.under_compiler`); none
+    for NumPy. An unknown ``name`` is a ValueError naming the known backends."""
+    labels = backend_info(name).compilers
+    if not labels:
+        return []
+    namespace = get_namespace(name)
+    return [(label, namespace.under_compiler(label, fn)) for label in labels]
 
 
 def own_code(target: Callable[..., Any]) -> Callable[..., Any]:
