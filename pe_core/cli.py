@@ -32,7 +32,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pe_core._cli.check_run import compilers as _compilers  # noqa: F401 (registry tests)
 from pe_core._cli.output import WriteError, one_line
 from pe_core._cli.parser import build_parser
 

@@ -19,6 +19,7 @@ import pytest
 
 import pe_core.typing as pt
 import pe_core_backends
+from pe_core._cli.check_run import compilers as check_compilers
 from pe_core_backends import (
     BackendInfo,
     Namespace,
@@ -182,18 +183,16 @@ def test_a_backend_name_must_be_a_string() -> None:
 
 
 def test_check_compilers_follow_the_registry_and_refuse_unknown_names() -> None:
-    from pe_core import cli
-
     def fn(x: Any) -> Any:
         return x
 
-    assert cli._compilers("numpy", fn) == []
+    assert check_compilers("numpy", fn) == []
     for name in ("jax", "tensorflow"):  # torch.compile is built in the slow test below
         if is_installed(name):
-            labels = [label for label, _ in cli._compilers(name, fn)]
+            labels = [label for label, _ in check_compilers(name, fn)]
             assert tuple(labels) == backend_info(name).compilers
     with pytest.raises(ValueError, match=r"Unknown backend 'mxnet'. Expected one of: "):
-        cli._compilers("mxnet", fn)
+        check_compilers("mxnet", fn)
 
 
 @pytest.mark.parametrize(
@@ -316,9 +315,7 @@ def test_a_first_get_namespace_inside_torch_compile_traces(extra_backend: Backen
     assert compiled(torch.ones(2)).tolist() == [7.0, 7.0]
     assert _ADAPTER in sys.modules
 
-    from pe_core import cli
-
-    labels = [label for label, _ in cli._compilers("torch", fn)]
+    labels = [label for label, _ in check_compilers("torch", fn)]
     assert tuple(labels) == backend_info("torch").compilers
 
 
