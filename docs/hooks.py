@@ -31,6 +31,7 @@ from mkdocs.structure.files import File, Files
 import pe_core
 from pe_core import plots
 from pe_core._kernel.routes import route_table_markdown
+from pe_core.presets import preset_table_markdown
 from pe_core.analysis import ResolutionReport, resolution_report
 
 # -- figures --------------------------------------------------------------------------
@@ -337,6 +338,7 @@ SNIPPETS: dict[str, Callable[[], str]] = {
     "rope-check": rope_check,
     "alibi-slopes": alibi_slopes,
     "route-table": route_table_markdown,
+    "preset-table": preset_table_markdown,
 }
 
 _MARKER = re.compile(r"^<!-- computed: ([\w-]+) -->$")
