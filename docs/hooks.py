@@ -31,8 +31,8 @@ from mkdocs.structure.files import File, Files
 import pe_core
 from pe_core import plots
 from pe_core._kernel.routes import route_table_markdown
-from pe_core.presets import preset_table_markdown
 from pe_core.analysis import ResolutionReport, resolution_report
+from pe_core.presets import preset_table_markdown
 
 # -- figures --------------------------------------------------------------------------
 
