@@ -37,6 +37,7 @@ __all__ = [
     "check_scaling_type",
     "check_sequence_input",
     "per_example_shape",
+    "scores_shape",
 ]
 
 
@@ -278,3 +279,21 @@ def check_query_key(
     if len(shape) < 2:
         raise ValueError(f"{names} must have shape (..., seq, head_dim). Received: {shape}")
     check_features(shape[-1], head_dim, "head_dim")
+
+
+def scores_shape(shape: tuple[int | None, ...]) -> tuple[int, int, int]:
+    """``(n_heads, query_length, key_length)`` of attention scores ``(batch, heads, q, k)``.
+
+    >>> scores_shape((2, 8, 3, 5))
+    (8, 3, 5)
+    >>> scores_shape((8, 3, 5))
+    Traceback (most recent call last):
+    ...
+    ValueError: attention_scores must have shape (batch, n_heads, query_length, key_length) with known heads and lengths. Received: shape (8, 3, 5)
+    """
+    if len(shape) != 4 or any(n is None for n in shape[1:]):
+        raise ValueError(
+            "attention_scores must have shape (batch, n_heads, query_length, key_length) "
+            f"with known heads and lengths. Received: shape {shape}"
+        )
+    return int(shape[1]), int(shape[2]), int(shape[3])  # type: ignore[arg-type]

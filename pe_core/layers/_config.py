@@ -272,6 +272,15 @@ class RotaryEmbeddingConfig(LayerConfig):
         With a model config whose rope differs per layer type (Gemma 3): the layer
         type whose rope this layer applies, e.g. ``"sliding_attention"``.
 
+    Notes
+    -----
+    The layers take queries and keys ``(..., seq, head_dim)`` (e.g. ``(batch, heads,
+    seq, head_dim)``; the keys may have another ``seq``) and return both rotated, in
+    their own dtypes (the angles and the rotation run in float32). Positions are
+    ``offset + arange(seq)`` for each, with ``offset`` an int or per-example offsets
+    ``(batch,)``; or pass ``positions`` explicitly (broadcasting against ``(..., seq)``,
+    the same for queries and keys), not both.
+
     Examples
     --------
     >>> RotaryEmbeddingConfig(64, rotary_dim=32).rotary_dim
@@ -426,6 +435,14 @@ class T5RelativeBiasConfig(LayerConfig):
         T5's ``relative_attention_max_distance`` (128).
     bidirectional : bool
         ``True`` for encoders (T5's ``not is_decoder``), ``False`` for decoders.
+
+    Notes
+    -----
+    The bias of ``query_length`` queries and ``key_length`` keys is ``(1, n_heads,
+    query_length, key_length)`` (``(batch, ...)`` for per-example offsets ``(batch,)``),
+    to add to the scores: ``compute_bias`` of transformers' ``T5Attention``, bit for bit
+    in its buckets. ``offset`` is the position of the first query (the cached tokens):
+    an int or an integer array, scalar or ``(batch,)``.
 
     Examples
     --------

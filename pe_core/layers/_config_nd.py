@@ -200,7 +200,8 @@ class RotaryEmbeddingNDConfig(LayerConfig):
         Features per head of the queries and keys.
     sections : sequence of int
         Rotary pairs per coordinate axis (``sum(sections) == head_dim / 2``, or
-        ``rotary_dim / 2``), as for ``pe_core.apply_rope(..., sections=...)``.
+        ``rotary_dim / 2``), as for ``pe_core.apply_rope(..., sections=...)``: e.g.
+        ``(16, 24, 24)`` for Qwen2-VL's ``(t, h, w)``.
     base : float
         RoPE base, > 1.
     layout : {"half", "interleaved"}

@@ -190,10 +190,7 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _NNXModule):
     Parameters
     ----------
     d_model, spec, max_len
-        As for :class:`~pe_core.layers.SinusoidalEncodingConfig`: features of the input
-        (its last axis), a :class:`~pe_core.Spec` or preset name (``"vaswani"`` by
-        default), and the size of an optional cache of rows ``0 .. max_len - 1`` (used
-        for Python int offsets; never a limit).
+        As for :class:`~pe_core.layers.SinusoidalEncodingConfig`.
     dropout : float
         Dropout rate after the addition (``nnx.Dropout``), 0 by default.
     rngs : nnx.Rngs, optional
@@ -250,19 +247,12 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _NNXModule):
     Parameters
     ----------
     head_dim, base, layout, rotary_dim, scaling, layer_type
-        As for :class:`~pe_core.layers.RotaryEmbeddingConfig`: features per head (the
-        last axis of q and k, even), ``rope_theta``, ``"half"`` (rotate-half: GPT-NeoX,
-        Llama, Hugging Face) or ``"interleaved"`` (GPT-J, RoFormer) pairs, the features
-        to rotate, context-extension rope parameters or a model config, and the layer
-        type whose rope to apply with a model config that has one per layer type.
+        As for :class:`~pe_core.layers.RotaryEmbeddingConfig`.
 
     Notes
     -----
-    ``__call__(q, k, positions=None, offset=0)``: q and k ``(..., seq, head_dim)``
-    (e.g. ``(batch, heads, seq, head_dim)``; k may have another seq); positions
-    ``offset + arange(seq)`` for each (``offset`` an int or per-example ``(batch,)``),
-    or explicit ``positions`` broadcasting against ``(..., seq)``. Returns the rotated
-    ``(q, k)`` in their dtypes; the angles and the rotation run in float32.
+    ``__call__(q, k, positions=None, offset=0)`` returns the rotated ``(q, k)``; shapes,
+    dtypes and positions as for the configuration.
 
     Examples
     --------
@@ -374,9 +364,7 @@ class T5RelativeBias(T5RelativeBiasConfig, _NNXModule):
     Parameters
     ----------
     n_heads, num_buckets, max_distance, bidirectional
-        As for :class:`~pe_core.layers.T5RelativeBiasConfig`: attention heads, T5's
-        ``relative_attention_num_buckets`` (32), ``relative_attention_max_distance``
-        (128) and ``not is_decoder``.
+        As for :class:`~pe_core.layers.T5RelativeBiasConfig`.
     rngs : nnx.Rngs
         For the initial table, an ``nnx.Embed(num_buckets, n_heads)`` named
         ``relative_attention_bias`` (its ``embedding`` is T5's weight).
@@ -384,9 +372,8 @@ class T5RelativeBias(T5RelativeBiasConfig, _NNXModule):
     Notes
     -----
     ``__call__(query_length, key_length, offset=0)`` returns the bias ``(1, n_heads,
-    query_length, key_length)`` (``(batch, ...)`` for per-example offsets); the lengths
-    are Python ints (static under ``jax.jit``), ``offset`` an int or a JAX integer array
-    (traced is fine).
+    query_length, key_length)``, as for the configuration; the lengths are Python ints
+    (static under ``jax.jit``), ``offset`` may be traced.
 
     Examples
     --------
@@ -493,10 +480,7 @@ class SinusoidalPatchEncoding(PatchEncodingConfig, _NNXModule):
     Parameters
     ----------
     d_model, grid_shape, spec
-        As for :class:`~pe_core.layers.PatchEncodingConfig`: features of the patch
-        tokens, the grid of flattened inputs ``(batch, H * W, d_model)`` (inputs
-        ``(batch, H, W, d_model)`` carry it in their shape), and an N-D spec or preset
-        (``"mae_2d"``; ``Spec(axes=k)`` by default).
+        As for :class:`~pe_core.layers.PatchEncodingConfig`.
     dropout : float
         Dropout rate after the addition.
     rngs : nnx.Rngs, optional

@@ -27,7 +27,12 @@ import keras
 import numpy as np
 from keras import ops
 
-from pe_core.layers._checks import check_features, check_sequence_input, per_example_shape
+from pe_core.layers._checks import (
+    check_features,
+    check_sequence_input,
+    per_example_shape,
+    scores_shape,
+)
 from pe_core.layers._config import (
     AlibiBiasConfig,
     LayerConfig,
@@ -138,17 +143,6 @@ def _encode_positions(config: SinusoidalEncodingConfig, positions: Any, dtype: s
     return config._encode(positions, dtype)
 
 
-def _scores_shape(scores: Any) -> tuple[int, int, int]:
-    """``(n_heads, query_length, key_length)`` of scores ``(batch, heads, q, k)``."""
-    shape = tuple(scores.shape)
-    if len(shape) != 4 or any(n is None for n in shape[1:]):
-        raise ValueError(
-            "attention_scores must have shape (batch, n_heads, query_length, key_length) "
-            f"with known heads and lengths. Received: shape {shape}"
-        )
-    return int(shape[1]), int(shape[2]), int(shape[3])
-
-
 class _Layer(keras.layers.Layer):
     """What every layer here adds to ``keras.layers.Layer``: its ``get_config``, the
     configuration's arguments, and an output of the input's shape."""
@@ -178,11 +172,7 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Layer):
     Parameters
     ----------
     d_model, spec, max_len
-        As for :class:`~pe_core.layers.SinusoidalEncodingConfig`: features of the input
-        (its last axis), a :class:`~pe_core.Spec` or preset name (``"vaswani"`` by
-        default, keras-hub's ``SinePositionEncoding`` numbers; saved as the preset name,
-        or as its fields), and the size of an optional cache of rows ``0 .. max_len -
-        1`` (used for int offsets; never a limit).
+        As for :class:`~pe_core.layers.SinusoidalEncodingConfig`.
     dropout : float
         Dropout rate after the addition (``keras.layers.Dropout``), 0 by default.
     **kwargs
@@ -192,7 +182,8 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Layer):
     -----
     ``call(inputs, offset=0, training=None)``: ``inputs`` is ``(..., seq, d_model)``,
     ``offset`` an int or a tensor of per-example offsets ``(batch,)``. Masks pass
-    through. On the TensorFlow backend, graphs whose sequence length is unknown
+    through. The default spec gives keras-hub's ``SinePositionEncoding`` numbers; a spec
+    is saved as its preset name, or as its fields. On the TensorFlow backend, graphs whose sequence length is unknown
     (``None``) are supported too.
 
     Examples
@@ -255,23 +246,15 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _PairLayer):
     Parameters
     ----------
     head_dim, base, layout, rotary_dim, scaling, layer_type
-        As for :class:`~pe_core.layers.RotaryEmbeddingConfig`: features per head (the
-        last axis of query and key, even), ``rope_theta``, ``"half"`` (rotate-half:
-        GPT-NeoX, Llama, Hugging Face) or ``"interleaved"`` (GPT-J, RoFormer) pairs, the
-        features to rotate, context-extension rope parameters or a model config (saved
-        in the config as JSON), and the layer type whose rope to apply with a model
-        config that has one per layer type.
+        As for :class:`~pe_core.layers.RotaryEmbeddingConfig`.
     **kwargs
         ``keras.layers.Layer`` arguments (``name``, ``dtype``, ...).
 
     Notes
     -----
-    ``call(query, key, positions=None, offset=0)``: query and key ``(..., seq,
-    head_dim)`` (e.g. ``(batch, heads, seq, head_dim)``; key may have another seq);
-    positions ``offset + arange(seq)`` for each (``offset`` an int or per-example
-    ``(batch,)``), or explicit ``positions`` broadcasting against ``(..., seq)``.
-    Returns the rotated ``(query, key)`` in their dtype (bfloat16 under
-    ``mixed_bfloat16``); the angles and the rotation run in float32.
+    ``call(query, key, positions=None, offset=0)`` returns the rotated ``(query, key)``
+    (bfloat16 under ``mixed_bfloat16``); shapes, dtypes and positions as for the
+    configuration. ``scaling`` is saved in the config as JSON.
 
     Examples
     --------
@@ -334,9 +317,7 @@ class T5RelativeBias(T5RelativeBiasConfig, _Layer):
     Parameters
     ----------
     n_heads, num_buckets, max_distance, bidirectional
-        As for :class:`~pe_core.layers.T5RelativeBiasConfig`: attention heads, T5's
-        ``relative_attention_num_buckets`` (32), ``relative_attention_max_distance``
-        (128) and ``not is_decoder``.
+        As for :class:`~pe_core.layers.T5RelativeBiasConfig`.
     **kwargs
         ``keras.layers.Layer`` arguments.
 
@@ -345,10 +326,9 @@ class T5RelativeBias(T5RelativeBiasConfig, _Layer):
     ``call(attention_scores, offset=0)`` returns ``attention_scores + bias`` for scores
     ``(batch, n_heads, query_length, key_length)`` (Keras layers take tensors, as
     keras-hub's ``AlibiBias`` does); :meth:`bias` returns the bias ``(1, n_heads,
-    query_length, key_length)`` itself, the numbers of the PyTorch and Flax layers. The
-    weight ``relative_attention_bias`` is ``(num_buckets, n_heads)``, initialised
-    ``RandomNormal(stddev=1.0)`` (``nn.Embedding``'s default). ``offset`` (cached
-    tokens) is an int or an integer tensor, scalar or ``(batch,)``.
+    query_length, key_length)`` itself (see the configuration), the numbers of the
+    PyTorch and Flax layers. The weight ``relative_attention_bias`` is ``(num_buckets,
+    n_heads)``, initialised ``RandomNormal(stddev=1.0)`` (``nn.Embedding``'s default).
 
     Examples
     --------
@@ -357,23 +337,6 @@ class T5RelativeBias(T5RelativeBiasConfig, _Layer):
     >>> tuple(layer(np.zeros((1, 2, 3, 4), "float32")).shape), tuple(layer.bias(1, 4).shape)
     ((1, 2, 3, 4), (1, 2, 1, 4))
     """
-
-    def __init__(
-        self,
-        n_heads: int,
-        *,
-        num_buckets: int = 32,
-        max_distance: int = 128,
-        bidirectional: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            n_heads,
-            num_buckets=num_buckets,
-            max_distance=max_distance,
-            bidirectional=bidirectional,
-            **kwargs,
-        )
 
     def build(self, input_shape: Any = None) -> None:
         self.relative_attention_bias = self.add_weight(
@@ -394,7 +357,7 @@ class T5RelativeBias(T5RelativeBiasConfig, _Layer):
         return self._bias(table, query_length, key_length, offset, keras.backend.backend())
 
     def call(self, attention_scores: Any, offset: Any = 0) -> Any:
-        heads, q_len, k_len = _scores_shape(attention_scores)
+        heads, q_len, k_len = scores_shape(tuple(attention_scores.shape))
         check_features(heads, self.n_heads, "n_heads")
         bias = self.bias(q_len, k_len, offset)
         return attention_scores + ops.cast(bias, _dtype_name(attention_scores))
@@ -406,12 +369,10 @@ class AlibiBias(AlibiBiasConfig, _Layer):
 
     Parameters
     ----------
-    n_heads, alibi_bias_max, causal
-        As for :class:`~pe_core.layers.AlibiBiasConfig`: attention heads (read from the
-        scores when ``None``, as keras-hub does), keras-hub's ``alibi_bias_max`` (head
-        ``k`` of ``p`` has slope ``2 ** (-alibi_bias_max * k / p)``), and the causal mask
-        (``-inf`` for keys after the query; default) or the symmetric ``-slope *
-        |distance|``.
+    n_heads : int, optional
+        Attention heads; read from the scores when ``None`` (as keras-hub does).
+    alibi_bias_max, causal
+        As for :class:`~pe_core.layers.AlibiBiasConfig`.
     **kwargs
         ``keras.layers.Layer`` arguments.
 
@@ -433,16 +394,6 @@ class AlibiBias(AlibiBiasConfig, _Layer):
     [[-0.125, -0.0625, 0.0], [-0.0078125, -0.00390625, 0.0]]
     """
 
-    def __init__(
-        self,
-        n_heads: int | None = None,
-        *,
-        alibi_bias_max: float = 8.0,
-        causal: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(n_heads, alibi_bias_max=alibi_bias_max, causal=causal, **kwargs)
-
     def bias(
         self, query_length: int, key_length: int, n_heads: int | None = None, dtype: Any = None
     ) -> Any:
@@ -453,7 +404,7 @@ class AlibiBias(AlibiBiasConfig, _Layer):
         return _constant(host, dtype or "float32")
 
     def call(self, attention_scores: Any) -> Any:
-        heads, q_len, k_len = _scores_shape(attention_scores)
+        heads, q_len, k_len = scores_shape(tuple(attention_scores.shape))
         if self.n_heads is not None:
             check_features(heads, self.n_heads, "n_heads")
         dtype = _dtype_name(attention_scores)
@@ -470,10 +421,7 @@ class SinusoidalPatchEncoding(PatchEncodingConfig, _Layer):
     Parameters
     ----------
     d_model, grid_shape, spec
-        As for :class:`~pe_core.layers.PatchEncodingConfig`: features of the patch
-        tokens, the grid of flattened inputs ``(batch, H * W, d_model)`` (inputs
-        ``(batch, H, W, d_model)`` carry it in their shape), and an N-D spec or preset
-        (``"mae_2d"``; ``Spec(axes=k)`` by default).
+        As for :class:`~pe_core.layers.PatchEncodingConfig`.
     dropout : float
         Dropout rate after the addition.
     **kwargs
@@ -534,31 +482,6 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _PairLayer):
     >>> tuple(q.shape)
     (1, 6, 8)
     """
-
-    def __init__(
-        self,
-        head_dim: int,
-        sections: Any,
-        *,
-        base: float = 10000.0,
-        layout: str = "half",
-        section_layout: str = "contiguous",
-        frequencies: Any = None,
-        rotary_dim: int | None = None,
-        grid_shape: Any = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            head_dim,
-            sections,
-            base=base,
-            layout=layout,
-            section_layout=section_layout,
-            frequencies=frequencies,
-            rotary_dim=rotary_dim,
-            grid_shape=grid_shape,
-            **kwargs,
-        )
 
     def call(self, query: Any, key: Any, positions: Any = None) -> tuple[Any, Any]:
         shapes = (tuple(query.shape), tuple(key.shape))

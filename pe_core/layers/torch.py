@@ -311,22 +311,12 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
     Parameters
     ----------
     head_dim, base, layout, rotary_dim, scaling, layer_type
-        As for :class:`~pe_core.layers.RotaryEmbeddingConfig`: features per head (the
-        last axis of q and k, even), ``rope_theta``, ``"half"`` (rotate-half: GPT-NeoX,
-        Llama, Hugging Face) or ``"interleaved"`` (GPT-J, RoFormer) pairs, the features
-        to rotate, context-extension rope parameters (e.g. ``{"rope_type": "yarn",
-        "factor": 4.0, "original_max_position_embeddings": 4096}``) or a model config (a
-        dict or a transformers ``PretrainedConfig``), and the layer type whose rope to
-        apply with a model config that has one per layer type (Gemma 3).
+        As for :class:`~pe_core.layers.RotaryEmbeddingConfig`.
 
     Notes
     -----
-    ``forward(q, k, positions=None, offset=0)`` takes q and k of shape
-    ``(..., seq, head_dim)`` (e.g. ``(batch, heads, seq, head_dim)``; k may have another
-    seq) and returns the rotated ``(q, k)`` in their own dtypes (angles and rotation in
-    float32). Positions are ``offset + arange(seq)`` for each, with ``offset`` an int or
-    per-example offsets ``(batch,)``; or pass ``positions`` explicitly (broadcasting
-    against ``(..., seq)``, the same for q and k). The layer holds no state: nothing in
+    ``forward(q, k, positions=None, offset=0)`` returns the rotated ``(q, k)``; shapes,
+    dtypes and positions as for the configuration. The layer holds no state: nothing in
     ``state_dict``, no cache (the cos/sin of known positions are computed exactly on the
     host per call; traced positions on the device).
 
@@ -402,17 +392,12 @@ class T5RelativeBias(T5RelativeBiasConfig, _Module):
     Parameters
     ----------
     n_heads, num_buckets, max_distance, bidirectional
-        As for :class:`~pe_core.layers.T5RelativeBiasConfig`: attention heads, T5's
-        ``relative_attention_num_buckets`` (32) and ``relative_attention_max_distance``
-        (128), and ``True`` for encoders, ``False`` for (causal) decoders.
+        As for :class:`~pe_core.layers.T5RelativeBiasConfig`.
 
     Notes
     -----
     ``forward(query_length, key_length, offset=0)`` returns the bias ``(1, n_heads,
-    query_length, key_length)`` (``(batch, ...)`` for per-example offsets ``(batch,)``)
-    to add to the scores: ``compute_bias`` of transformers' ``T5Attention``, bit for bit
-    in its buckets. ``offset`` is the position of the first query (the cached tokens).
-    The table is ``relative_attention_bias``, an ``nn.Embedding(num_buckets, n_heads)``
+    query_length, key_length)``, as for the configuration. The table is ``relative_attention_bias``, an ``nn.Embedding(num_buckets, n_heads)``
     named as in T5, so ``load_state_dict`` takes a T5 layer's
     ``relative_attention_bias.weight``.
 
@@ -454,10 +439,7 @@ class AlibiBias(AlibiBiasConfig, _Module):
     Parameters
     ----------
     n_heads, alibi_bias_max, causal
-        As for :class:`~pe_core.layers.AlibiBiasConfig`: attention heads (required),
-        the slope rule's ``8`` (head ``k`` of ``p`` has slope ``2 ** (-alibi_bias_max *
-        k / p)``), and the causal mask (``-inf`` for keys after the query; default) or
-        the symmetric ``-slope * |distance|``.
+        As for :class:`~pe_core.layers.AlibiBiasConfig`.
 
     Notes
     -----
@@ -515,11 +497,7 @@ class SinusoidalPatchEncoding(PatchEncodingConfig, _Module):
     Parameters
     ----------
     d_model, grid_shape, spec
-        As for :class:`~pe_core.layers.PatchEncodingConfig`: features of the patch
-        tokens, the grid ``(H, W)`` (``(T, H, W)``, ...) of flattened inputs ``(batch,
-        H * W, d_model)`` (inputs ``(batch, H, W, d_model)`` carry it in their shape),
-        and an N-D spec or preset (``"mae_2d"`` for MAE / DiT; ``Spec(axes=k)`` by
-        default).
+        As for :class:`~pe_core.layers.PatchEncodingConfig`.
     dropout : float
         Dropout rate after the addition (``nn.Dropout``).
 
@@ -581,11 +559,7 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _Module):
     Parameters
     ----------
     head_dim, sections, base, layout, section_layout, frequencies, rotary_dim, grid_shape
-        As for :class:`~pe_core.layers.RotaryEmbeddingNDConfig`: features per head (the
-        last axis of q and k), rotary pairs per axis (e.g. ``(16, 24, 24)`` for
-        Qwen2-VL's ``(t, h, w)``), the arguments of :func:`pe_core.rope.apply_rope` with
-        ``sections``, and default coordinates, ``pe_core.grid(grid_shape)`` flattened
-        row-major, for sequences of ``prod(grid_shape)`` patch tokens.
+        As for :class:`~pe_core.layers.RotaryEmbeddingNDConfig`.
 
     Notes
     -----
