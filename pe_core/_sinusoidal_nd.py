@@ -112,4 +112,3 @@ def _write_out(xp: Namespace, table: Any, out: Any) -> Any:
     if not xp.mutable:
         raise TypeError(f"out must be a NumPy array or a torch tensor. Received: {type(out)}")
     return xp.copy_into(out, table)
-

@@ -48,5 +48,3 @@ def frequencies(d: int, spec: Spec | PresetLike | None = None) -> np.ndarray:
         n_pairs = axis_pairs(d, spec)
         return np.array(omegas(2 * n_pairs, spec.replace(axes=1, odd_d="raise")), np.float64)
     return np.array(omegas(d, spec), dtype=np.float64)
-
-

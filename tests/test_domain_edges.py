@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 import pe_core
 from pe_core._kernel.angles import exact_turns, inv_2pi_fixed
-from pe_core._kernel.placement import kernel_limit
 from pe_core._kernel.inputs import LowPrecisionPositionsWarning
+from pe_core._kernel.placement import kernel_limit
 from pe_core_backends import force_device_path, get_namespace
 from tests.conftest import assert_close, to_numpy
 
