@@ -420,9 +420,11 @@ def apply_rope_nd(
 
 
 def _check_frequencies(frequencies: object) -> Any:
-    if frequencies is None or frequencies in _NAMED_FREQUENCIES:
+    if frequencies is None:
         return frequencies
     if isinstance(frequencies, str):
+        if frequencies in _NAMED_FREQUENCIES:
+            return frequencies
         raise ValueError(
             f"Unknown frequencies {frequencies!r}. Expected None, 'per_axis' or a sequence "
             "of angular frequencies (one per rotary pair)."

@@ -838,3 +838,14 @@ def test_plot_rope_sections():
     image = fig.axes[0].images[0].get_array()
     assert_equal(image[0], axes_reference((16, 24, 24), "contiguous"))
     assert_equal(image[1], axes_reference((24, 20, 20), "interleaved"))
+
+
+def test_explicit_frequencies_as_an_array_equal_the_list() -> None:
+    """A NumPy array of frequencies is the sequence it holds (it was refused with
+    NumPy's 'truth value of an array is ambiguous')."""
+    x = np.random.default_rng(3).standard_normal((5, 8)).astype(np.float32)
+    pos = np.stack([np.arange(5), np.arange(5)[::-1]], axis=-1)
+    freqs = [1.0, 0.5, 0.1, 0.01]
+    as_list = pe_core.apply_rope(x, pos, sections=(2, 2), frequencies=freqs)
+    as_array = pe_core.apply_rope(x, pos, sections=(2, 2), frequencies=np.array(freqs))
+    assert np.array_equal(as_list, as_array)
