@@ -10,13 +10,12 @@ listed, then any added one with a larger ``order``.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Mapping
 from dataclasses import fields
 from types import MappingProxyType
 
 from pe_core import _presets
+from pe_core._modules import module_entries
 from pe_core._presets import Preset
 from pe_core.spec import Spec
 from pe_core.typing import PresetLike
@@ -35,23 +34,13 @@ def _discover() -> None:
     hook: a test extends the package's ``__path__`` with a folder of its own, calls this,
     and calls it again once the folder is gone.
     """
-    found: dict[str, Preset] = {}
-    for info in pkgutil.iter_modules(_presets.__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{_presets.__name__}.{info.name}")
-        preset = getattr(module, "PRESET", None)
-        if not isinstance(preset, Preset):
-            raise TypeError(
-                f"preset module {module.__name__} must define PRESET, a "
-                f"pe_core._presets.Preset. Received: {preset!r}"
-            )
-        if preset.spec.name != info.name:
+    found: dict[str, Preset] = module_entries(_presets, "PRESET", Preset, "preset module")
+    for name, preset in found.items():
+        if preset.spec.name != name:
             raise ValueError(
-                f"preset module {module.__name__} defines a Spec named "
-                f"{preset.spec.name!r}. Expected the module's name, {info.name!r}."
+                f"preset module {_presets.__name__}.{name} defines a Spec named "
+                f"{preset.spec.name!r}. Expected the module's name, {name!r}."
             )
-        found[info.name] = preset
     ordered = sorted(found.items(), key=lambda item: (item[1].order, item[0]))
     _SPECS.clear()
     _SPECS.update((name, preset.spec) for name, preset in ordered)

@@ -21,14 +21,13 @@ length-extrapolation scale).
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from pe_core import _scaling
+from pe_core._modules import module_entries
 from pe_core._scaling._common import _even_rotary_dim, _real, _require, _top
 from pe_core._scaling._types import MissingRopeKeyError, RopeScalingType, ScalingInputs
 from pe_core.validation import positive_int
@@ -353,18 +352,7 @@ def _discover() -> None:
     place, sorted by name. A private hook: a test extends the package's ``__path__``
     with a folder of its own, calls this, and calls it again once the folder is gone.
     """
-    found: dict[str, RopeScalingType] = {}
-    for info in pkgutil.iter_modules(_scaling.__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{_scaling.__name__}.{info.name}")
-        entry = getattr(module, "SCALING_TYPE", None)
-        if not isinstance(entry, RopeScalingType):
-            raise TypeError(
-                f"scaling type module {module.__name__} must define SCALING_TYPE, a "
-                f"pe_core.rope_scaling.RopeScalingType. Received: {entry!r}"
-            )
-        found[info.name] = entry
+    found = module_entries(_scaling, "SCALING_TYPE", RopeScalingType, "scaling type module")
     SCALING_TYPES.clear()
     SCALING_TYPES.update(sorted(found.items()))
 

@@ -130,9 +130,12 @@ class Namespace:
     #: whether this backend's arrays can live on an accelerator (NumPy: never)
     has_devices: bool = True
 
-    #: whether this backend's arrays are NumPy arrays themselves (the host namespace:
-    #: host-built tables and host positions need no conversion)
-    numpy_arrays: bool = False
+    @property
+    def numpy_arrays(self) -> bool:
+        """Whether this backend's arrays are NumPy arrays themselves (the host namespace:
+        host-built tables and host positions need no conversion). Only NumPy's: an
+        adapter built on NumPy's for arrays of its own class is another backend."""
+        return self.name == "numpy"
 
     def on_accelerator(self, x: Any) -> bool:
         """Whether ``x`` lives on a non-CPU device (or the device path is forced).

@@ -23,7 +23,6 @@ def _has_ml_dtypes() -> bool:
 class NumpyNamespace(Namespace):
     name = "numpy"
     has_devices = False
-    numpy_arrays = True
 
     @property
     def float_dtypes(self) -> tuple[str, ...]:  # type: ignore[override]
