@@ -23,8 +23,8 @@ from pe_core._kernel.inputs import (
     working_dtype,
 )
 from pe_core._kernel.placement import Positions, prepare_positions
-from pe_core._schedule import axis_of_block, check_d, check_nd_d, omegas, split
-from pe_core._sinusoidal_nd import coordinates
+from pe_core._schedule import Block, axis_blocks, check_d, check_nd_d, omegas
+from pe_core._sinusoidal_nd import coordinates, group_halves
 from pe_core.spec import Spec
 from pe_core_backends import backend_of, get_namespace
 
@@ -65,15 +65,15 @@ def _structure(d: int, layout: str) -> tuple[np.ndarray, np.ndarray]:
     return np.eye(d), partner
 
 
-def _check_relative(d: int, spec: Spec) -> tuple[int, int, Spec]:
-    n, extra, axis_spec = split(check_nd_d(d, spec), spec)
+def _check_relative(d: int, spec: Spec) -> tuple[tuple[Block, ...], int]:
+    blocks, extra = axis_blocks(check_nd_d(d, spec), spec)
     if extra < 0:
         raise ValueError(
             f"Spec(odd_d='truncate') with d={d} and axes={spec.axes} drops the last "
             f"{-extra} feature(s) of the last block, so no matrix maps PE(x) to PE(x + t). "
-            f"Use a d that is a multiple of {2 * spec.axes}."
+            f"Use a d that is a multiple of {2 * sum(spec.axis_shares or (1,) * spec.axes)}."
         )
-    return n, extra, axis_spec
+    return blocks, extra
 
 
 def relative_matrix_nd(
@@ -83,30 +83,69 @@ def relative_matrix_nd(
 
     ``k`` has shape ``(..., axes)``; the result ``(..., d, d)`` is block-diagonal, the
     1-D rotation of shift ``k[..., a]`` in the block of axis ``a``, the identity on the
-    zero-padding columns.
+    zero-padding columns (with ``axis_layout="split"``, the same matrix with its rows
+    and columns in the spec's feature order).
     """
-    n, extra, axis_spec = _check_relative(d, spec)
+    layout, extra = _check_relative(d, spec)
     k, _ = coordinates(k, spec, what="k")
     blocks = [
-        relative_matrix_1d(k[..., axis], 2 * n, axis_spec, backend=backend, dtype=dtype)
-        for axis in axis_of_block(spec)
+        relative_matrix_1d(k[..., block.axis], 2 * block.pairs, block.spec, backend, dtype)
+        for block in layout
     ]
     xp = get_namespace(backend_of(blocks[0]) or "numpy")
-    zero = xp.zeros_like(blocks[0])
-    width = len(blocks)
+    lead = xp.shape(blocks[0])[:-2]
     rows = []
     for b, block in enumerate(blocks):
-        row = [zero] * b + [block] + [zero] * (width - 1 - b)
-        row += [zero[..., :1]] * extra
+        width = 2 * layout[b].pairs
+        row = [
+            block if c == b else _zeros(xp, blocks[0], (*lead, width, 2 * other.pairs))
+            for c, other in enumerate(layout)
+        ]
+        if extra:
+            row.append(_zeros(xp, blocks[0], (*lead, width, extra)))
         rows.append(xp.concat(row, axis=-1))
     matrix = xp.concat(rows, axis=-2)
     if extra:
-        lead = xp.shape(matrix)[:-2]
         corner = np.zeros((extra, d))
         corner[:, d - extra :] = np.eye(extra)
         bottom = xp.asarray(corner, dtype=matrix.dtype, like=matrix)
         matrix = xp.concat([matrix, xp.broadcast_to(bottom, (*lead, extra, d))], axis=-2)
+    if spec.axis_layout == "split":  # rows and columns into the spec's feature order
+        matrix = _regroup(xp, matrix, layout, extra, axis=-1)
+        matrix = _regroup(xp, matrix, layout, extra, axis=-2)
     return matrix
+
+
+def _zeros(xp: Any, like: Any, shape: tuple[int, ...]) -> Any:
+    return xp.zeros(shape, like.dtype, like=like)
+
+
+def _regroup(xp: Any, array: Any, layout: tuple[Block, ...], extra: int, axis: int) -> Any:
+    """Block-ordered features along ``axis`` (-1 or -2) in ``axis_layout="split"``
+    order: every block's first half, then every block's second half, then the pad."""
+    moved = array if axis == -1 else xp.matrix_transpose(array)
+    parts, start = [], 0
+    for block in layout:
+        parts.append(moved[..., start : start + 2 * block.pairs])
+        start += 2 * block.pairs
+    grouped = group_halves(parts, [block.pairs for block in layout])
+    if extra:
+        grouped.append(moved[..., start:])
+    out = xp.concat(grouped, axis=-1)
+    return out if axis == -1 else xp.matrix_transpose(out)
+
+
+def _ungroup(xp: Any, array: Any, layout: tuple[Block, ...]) -> tuple[list[Any], int]:
+    """Inverse of :func:`_regroup` on the last axis: the blocks, and where the pad starts."""
+    half = sum(block.pairs for block in layout)
+    blocks, start = [], 0
+    for block in layout:
+        n = block.pairs
+        first = array[..., start : start + n]
+        second = array[..., half + start : half + start + n]
+        blocks.append(xp.concat([first, second], axis=-1))
+        start += n
+    return blocks, 2 * half
 
 
 def shift_nd(encoding: Any, k: Any, spec: Spec) -> Any:
@@ -120,15 +159,32 @@ def shift_nd(encoding: Any, k: Any, spec: Spec) -> Any:
     shape = xp.shape(encoding)
     if not shape:
         raise ValueError("encoding must have at least one axis (the features).")
-    n, extra, axis_spec = _check_relative(shape[-1], spec)
+    layout, extra = _check_relative(shape[-1], spec)
     k, _ = coordinates(k, spec, what="k")
+    if spec.axis_layout == "split":
+        pieces, end = _ungroup(xp, encoding, layout)
+    else:
+        pieces, end = [], 0
+        for block in layout:
+            pieces.append(encoding[..., end : end + 2 * block.pairs])
+            end += 2 * block.pairs
     parts = [
-        shift_1d(encoding[..., 2 * n * b : 2 * n * (b + 1)], k[..., axis], axis_spec)
-        for b, axis in enumerate(axis_of_block(spec))
+        shift_1d(piece, k[..., block.axis], block.spec)
+        for piece, block in zip(pieces, layout, strict=True)
     ]
+    if spec.axis_layout == "split":
+        parts = group_halves(parts, [block.pairs for block in layout])
     if extra:
-        parts.append(encoding[..., shape[-1] - extra :])
+        parts.append(encoding[..., end:])
     return xp.concat(parts, axis=-1)
+
+
+def _check_cut(d: int, spec: Spec) -> None:
+    if d % 2 and spec.odd_d == "truncate":
+        raise ValueError(
+            f"Spec(odd_d='truncate') with d={d} drops the cosine of the last pair (or its "
+            "sine, cos first), so no matrix maps PE(p) to PE(p + k). Use an even d."
+        )
 
 
 def relative_matrix_1d(
@@ -136,6 +192,7 @@ def relative_matrix_1d(
 ) -> Any:
     """:func:`~pe_core.relative_matrix` for a resolved 1-D ``spec``."""
     d = check_d(d, spec)
+    _check_cut(d, spec)
     xp, source = choose_backend(k, backend)
     out_name, out_dtype = resolve_dtype(xp, dtype)
     working = working_dtype(out_name)
@@ -152,7 +209,10 @@ def relative_matrix_1d(
     cos_k, sin_k = _shift_angles(xp, shifts, d, spec, working)
     odd = bool(d % 2)
     diagonal = assemble(xp, cos_k, cos_k, spec.layout, pad=1.0 if odd else None)
-    off_diagonal = assemble(xp, sin_k, -sin_k, spec.layout, pad=0.0 if odd else None)
+    if spec.order == "cos_sin":  # the first slot of a pair holds the cosine
+        off_diagonal = assemble(xp, -sin_k, sin_k, spec.layout, pad=0.0 if odd else None)
+    else:
+        off_diagonal = assemble(xp, sin_k, -sin_k, spec.layout, pad=0.0 if odd else None)
     eye, partner = _structure(d, spec.layout)
     wdtype = xp.dtype(working)
     eye = xp.asarray(eye.astype(working), dtype=wdtype, like=cos_k)
@@ -177,6 +237,7 @@ def shift_1d(encoding: Any, k: Any, spec: Spec) -> Any:
     if not shape:
         raise ValueError("encoding must have at least one axis (the features).")
     d = check_d(shape[-1], spec)
+    _check_cut(d, spec)
     shifts = prepare_positions(k, xp, backend_of(k), what="k")
     k_shape = shifts.shape
     try:
@@ -191,9 +252,14 @@ def shift_1d(encoding: Any, k: Any, spec: Spec) -> Any:
     wdtype = xp.dtype(working)
     values = xp.astype(encoding, wdtype) if dtype_name != working else encoding
     s, c = disassemble(xp, values, spec.layout, d // 2)
+    if spec.order == "cos_sin":
+        s, c = c, s
     new_s = s * cos_k + c * sin_k
     new_c = c * cos_k - s * sin_k
-    out = assemble(xp, new_s, new_c, spec.layout)
+    if spec.order == "cos_sin":
+        out = assemble(xp, new_c, new_s, spec.layout)
+    else:
+        out = assemble(xp, new_s, new_c, spec.layout)
     if d % 2:
         lead = xp.shape(out)[:-1]
         out = xp.concat([out, xp.broadcast_to(values[..., d - 1 :], (*lead, 1))], axis=-1)

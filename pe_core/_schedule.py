@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
@@ -38,13 +39,25 @@ def check_d(d: object, spec: Spec) -> int:
             f"d must be even for a Spec with odd_d='raise'. Received: d={d}. Use an even d, "
             "or Spec(odd_d='zero_pad') to append a zero column."
         )
-    n_pairs = d // 2
+    n_pairs = computed_width(d, spec) // 2
     if spec.frequencies is not None and len(spec.frequencies) != n_pairs:
+        rule = "ceil(d / 2)" if n_pairs * 2 > d else "d // 2"
         raise ValueError(
             f"Spec.frequencies has {len(spec.frequencies)} entries but d={d} needs "
-            f"d // 2 = {n_pairs} (one per sin/cos pair)."
+            f"{rule} = {n_pairs} (one per sin/cos pair)."
         )
     return d
+
+
+def computed_width(d: int, spec: Spec) -> int:
+    """The features a 1-D ``(d, spec)`` computes before any cut: ``d + 1`` for an odd
+    ``d`` with ``odd_d="truncate"`` (``ceil(d / 2)`` pairs, the first ``d`` kept), else
+    ``d``.
+
+    >>> computed_width(7, Spec(odd_d="truncate")), computed_width(7, Spec(odd_d="zero_pad"))
+    (8, 7)
+    """
+    return d + 1 if d % 2 and spec.odd_d == "truncate" and spec.axes == 1 else d
 
 
 def omegas(d: int, spec: Spec, xp: Namespace | None = None) -> tuple[float, ...]:
@@ -53,7 +66,8 @@ def omegas(d: int, spec: Spec, xp: Namespace | None = None) -> tuple[float, ...]
     With a backend namespace ``xp`` the schedule is evaluated through
     :meth:`~pe_core_backends.Namespace.host_constant`, so compiled callers see a constant.
     """
-    args = (d, spec.base, spec.min_timescale, spec.denominator, spec.frequencies)
+    args = (computed_width(d, spec), spec.base, spec.min_timescale, spec.denominator)
+    args += (spec.frequencies,)
     if xp is None:
         return _schedule(*args)
     return xp.host_constant(_schedule, *args)
@@ -83,14 +97,41 @@ def _cached_schedule(
     return tuple(math.exp(-e * log_ratio) / min_timescale for e in exponents)
 
 
-#: (d, spec) -> split's result; a plain dict, so that compilers tracing a call
+class Block(NamedTuple):
+    """One block of an N-D encoding: the coordinate it encodes, its sin/cos pairs, and
+    the 1-D spec that encodes it (``axes=1``, the spec's schedule, layout and order)."""
+
+    axis: int
+    pairs: int
+    spec: Spec
+
+
+#: (d, spec) -> _new_split's result; a plain dict, so that compilers tracing a call
 #: (torch.compile) read it like any global instead of stepping into a cache wrapper.
-_SPLITS: dict[tuple[int, Spec], tuple[int, int, Spec]] = {}
+_SPLITS: dict[tuple[int, Spec], tuple[int, int, tuple[Block, ...]]] = {}
 
 
 def split(d: int, spec: Spec) -> tuple[int, int, Spec]:
-    """``(pairs per axis, zero columns appended, the 1-D spec of one axis)``; a negative
-    count of zero columns is the number of features truncated."""
+    """``(pairs per share, zero columns appended, the 1-D spec of one axis)``; a negative
+    count of zero columns is the number of features truncated. With equal widths (no
+    ``axis_shares``) the first number is the pairs of every axis."""
+    n, extra, blocks = _split(d, spec)
+    return n, extra, blocks[0].spec
+
+
+def axis_blocks(d: int, spec: Spec) -> tuple[tuple[Block, ...], int]:
+    """The blocks of a validated N-D ``(d, spec)`` in feature order, and the zero
+    columns appended (negative: the features truncated).
+
+    >>> blocks, extra = axis_blocks(32, Spec(axes=3, axis_shares=(2, 3, 3), axis_order=(0, 2, 1)))
+    >>> [(b.axis, b.pairs) for b in blocks], extra
+    ([(0, 4), (2, 6), (1, 6)], 0)
+    """
+    _, extra, blocks = _split(d, spec)
+    return blocks, extra
+
+
+def _split(d: int, spec: Spec) -> tuple[int, int, tuple[Block, ...]]:
     found = _SPLITS.get((d, spec))
     if found is None:
         if len(_SPLITS) >= 256:
@@ -99,30 +140,54 @@ def split(d: int, spec: Spec) -> tuple[int, int, Spec]:
     return found
 
 
-def _new_split(d: int, spec: Spec) -> tuple[int, int, Spec]:
+def _new_split(d: int, spec: Spec) -> tuple[int, int, tuple[Block, ...]]:
     k = spec.axes
-    n, rest = divmod(d, 2 * k)
+    shares = spec.axis_shares or (1,) * k
+    unit = 2 * sum(shares)
+    n, rest = divmod(d, unit)
     if rest and spec.odd_d == "raise":
+        if spec.axis_shares is None:
+            raise ValueError(
+                f"d must be a multiple of 2 * axes = {2 * k} for a Spec with axes={k} and "
+                f"odd_d='raise' (every axis gets the same number of sin/cos pairs). "
+                f"Received: d={d}. Use a multiple of {2 * k}, or Spec(odd_d='zero_pad') to "
+                "append zero columns, or Spec(odd_d='truncate') to round up and keep the "
+                "first d features."
+            )
         raise ValueError(
-            f"d must be a multiple of 2 * axes = {2 * k} for a Spec with axes={k} and "
-            f"odd_d='raise' (every axis gets the same number of sin/cos pairs). Received: "
-            f"d={d}. Use a multiple of {2 * k}, or Spec(odd_d='zero_pad') to append zero "
-            "columns, or Spec(odd_d='truncate') to round up and keep the first d features."
+            f"d must be a multiple of 2 * sum(axis_shares) = {unit} for a Spec with "
+            f"axis_shares={shares} and odd_d='raise' (axis a gets n * axis_shares[a] "
+            f"sin/cos pairs). Received: d={d}. Use a multiple of {unit}, or "
+            "Spec(odd_d='zero_pad') or Spec(odd_d='truncate')."
         )
     if rest and spec.odd_d == "truncate":
         n += 1
     if n == 0:
         raise ValueError(
             f"d={d} is too small for axes={k}: every axis needs at least one sin/cos pair "
-            f"(d >= {2 * k})."
+            f"(d >= {unit})."
         )
-    if spec.frequencies is not None and len(spec.frequencies) != n:
+    if spec.frequencies is not None and len(spec.frequencies) != n * shares[0]:
         raise ValueError(
             f"Spec.frequencies has {len(spec.frequencies)} entries but d={d} with axes={k} "
-            f"gives every axis {n} sin/cos pairs (one frequency per pair, shared by the axes)."
+            f"gives every axis {n * shares[0]} sin/cos pairs (one frequency per pair, "
+            "shared by the axes)."
         )
-    axis_spec = spec.replace(axes=1, axis_order="forward", odd_d="raise")
-    return n, d - 2 * k * n, axis_spec
+    one_axis = one_axis_spec(spec)
+    blocks = tuple(Block(a, n * shares[a], one_axis) for a in axis_of_block(spec))
+    return n, d - unit * n, blocks
+
+
+def one_axis_spec(spec: Spec) -> Spec:
+    """The 1-D spec that encodes one axis of an N-D ``spec``: its schedule, layout,
+    order and offset, one axis, ``odd_d="raise"``.
+
+    >>> one_axis_spec(Spec(axes=3, axis_shares=(2, 3, 3), order="cos_sin")).order
+    'cos_sin'
+    """
+    return spec.replace(
+        axes=1, axis_order="forward", odd_d="raise", axis_shares=None, axis_layout="blocks"
+    )
 
 
 def check_nd_d(d: object, spec: Spec) -> int:
@@ -168,11 +233,50 @@ def axis_pairs(d: int, spec: Spec | str | None = None) -> int:
     """
     spec = resolve_spec(spec)
     if spec.axes == 1:
-        return check_d(d, spec) // 2
-    return split(check_nd_d(d, spec), spec)[0]
+        return computed_width(check_d(d, spec), spec) // 2
+    if spec.axis_shares is not None and len(set(spec.axis_shares)) > 1:
+        raise ValueError(
+            f"The axes of a Spec with axis_shares={spec.axis_shares} have different "
+            "numbers of pairs; pe_core.nd.axis_widths(d, spec) gives each axis's width."
+        )
+    blocks, _ = axis_blocks(check_nd_d(d, spec), spec)
+    return blocks[0].pairs
+
+
+def axis_widths(d: int, spec: Spec | str | None = None) -> tuple[int, ...]:
+    """The features of every coordinate axis of an N-D encoding, in coordinate order.
+
+    Parameters
+    ----------
+    d : int
+        Number of features of the N-D encoding.
+    spec : Spec or str
+        A spec or preset name with ``axes > 1``.
+
+    Returns
+    -------
+    tuple of int
+        ``2 * pairs`` of every coordinate axis (before any zero columns or truncation
+        of ``odd_d``); each axis is the 1-D encoding of that many features.
+
+    Examples
+    --------
+    >>> axis_widths(64, "cogvideox")  # (t, h, w): a quarter, then three eighths twice
+    (16, 24, 24)
+    >>> axis_widths(768, "mae_2d")
+    (384, 384)
+    """
+    spec = resolve_spec(spec)
+    if spec.axes == 1:
+        raise ValueError(f"axis_widths needs a Spec with axes > 1. Received: axes={spec.axes}")
+    blocks, _ = axis_blocks(check_nd_d(d, spec), spec)
+    widths = {b.axis: 2 * b.pairs for b in blocks}
+    return tuple(widths[a] for a in range(spec.axes))
 
 
 def axis_of_block(spec: Spec) -> list[int]:
     """The coordinate each block of features encodes, in feature order."""
     axes = list(range(spec.axes))
+    if isinstance(spec.axis_order, tuple):
+        return list(spec.axis_order)
     return axes[::-1] if spec.axis_order == "reversed" else axes

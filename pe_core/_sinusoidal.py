@@ -20,7 +20,7 @@ import numpy as np
 
 from pe_core import device_tables
 from pe_core._kernel.angles import reduced_turns, sin_cos_turns
-from pe_core._kernel.features import assemble
+from pe_core._kernel.features import assemble, disassemble
 from pe_core._kernel.host_tables import few_integer_sin_cos, host_sin_cos
 from pe_core._kernel.inputs import (
     check_request_size,
@@ -30,7 +30,7 @@ from pe_core._kernel.inputs import (
 )
 from pe_core._kernel.placement import Positions, host_view, prepare_positions
 from pe_core._kernel.routes import BUILDS_MIN_PAIRS, FEW_POSITIONS
-from pe_core._schedule import check_d, omegas
+from pe_core._schedule import check_d, computed_width, omegas
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core_backends import Namespace, backend_of, get_namespace
@@ -50,7 +50,58 @@ def encode_1d(
     check_values: bool = False,
 ) -> Any:
     """:func:`~pe_core.encode` for a resolved 1-D ``spec``: prepare once, then run."""
-    return _run(_prepare(pos, d, spec, backend, dtype, out, like, check_values))
+    if spec.order == "sin_cos" and spec.odd_d != "truncate":
+        return _run(_prepare(pos, d, spec, backend, dtype, out, like, check_values))
+    return _arranged(pos, d, spec, backend, dtype, out, like, check_values)
+
+
+def _arranged(
+    pos: Any,
+    d: Any,
+    spec: Spec,
+    backend: str | None,
+    dtype: Any,
+    out: Any,
+    like: Any,
+    check_values: bool,
+) -> Any:
+    """``order="cos_sin"`` or ``odd_d="truncate"``: the sin-first table of the computed
+    width (:func:`~pe_core._schedule.computed_width`) by the same routes, its slots
+    swapped, then cut to ``d`` features. The swap and the cut move values only: every
+    value is the one the sin-first table holds."""
+    d = check_d(d, spec)
+    width = computed_width(d, spec)
+    xp, _ = _choose_namespace(pos, backend, like, out)
+    if out is not None:
+        _check_out_backend(xp, out)
+        dtype = out.dtype if dtype is None else dtype
+        like = out if like is None else like
+    request = _prepare(pos, width, _sin_first(spec), backend, dtype, None, like, check_values)
+    table = _run(request)
+    if spec.order == "cos_sin":
+        n = width // 2
+        sin, cos = disassemble(request.xp, table, spec.layout, n)
+        table = assemble(request.xp, cos, sin, spec.layout, pad=0.0 if width % 2 else None)
+    if width != d:
+        table = table[..., :d]
+    if out is None:
+        return table
+    _check_out(request.xp, out, (*request.positions.shape, d), request.out_name)
+    return request.xp.copy_into(out, table)
+
+
+#: spec -> the same spec sin first, without truncation (a plain dict: see _schedule._SPLITS).
+_SIN_FIRST: dict[Spec, Spec] = {}
+
+
+def _sin_first(spec: Spec) -> Spec:
+    found = _SIN_FIRST.get(spec)
+    if found is None:
+        if len(_SIN_FIRST) >= 64:
+            _SIN_FIRST.clear()
+        odd_d = "raise" if spec.odd_d == "truncate" else spec.odd_d
+        found = _SIN_FIRST[spec] = spec.replace(order="sin_cos", odd_d=odd_d)
+    return found
 
 
 class _Request(NamedTuple):

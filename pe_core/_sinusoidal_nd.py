@@ -2,8 +2,10 @@
 
 Built on :func:`~pe_core._sinusoidal.encode_1d` (the 1-D engine never calls back):
 the coordinates' last axis is split into one 1-D call per axis, in the spec's
-``axis_order``, and the blocks are joined with the zero columns or the truncation of
-``odd_d`` (see :mod:`pe_core.nd` for the conventions).
+``axis_order`` and with the widths of its ``axis_shares``, and the blocks are joined
+(side by side, or their sines then their cosines for ``axis_layout="split"``) with the
+zero columns or the truncation of ``odd_d`` (see :mod:`pe_core.nd` for the
+conventions).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pe_core._kernel.inputs import as_positions
-from pe_core._schedule import axis_of_block, check_nd_d, split
+from pe_core._schedule import axis_blocks, check_nd_d
 from pe_core._sinusoidal import encode_1d
 from pe_core.spec import Spec
 from pe_core_backends import Namespace, backend_of, get_namespace
@@ -49,7 +51,7 @@ def encode_nd(
     ``axis_order``; then the zero columns or the truncation of ``odd_d``.
     """
     d = check_nd_d(d, spec)
-    n, extra, axis_spec = split(d, spec)
+    layout, extra = axis_blocks(d, spec)
     if backend is None and backend_of(coords) is None:  # Python values follow like / out
         backend = _anchor_backend(like, out)
     coords, _ = coordinates(coords, spec)
@@ -57,19 +59,29 @@ def encode_nd(
         backend, dtype, like = _follow_out(out, backend, dtype, like)
     blocks = [
         encode_1d(
-            coords[..., axis],
-            2 * n,
-            axis_spec,
+            coords[..., block.axis],
+            2 * block.pairs,
+            block.spec,
             backend=backend,
             dtype=dtype,
             like=like,
             check_values=check_values,
         )
-        for axis in axis_of_block(spec)
+        for block in layout
     ]
     xp = get_namespace(backend_of(blocks[0]) or "numpy")
+    if spec.axis_layout == "split":
+        blocks = group_halves(blocks, [block.pairs for block in layout])
     table = _join_blocks(xp, blocks, extra, d)
     return table if out is None else _write_out(xp, table, out)
+
+
+def group_halves(blocks: list[Any], pairs: list[int]) -> list[Any]:
+    """``axis_layout="split"``: the first half of every block (``pairs[b]`` features
+    each: the sines, or the cosines with ``order="cos_sin"``), then every second half."""
+    firsts = [block[..., :n] for block, n in zip(blocks, pairs, strict=True)]
+    seconds = [block[..., n : 2 * n] for block, n in zip(blocks, pairs, strict=True)]
+    return firsts + seconds
 
 
 def _anchor_backend(like: Any, out: Any) -> str | None:

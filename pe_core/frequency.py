@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pe_core._schedule import axis_pairs, check_d, omegas
+from pe_core._schedule import axis_pairs, check_d, omegas, one_axis_spec
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.typing import PresetLike
@@ -46,5 +46,5 @@ def frequencies(d: int, spec: Spec | PresetLike | None = None) -> np.ndarray:
     d = check_d(d, spec)
     if spec.axes > 1:
         n_pairs = axis_pairs(d, spec)
-        return np.array(omegas(2 * n_pairs, spec.replace(axes=1, odd_d="raise")), np.float64)
+        return np.array(omegas(2 * n_pairs, one_axis_spec(spec)), np.float64)
     return np.array(omegas(d, spec), dtype=np.float64)

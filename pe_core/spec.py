@@ -19,11 +19,15 @@ Denominator = Literal["d", "half_minus_one"]
 Layout = Literal["interleaved", "split"]
 OddDPolicy = Literal["raise", "zero_pad", "truncate"]
 AxisOrder = Literal["forward", "reversed"]
+Order = Literal["sin_cos", "cos_sin"]
+AxisLayout = Literal["blocks", "split"]
 
 _DENOMINATORS = ("d", "half_minus_one")
 _LAYOUTS = TABLE_LAYOUTS  # one definition: pe_core.rope_layout
 _ODD_D = ("raise", "zero_pad", "truncate")
 _AXIS_ORDERS = ("forward", "reversed")
+_ORDERS = ("sin_cos", "cos_sin")
+_AXIS_LAYOUTS = ("blocks", "split")
 
 
 @dataclass(frozen=True)
@@ -55,21 +59,47 @@ class Spec:
         starts at 2). Integers (of any size; NumPy integers too) are kept as exact
         Python ints, so integer positions stay exact.
     odd_d : {"raise", "zero_pad", "truncate"}
-        What an odd ``d`` does: raise, or encode ``d - 1`` features and append a
-        zero column (tensor2tensor, fairseq, flax). With ``axes > 1`` it decides what
-        a ``d`` that is not a multiple of ``2 * axes`` does: raise; ``"zero_pad"``
-        gives every axis ``d // (2 * axes)`` pairs and appends the remaining zero
-        columns (tensor2tensor ``add_timing_signal_nd``); ``"truncate"`` (N-D only)
-        gives every axis ``ceil(d / (2 * axes))`` pairs and keeps the first ``d``
-        features (positional-encodings). See :mod:`pe_core.nd`.
+        What an odd ``d`` does: raise; encode ``d - 1`` features and append a
+        zero column (``"zero_pad"``: tensor2tensor, fairseq, flax); or encode the
+        ``d + 1`` features of ``ceil(d / 2)`` pairs, with the schedule of ``d + 1``
+        features, and keep the first ``d`` (``"truncate"``: positional-encodings'
+        ``PositionalEncoding1D``). With ``axes > 1`` it decides what a ``d`` that is
+        not a multiple of ``2 * axes`` does: raise; ``"zero_pad"`` gives every axis
+        ``d // (2 * axes)`` pairs and appends the remaining zero columns
+        (tensor2tensor ``add_timing_signal_nd``); ``"truncate"`` gives every axis
+        ``ceil(d / (2 * axes))`` pairs and keeps the first ``d`` features
+        (positional-encodings). See :mod:`pe_core.nd`.
     axes : int
         Number of coordinate axes (1: sequences; 2: images; 3: video or volumes).
         With ``axes > 1`` :func:`~pe_core.encode` reads the last axis of its
         positions as the coordinates and concatenates one encoding per axis, each
         with this spec's schedule and layout (see :mod:`pe_core.nd`).
-    axis_order : {"forward", "reversed"}
+    axis_order : {"forward", "reversed"} or tuple of int
         Order of the per-axis blocks when ``axes > 1``: coordinate 0 first, or the last
-        coordinate first (MAE, whose first half of the features encodes the column).
+        coordinate first (MAE, whose first half of the features encodes the column),
+        or a permutation of ``range(axes)`` naming the coordinate of every block in
+        feature order (CogVideoX: ``(0, 2, 1)`` for the frame, then the column, then
+        the row of ``(t, h, w)`` coordinates). Lists are stored as tuples.
+    order : {"sin_cos", "cos_sin"}
+        Which function comes first: ``"sin_cos"`` as in the paper, or ``"cos_sin"``
+        (MusicGen; diffusers ``flip_sin_to_cos=True``). With ``layout="interleaved"``
+        it orders each pair, ``[cos w0, sin w0, cos w1, sin w1, ...]``; with
+        ``"split"`` the halves, ``[cos w0, cos w1, ... | sin w0, sin w1, ...]``. A zero
+        column of ``odd_d="zero_pad"`` stays last.
+    axis_shares : tuple of int, optional
+        With ``axes > 1``: the relative width of every coordinate's block, one
+        positive int per coordinate (in coordinate order, whatever ``axis_order``).
+        With ``S = sum(axis_shares)`` and ``n = d // (2 * S)`` (``odd_d`` rounds as
+        for equal widths), coordinate ``a`` gets ``n * axis_shares[a]`` pairs, with
+        the schedule of a 1-D encoding of that width (CogVideoX ``(2, 3, 3)``: a
+        quarter of the features for the frame, three eighths for the row and for the
+        column). ``None`` (the default) gives every axis the same width. Not with
+        explicit ``frequencies`` unless the shares are equal.
+    axis_layout : {"blocks", "split"}
+        With ``axes > 1``: one contiguous block per axis (``"blocks"``, the default), or
+        the sines of every block, then their cosines (``"split"``, for ``layout="split"``
+        only: timm ``build_sincos2d_pos_embed`` with ``interleave_sin_cos=False``,
+        ``[sin h | sin w | cos h | cos w]``; ``order="cos_sin"`` puts the cosines first).
 
     Examples
     --------
@@ -92,7 +122,10 @@ class Spec:
     offset: float = 0
     odd_d: OddDPolicy = "raise"
     axes: int = 1
-    axis_order: AxisOrder = "forward"
+    axis_order: AxisOrder | tuple[int, ...] = "forward"
+    order: Order = "sin_cos"
+    axis_shares: tuple[int, ...] | None = None
+    axis_layout: AxisLayout = "blocks"
     name: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -103,11 +136,21 @@ class Spec:
         _check_choice("denominator", self.denominator, _DENOMINATORS)
         _check_choice("layout", self.layout, _LAYOUTS)
         _check_choice("odd_d", self.odd_d, _ODD_D)
-        self._set("axes", _check_axes(self.axes, self.odd_d))
-        _check_choice("axis_order", self.axis_order, _AXIS_ORDERS)
+        self._set("axes", _check_axes(self.axes))
+        self._set("axis_order", _axis_order(self.axis_order, self.axes))
         self._set("offset", _offset(self.offset))
         if self.frequencies is not None:
             self._set("frequencies", _frequencies(self.frequencies))
+        _check_choice("order", self.order, _ORDERS)
+        if self.axis_shares is not None:
+            self._set("axis_shares", _axis_shares(self.axis_shares, self.axes, self.frequencies))
+        _check_choice("axis_layout", self.axis_layout, _AXIS_LAYOUTS)
+        if self.axis_layout == "split" and (self.layout != "split" or self.axes == 1):
+            raise ValueError(
+                "Spec.axis_layout='split' puts the sines of every axis before their "
+                "cosines: it needs layout='split' and axes > 1. Received: "
+                f"layout={self.layout!r}, axes={self.axes}"
+            )
 
     def _set(self, attr: str, value: object) -> None:
         """Store a validated (converted) field of the frozen dataclass."""
@@ -191,15 +234,59 @@ def _frequency_items(freqs: object) -> tuple[numbers.Real, ...]:
     return items
 
 
-def _check_axes(axes: object, odd_d: str) -> int:
+def _check_axes(axes: object) -> int:
     """``axes`` as a Python int (NumPy integers accepted), validated."""
-    axes = positive_int(axes, "Spec.axes", what="coordinate axes")
-    if odd_d == "truncate" and axes == 1:
-        raise ValueError(
-            "Spec.odd_d='truncate' applies to N-D specs (axes > 1). Received: axes=1. "
-            "Expected odd_d='raise' or 'zero_pad' for one axis."
+    return positive_int(axes, "Spec.axes", what="coordinate axes")
+
+
+def _axis_order(value: object, axes: int) -> str | tuple[int, ...]:
+    """``"forward"``, ``"reversed"`` or a permutation of ``range(axes)`` (as a tuple)."""
+    if isinstance(value, str):
+        _check_choice("axis_order", value, _AXIS_ORDERS)
+        return value
+    if not isinstance(value, Iterable) or isinstance(value, bytes):
+        raise TypeError(
+            "Spec.axis_order must be 'forward', 'reversed' or a permutation of "
+            f"range(axes) as a tuple of ints. Received: {value!r}"
         )
-    return axes
+    items = tuple(value)
+    if not all(is_integer(i) for i in items):
+        raise TypeError(
+            f"Spec.axis_order must be a tuple of ints (a permutation of range(axes)). "
+            f"Received: {value!r}"
+        )
+    perm = tuple(int(i) for i in items)  # type: ignore[call-overload]
+    if sorted(perm) != list(range(axes)):
+        raise ValueError(
+            f"Spec.axis_order must be a permutation of range(axes) = {tuple(range(axes))} "
+            f"(every coordinate once). Received: {value!r}"
+        )
+    return perm
+
+
+def _axis_shares(
+    value: object, axes: int, frequencies: tuple[float, ...] | None
+) -> tuple[int, ...]:
+    """One positive int per coordinate axis, as a tuple."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"Spec.axis_shares must be a tuple of ints (one per axis) or None. Received: {value!r}"
+        )
+    items = tuple(value)
+    if not all(is_integer(i) for i in items):
+        raise TypeError(f"Spec.axis_shares must be a tuple of ints. Received: {value!r}")
+    shares = tuple(int(i) for i in items)  # type: ignore[call-overload]
+    if axes == 1 or len(shares) != axes or min(shares) < 1:
+        raise ValueError(
+            f"Spec.axis_shares must hold one int >= 1 per coordinate axis (axes={axes} > 1). "
+            f"Received: {value!r}"
+        )
+    if frequencies is not None and len(set(shares)) > 1:
+        raise ValueError(
+            "Spec.axis_shares gives the axes different widths, so explicit frequencies "
+            f"(one per pair, shared by the axes) cannot apply. Received: {value!r}"
+        )
+    return shares
 
 
 _MAX = 1.7976931348623157e308  # the largest float64
