@@ -53,7 +53,7 @@ import numpy as np
 # and shift_nd are what encode, relative_matrix and shift call for axes > 1.
 from pe_core._relative import relative_matrix_nd as relative_matrix_nd
 from pe_core._relative import shift_nd as shift_nd
-from pe_core._schedule import axis_pairs
+from pe_core._schedule import axis_pairs, axis_widths
 from pe_core._schedule import check_nd_d as check_nd_d
 from pe_core._sinusoidal import encode_1d
 from pe_core._sinusoidal_nd import encode_nd
@@ -61,7 +61,7 @@ from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core_backends import backend_of, canonical_backend, get_namespace
 
-__all__ = ["axis_pairs", "grid", "grid_encoding"]
+__all__ = ["axis_pairs", "axis_widths", "grid", "grid_encoding"]
 
 
 # -- the feature split ----------------------------------------------------------------
@@ -142,16 +142,16 @@ def grid(
 
 
 def _scaled_coordinates(
-    sizes: tuple[int, ...], base_size: float | None, interpolation_scale: float
+    sizes: tuple[int, ...], base_size: float | None, interpolation_scale: tuple[float, ...]
 ) -> np.ndarray:
     """The coordinates of :func:`grid_encoding`: per axis ``i / (n / base_size) / s``."""
     axes = []
-    for n in sizes:
+    for n, scale in zip(sizes, interpolation_scale, strict=True):
         values: np.ndarray = np.arange(n, dtype=np.float64 if base_size is not None else np.int64)
         if base_size is not None:
             values = values / (n / base_size)
-        if interpolation_scale != 1.0:
-            values = values / interpolation_scale
+        if scale != 1.0:
+            values = values / scale
         axes.append(values)
     return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
 
@@ -168,13 +168,27 @@ def _check_scale(name: str, value: object, allow_none: bool) -> float | None:
     return float(value)
 
 
+def _axis_scales(value: object, n_axes: int) -> tuple[float, ...]:
+    """``interpolation_scale`` as one finite scale > 0 per axis."""
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        if len(value) != n_axes:
+            raise ValueError(
+                f"interpolation_scale must be a number or one number per axis ({n_axes}). "
+                f"Received: {value!r}"
+            )
+        scales = [_check_scale("interpolation_scale", v, allow_none=False) for v in value]
+    else:
+        scales = [_check_scale("interpolation_scale", value, allow_none=False)] * n_axes
+    return tuple(float(v) for v in scales if v is not None)
+
+
 def grid_encoding(
     d: int,
     shape: int | Sequence[int],
     *,
     spec: Spec | str | None = "mae_2d",
     base_size: float | None = None,
-    interpolation_scale: float = 1.0,
+    interpolation_scale: float | Sequence[float] = 1.0,
     extra_tokens: int = 0,
     backend: str | None = None,
     dtype: Any = None,
@@ -199,8 +213,11 @@ def grid_encoding(
     base_size : float, optional
         Coordinate ``i`` on an axis of ``n`` cells becomes ``i / (n / base_size)``
         (diffusers' formula, evaluated in float64). ``None`` keeps integer coordinates.
-    interpolation_scale : float
-        Every coordinate is then divided by it.
+    interpolation_scale : float or sequence of float
+        Every coordinate is then divided by it; a sequence gives one scale per axis
+        (diffusers' ``get_3d_sincos_pos_embed`` divides the frame by
+        ``temporal_interpolation_scale`` and the row and column by
+        ``spatial_interpolation_scale``: ``(temporal, spatial, spatial)``).
     extra_tokens : int
         Zero rows placed first (diffusers' ``extra_tokens`` when ``cls_token=True``).
     backend, dtype
@@ -233,13 +250,12 @@ def grid_encoding(
             f"spec must have axes == len(shape) = {len(sizes)}. Received: axes={resolved.axes}"
         )
     base = _check_scale("base_size", base_size, allow_none=True)
-    scale = _check_scale("interpolation_scale", interpolation_scale, allow_none=False)
+    scales = _axis_scales(interpolation_scale, len(sizes))
     if isinstance(extra_tokens, bool) or not isinstance(extra_tokens, numbers.Integral):
         raise TypeError(f"extra_tokens must be a non-negative int. Received: {extra_tokens!r}")
     if extra_tokens < 0:
         raise ValueError(f"extra_tokens must be a non-negative int. Received: {extra_tokens!r}")
-    assert scale is not None
-    coords = _scaled_coordinates(sizes, base, scale).reshape(-1, len(sizes))
+    coords = _scaled_coordinates(sizes, base, scales).reshape(-1, len(sizes))
     if resolved.axes > 1:
         table = encode_nd(coords, d, resolved, backend, dtype)
     else:

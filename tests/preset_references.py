@@ -59,10 +59,12 @@ import numpy as np
 __all__ = [
     "PRESET_OF",
     "REFERENCES",
+    "diffusers_timestep_flipped",
     "distilbert",
     "fairseq",
     "flax_sinusoidal_init",
     "keras_hub_sine",
+    "musicgen",
     "positional_encodings_1d",
     "tensor2tensor",
     "textbook_torch",
@@ -500,6 +502,75 @@ def positional_encodings_1d(positions, d, *, float32=False):
     return emb[..., :d].astype(_dtype(float32))
 
 
+def musicgen(positions, d, *, float32=False):
+    """transformers ``MusicgenSinusoidalPositionalEmbedding.get_embedding``
+    (huggingface/transformers, models/musicgen/modeling_musicgen.py)::
+
+        half_dim = embedding_dim // 2
+        emb = math.log(10000) / (half_dim - 1)
+        emb = torch.exp(torch.arange(half_dim, dtype=torch.int64).float() * -emb)
+        emb = torch.arange(num_embeddings, dtype=torch.int64).float().unsqueeze(1) * emb.unsqueeze(0)
+        emb = torch.cat([torch.cos(emb), torch.sin(emb)], dim=1).view(num_embeddings, -1)
+        if embedding_dim % 2 == 1:
+            emb = torch.cat([emb, torch.zeros(num_embeddings, 1)], dim=1)
+
+    Split layout, the cosines first: [cos | sin], w_i = 10000^(-i/(d/2 - 1)), a zero
+    column for odd d. d = 2, 3: ``/ 0`` raises ZeroDivisionError (restated).
+
+    float32: the Python float ``-emb`` rounded to float32 times the float32 arange,
+    float32 exp, float32 positions and products, float32 sin/cos.
+    """
+    half_dim = d // 2
+    emb = math.log(10000) / (half_dim - 1)
+    if float32:
+        inv = _exp(np.arange(half_dim).astype(np.float32) * np.float32(-emb), True)
+    else:
+        inv = np.exp(np.arange(half_dim).astype(np.float64) * -emb)
+    p = _pos(positions, float32)
+    angles = p[..., None] * inv
+    out = np.concatenate([_cos(angles, float32), _sin(angles, float32)], axis=-1)
+    if d % 2 == 1:
+        out = np.concatenate([out, np.zeros(out.shape[:-1] + (1,))], axis=-1)
+    return out.astype(_dtype(float32))
+
+
+def diffusers_timestep_flipped(positions, d, *, float32=False, max_period=10000):
+    """diffusers ``get_timestep_embedding`` with ``flip_sin_to_cos=True``,
+    ``downscale_freq_shift=0``, ``scale=1`` (huggingface/diffusers,
+    src/diffusers/models/embeddings.py)::
+
+        half_dim = embedding_dim // 2
+        exponent = -math.log(max_period) * torch.arange(start=0, end=half_dim, dtype=torch.float32)
+        exponent = exponent / (half_dim - downscale_freq_shift)
+        emb = torch.exp(exponent)
+        emb = timesteps[:, None].float() * emb[None, :]
+        emb = scale * emb
+        emb = torch.cat([torch.sin(emb), torch.cos(emb)], dim=-1)
+        if flip_sin_to_cos:
+            emb = torch.cat([emb[:, half_dim:], emb[:, :half_dim]], dim=-1)
+        if embedding_dim % 2 == 1:
+            emb = torch.nn.functional.pad(emb, (0, 1, 0, 0))
+
+    [cos | sin], w_i = max_period^(-i/(d//2)) (2i/d for even d), a zero column for odd d.
+
+    float32: the float32 arange times the Python float ``-log(max_period)`` (rounded to
+    float32), float32 division, exp, products and sin/cos.
+    """
+    half_dim = d // 2
+    if float32:
+        exponent = np.float32(-math.log(max_period)) * np.arange(half_dim).astype(np.float32)
+        inv = _exp(exponent / np.float32(half_dim), True)
+    else:
+        inv = np.exp(-math.log(max_period) * np.arange(half_dim).astype(np.float64) / half_dim)
+    p = _pos(positions, float32)
+    angles = p[..., None] * inv
+    out = np.concatenate([_sin(angles, float32), _cos(angles, float32)], axis=-1)
+    out = np.concatenate([out[..., half_dim:], out[..., :half_dim]], axis=-1)
+    if d % 2 == 1:
+        out = np.concatenate([out, np.zeros(out.shape[:-1] + (1,))], axis=-1)
+    return out.astype(_dtype(float32))
+
+
 # ---------------------------------------------------------------------------
 # registries
 # ---------------------------------------------------------------------------
@@ -513,6 +584,8 @@ REFERENCES = {
     "keras_hub_sine": keras_hub_sine,
     "distilbert": distilbert,
     "positional_encodings_1d": positional_encodings_1d,
+    "musicgen": musicgen,
+    "diffusers_timestep_flipped": diffusers_timestep_flipped,
 }
 
 # Which pe_core preset each reference should match (for even d, default
@@ -522,9 +595,11 @@ PRESET_OF = {
     "textbook_torch": "vaswani",
     "keras_hub_sine": "vaswani",
     "distilbert": "vaswani",
-    "positional_encodings_1d": "vaswani",
+    "positional_encodings_1d": "positional_encodings_1d",
     "tensor2tensor": "tensor2tensor",
     "fairseq": "fairseq",
     "whisper": "whisper",
     "flax_sinusoidal_init": "flax",
+    "musicgen": "musicgen",
+    "diffusers_timestep_flipped": "diffusers_flip_sin_to_cos",
 }

@@ -31,7 +31,7 @@ def _dims(reference: str) -> st.SearchStrategy[int]:
     # The d/2-1 codebases divide by zero (fairseq) or give NaN (whisper, flax) at d < 4.
     low = 2 if spec.denominator == "d" else 4
     even = st.integers(low // 2, 64).map(lambda n: 2 * n)
-    if spec.odd_d == "zero_pad":
+    if spec.odd_d in ("zero_pad", "truncate"):
         return st.one_of(even, st.integers(low // 2, 64).map(lambda n: 2 * n + 1))
     return even
 
@@ -122,6 +122,11 @@ def test_the_built_in_presets_keep_their_order() -> None:
         "tensor2tensor_3d",
         "positional_encodings_2d",
         "positional_encodings_3d",
+        "musicgen",
+        "diffusers_flip_sin_to_cos",
+        "positional_encodings_1d",
+        "cogvideox",
+        "timm_sincos_2d",
     ]
 
 
