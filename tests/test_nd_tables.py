@@ -213,17 +213,33 @@ def positional_encodings_nd(shape, channels, *, float32=False):
 def nd_reference(coords: np.ndarray, d: int, spec: Spec) -> np.ndarray:
     """float64 N-D table from the rule of ``pe_core.nd`` stated directly."""
     k = spec.axes
-    n, rest = divmod(d, 2 * k)
+    shares = spec.axis_shares or (1,) * k
+    n, rest = divmod(d, 2 * sum(shares))
     if rest and spec.odd_d == "truncate":
         n += 1
-    if spec.frequencies is not None:
-        omegas = np.array(spec.frequencies)
+    if spec.axis_order == "reversed":
+        order = list(range(k - 1, -1, -1))
+    elif spec.axis_order == "forward":
+        order = list(range(k))
     else:
-        omegas = schedule(2 * n, base=spec.base, denominator=spec.denominator)
-    order = range(k - 1, -1, -1) if spec.axis_order == "reversed" else range(k)
+        order = list(spec.axis_order)
     coords = np.asarray(coords, dtype=np.float64) + spec.offset
-    blocks = [table(coords[..., a], omegas, spec.layout, 2 * n) for a in order]
-    out = np.concatenate(blocks, axis=-1)
+    firsts, seconds = [], []
+    for a in order:
+        pairs = n * shares[a]
+        if spec.frequencies is not None:
+            omegas = np.array(spec.frequencies)
+        else:
+            omegas = schedule(2 * pairs, base=spec.base, denominator=spec.denominator)
+        block = table(coords[..., a], omegas, spec.layout, 2 * pairs)
+        if spec.order == "cos_sin":  # swap the two slots of every pair
+            if spec.layout == "interleaved":
+                block = block.reshape(*block.shape[:-1], pairs, 2)[..., ::-1].reshape(block.shape)
+            else:
+                block = np.concatenate([block[..., pairs:], block[..., :pairs]], axis=-1)
+        firsts.append(block[..., :pairs] if spec.axis_layout == "split" else block)
+        seconds.append(block[..., pairs:] if spec.axis_layout == "split" else block[..., :0])
+    out = np.concatenate(firsts + seconds, axis=-1)
     if out.shape[-1] < d:
         out = np.concatenate([out, np.zeros((*out.shape[:-1], d - out.shape[-1]))], axis=-1)
     return out[..., :d]
@@ -250,9 +266,10 @@ def nd_cases(draw: st.DrawFn, fractional: bool = True) -> tuple[Spec, int, np.nd
         )
     k = spec.axes
     n = draw(st.integers(1, 8))
-    d = 2 * k * n
+    unit = 2 * sum(spec.axis_shares or (1,) * k)
+    d = unit * n
     if spec.odd_d != "raise":
-        d += draw(st.integers(0, 2 * k - 1))
+        d += draw(st.integers(0, unit - 1))
     m = draw(st.integers(1, 6))
     if fractional and draw(st.booleans()):
         # multiples of 1/8 below 2**12: exact in float32, so every backend sees them
@@ -320,8 +337,8 @@ def test_spec_axes_validation() -> None:
         Spec(axes=2.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"Unknown Spec\.axis_order .*one of: forward, reversed"):
         Spec(axes=2, axis_order="backward")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="odd_d='truncate' applies to N-D specs"):
-        Spec(odd_d="truncate")
+    # one axis: positional-encodings' rule, ceil(d / 2) pairs cut to d (test_spec_order.py)
+    assert pe_core.encode([0, 1], 3, spec=Spec(odd_d="truncate")).shape == (2, 3)
 
 
 def test_nd_d_rules_and_errors() -> None:
@@ -391,13 +408,30 @@ def test_relative_matrix_is_the_block_diagonal_of_the_axes(case, shifts: list[in
     if spec.odd_d == "truncate" and d % (2 * spec.axes):
         return
     t = np.array(shifts[: spec.axes])
-    n = pe_core.nd.axis_pairs(d, spec)
-    one_axis = spec.replace(axes=1, axis_order="forward", odd_d="raise")
-    order = range(spec.axes)[::-1] if spec.axis_order == "reversed" else range(spec.axes)
+    widths = pe_core.nd.axis_widths(d, spec)
+    one_axis = spec.replace(
+        axes=1, axis_order="forward", odd_d="raise", axis_shares=None, axis_layout="blocks"
+    )
+    if isinstance(spec.axis_order, tuple):
+        order = list(spec.axis_order)
+    else:
+        order = list(range(spec.axes)[::-1] if spec.axis_order == "reversed" else range(spec.axes))
     expected = np.eye(d)
-    for block, axis in enumerate(order):
-        rows = slice(2 * n * block, 2 * n * (block + 1))
-        expected[rows, rows] = pe_core.relative_matrix(t[axis], 2 * n, one_axis, dtype="float64")
+    start = 0
+    for axis in order:
+        rows = slice(start, start + widths[axis])
+        expected[rows, rows] = pe_core.relative_matrix(
+            t[axis], widths[axis], one_axis, dtype="float64"
+        )
+        start += widths[axis]
+    if spec.axis_layout == "split":  # features: every block's first half, then the second halves
+        halves, starts = [], np.cumsum([0] + [widths[a] for a in order])
+        for part in (0, 1):
+            for b, axis in enumerate(order):
+                n = widths[axis] // 2
+                halves.extend(range(starts[b] + part * n, starts[b] + (part + 1) * n))
+        perm = np.array(halves + list(range(start, d)))
+        expected = expected[np.ix_(perm, perm)]
     got = pe_core.relative_matrix(t, d, spec, dtype="float64")
     assert_close(got, expected, atol=0, rtol=1e-7, dtype="float64")
     stack = pe_core.relative_matrix(np.stack([t, -t]), d, spec, dtype="float64")
@@ -479,6 +513,8 @@ def test_every_nd_preset_has_a_reference() -> None:
         "tensor2tensor_3d",
         "positional_encodings_2d",
         "positional_encodings_3d",
+        "cogvideox",  # tests/test_spec_order.py: diffusers get_3d_sincos_pos_embed
+        "timm_sincos_2d",  # tests/test_spec_order.py: timm build_sincos2d_pos_embed
     }
     assert set(ND_PRESETS) == covered
     for name in ND_PRESETS:
