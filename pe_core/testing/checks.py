@@ -187,13 +187,14 @@ def _evaluate(
 
 
 def _feature_name(j: int, d: int, spec: Spec) -> str:
-    n_pairs = d // 2
+    n_pairs = (d + 1) // 2 if spec.odd_d == "truncate" else d // 2
     if j >= 2 * n_pairs:
         return f"feature {j} (the zero pad column)"
+    names = ("cos", "sin") if spec.order == "cos_sin" else ("sin", "cos")
     if spec.layout == "interleaved":
-        pair, func = j // 2, ("sin", "cos")[j % 2]
+        pair, func = j // 2, names[j % 2]
     else:
-        pair, func = j % n_pairs, ("sin", "cos")[j // n_pairs]
+        pair, func = j % n_pairs, names[j // n_pairs]
     return f"feature {j} = {func}(pos * w[{pair}])"
 
 

@@ -34,7 +34,7 @@ def reference_frequencies(d: int, spec: Spec) -> np.ndarray:
     >>> reference_frequencies(8, resolve_spec("vaswani")).tolist()  # 10000 ** (-2i / 8)
     [1.0, 0.1, 0.01, 0.001]
     """
-    n_pairs = d // 2
+    n_pairs = _width(d, spec) // 2
     if spec.frequencies is not None:
         return np.asarray(spec.frequencies, dtype=np.float64)
     i = np.arange(n_pairs, dtype=np.float64)
@@ -42,12 +42,22 @@ def reference_frequencies(d: int, spec: Spec) -> np.ndarray:
     return np.power(spec.min_timescale / spec.base, exponents) / spec.min_timescale
 
 
-def _lay_out(sin: np.ndarray, cos: np.ndarray, d: int, layout: str) -> np.ndarray:
-    """sin/cos of shape ``(..., d // 2)`` as the spec's ``(..., d)`` table."""
-    if layout == "interleaved":
-        table = np.stack([sin, cos], axis=-1).reshape(sin.shape[:-1] + (2 * sin.shape[-1],))
+def _width(d: int, spec: Spec) -> int:
+    """The features before the cut: ``odd_d="truncate"`` encodes ``ceil(d / 2)`` pairs."""
+    return d + 1 if d % 2 and spec.odd_d == "truncate" else d
+
+
+def _lay_out(sin: np.ndarray, cos: np.ndarray, d: int, spec: Spec) -> np.ndarray:
+    """sin/cos of shape ``(..., pairs)`` as the spec's ``(..., d)`` table: its layout,
+    its order (``"cos_sin"``: the cosine first in every pair or half), then a zero
+    column (an odd ``d``) or the cut to ``d`` features (``odd_d="truncate"``)."""
+    first, second = (cos, sin) if spec.order == "cos_sin" else (sin, cos)
+    if spec.layout == "interleaved":
+        table = np.stack([first, second], axis=-1).reshape(sin.shape[:-1] + (2 * sin.shape[-1],))
     else:
-        table = np.concatenate([sin, cos], axis=-1)
+        table = np.concatenate([first, second], axis=-1)
+    if table.shape[-1] > d:
+        return table[..., :d]
     if d % 2:
         table = np.concatenate([table, np.zeros(table.shape[:-1] + (1,))], axis=-1)
     return table
@@ -91,7 +101,7 @@ def reference_encoding(pos: ArrayLike, d: int, spec: Spec | PresetLike | None = 
     w = reference_frequencies(d, spec)
     positions = np.asarray(pos, dtype=np.float64)
     angles = (positions[..., None] + spec.offset) * w
-    return _lay_out(np.sin(angles), np.cos(angles), d, spec.layout)
+    return _lay_out(np.sin(angles), np.cos(angles), d, spec)
 
 
 def exact_encoding(
@@ -153,8 +163,9 @@ def exact_encoding(
     d = check_d(d, spec)
     w = reference_frequencies(d, spec) if frequencies is None else np.asarray(frequencies)
     w = w.astype(np.float64).reshape(-1)
-    if w.size != d // 2:
-        raise ValueError(f"frequencies must hold d // 2 = {d // 2} values. Received: {w.size}")
+    pairs = _width(d, spec) // 2
+    if w.size != pairs:
+        raise ValueError(f"frequencies must hold {pairs} values (one per pair). Received: {w.size}")
     positions = np.asarray(pos)
     weights = [mpmath.mpf(float(v)) for v in w]  # exact: a float64 fits any precision >= 53
     values: list[tuple[Any, Any]] = []  # cos, sin of every (position, frequency)
@@ -164,7 +175,7 @@ def exact_encoding(
             shifted = mpmath.mpf(value) + offset
             values.extend(mpmath.cos_sin(shifted * wi) for wi in weights)  # reduced by mpmath
     table = np.array(values, dtype=np.float64).reshape(positions.shape + (w.size, 2))
-    return _lay_out(table[..., 1], table[..., 0], d, spec.layout)
+    return _lay_out(table[..., 1], table[..., 0], d, spec)
 
 
 def _shifted_position(value: Any, offset: float) -> tuple[int | float, float, int]:

@@ -83,7 +83,7 @@ def dims(
 ) -> st.SearchStrategy[int]:
     """Feature counts ``d`` that ``spec`` accepts, in ``[min_d, max_d]``.
 
-    Even ``d`` only, unless ``spec.odd_d == "zero_pad"``; with explicit
+    Even ``d`` only, unless ``spec.odd_d`` is ``"zero_pad"`` or ``"truncate"``; with explicit
     ``Spec.frequencies`` the one or two ``d`` that match their count.
 
     Examples
@@ -99,10 +99,14 @@ def dims(
     >>> spec_and_d = specs().flatmap(lambda s: dims(s).map(lambda d: (s, d)))
     """
     spec = resolve_spec(spec)
-    odd_ok = spec.odd_d == "zero_pad"
+    odd_ok = spec.odd_d in ("zero_pad", "truncate")
     if spec.frequencies is not None:
         n_pairs = len(spec.frequencies)
-        choices = (2 * n_pairs, 2 * n_pairs + 1) if odd_ok else (2 * n_pairs,)
+        choices: tuple[int, ...] = (2 * n_pairs,)
+        if spec.odd_d == "zero_pad":
+            choices = (2 * n_pairs, 2 * n_pairs + 1)
+        elif spec.odd_d == "truncate":  # ceil(d / 2) pairs
+            choices = (2 * n_pairs - 1, 2 * n_pairs)
         return st.sampled_from(choices)
     if odd_ok:
         return st.integers(min_d, max_d)
