@@ -76,7 +76,7 @@ def _arranged(
         _check_out_backend(xp, out)
         dtype = out.dtype if dtype is None else dtype
         like = out if like is None else like
-    request = _prepare(pos, width, _sin_first(spec), backend, dtype, None, like, check_values)
+    request = _prepare(pos, width, spec._sin_first_spec(), backend, dtype, None, like, check_values)
     table = _run(request)
     if spec.order == "cos_sin":
         n = width // 2
@@ -88,20 +88,6 @@ def _arranged(
         return table
     _check_out(request.xp, out, (*request.positions.shape, d), request.out_name)
     return request.xp.copy_into(out, table)
-
-
-#: spec -> the same spec sin first, without truncation (a plain dict: see _schedule._SPLITS).
-_SIN_FIRST: dict[Spec, Spec] = {}
-
-
-def _sin_first(spec: Spec) -> Spec:
-    found = _SIN_FIRST.get(spec)
-    if found is None:
-        if len(_SIN_FIRST) >= 64:
-            _SIN_FIRST.clear()
-        odd_d = "raise" if spec.odd_d == "truncate" else spec.odd_d
-        found = _SIN_FIRST[spec] = spec.replace(order="sin_cos", odd_d=odd_d)
-    return found
 
 
 class _Request(NamedTuple):

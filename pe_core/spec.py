@@ -151,10 +151,20 @@ class Spec:
                 "cosines: it needs layout='split' and axes > 1. Received: "
                 f"layout={self.layout!r}, axes={self.axes}"
             )
+        # The sin-first spec the 1-D engine computes a cos-first or truncated table from,
+        # made here once (not while a compiler traces a call).
+        plain = self.order == "sin_cos" and self.odd_d != "truncate"
+        odd_d = "raise" if self.odd_d == "truncate" else self.odd_d
+        self._set("_sin_first", self if plain else self.replace(order="sin_cos", odd_d=odd_d))
 
     def _set(self, attr: str, value: object) -> None:
         """Store a validated (converted) field of the frozen dataclass."""
         object.__setattr__(self, attr, value)
+
+    def _sin_first_spec(self) -> Spec:
+        """This spec with ``order="sin_cos"`` and without the cut of ``odd_d="truncate"``."""
+        found: Spec = self.__dict__["_sin_first"]
+        return found
 
     def replace(self, **changes: object) -> Spec:
         """A copy with some fields changed (validated again).
