@@ -66,8 +66,8 @@ def omegas(d: int, spec: Spec, xp: Namespace | None = None) -> tuple[float, ...]
     With a backend namespace ``xp`` the schedule is evaluated through
     :meth:`~pe_core_backends.Namespace.host_constant`, so compiled callers see a constant.
     """
-    args = (computed_width(d, spec), spec.base, spec.min_timescale, spec.denominator)
-    args += (spec.frequencies,)
+    width = computed_width(d, spec)
+    args = (width, spec.base, spec.min_timescale, spec.denominator, spec.frequencies)
     if xp is None:
         return _schedule(*args)
     return xp.host_constant(_schedule, *args)

@@ -19,7 +19,7 @@ Denominator = Literal["d", "half_minus_one"]
 Layout = Literal["interleaved", "split"]
 OddDPolicy = Literal["raise", "zero_pad", "truncate"]
 AxisOrder = Literal["forward", "reversed"]
-Order = Literal["sin_cos", "cos_sin"]
+SinCosOrder = Literal["sin_cos", "cos_sin"]
 AxisLayout = Literal["blocks", "split"]
 
 _DENOMINATORS = ("d", "half_minus_one")
@@ -112,6 +112,25 @@ class Spec:
     Traceback (most recent call last):
     ...
     ValueError: Spec.base must be a finite number > 0 (a timescale). Received: -1.0
+
+    The cosines first, and positional-encodings' odd ``d``:
+
+    >>> import pe_core
+    >>> [round(float(v), 3) for v in pe_core.encode([1], 4, spec=Spec(order="cos_sin"))[0]]
+    [0.54, 0.841, 1.0, 0.01]
+    >>> pe_core.encode([1], 5, spec=Spec(odd_d="truncate")).shape  # 3 pairs, cut to 5
+    (1, 5)
+
+    A width per axis (CogVideoX: a quarter for the frame, three eighths for the column
+    and for the row):
+
+    >>> video = Spec(layout="split", axes=3, axis_shares=(2, 3, 3), axis_order=(0, 2, 1))
+    >>> pe_core.nd.axis_widths(64, video)
+    (16, 24, 24)
+    >>> Spec(axes=2, axis_order=(0, 0))
+    Traceback (most recent call last):
+    ...
+    ValueError: Spec.axis_order must be a permutation of range(axes) = (0, 1) (every coordinate once). Received: (0, 0)
     """
 
     base: float = 10000.0
@@ -123,7 +142,7 @@ class Spec:
     odd_d: OddDPolicy = "raise"
     axes: int = 1
     axis_order: AxisOrder | tuple[int, ...] = "forward"
-    order: Order = "sin_cos"
+    order: SinCosOrder = "sin_cos"
     axis_shares: tuple[int, ...] | None = None
     axis_layout: AxisLayout = "blocks"
     name: str | None = field(default=None, compare=False)
@@ -265,7 +284,7 @@ def _axis_order(value: object, axes: int) -> str | tuple[int, ...]:
             f"Spec.axis_order must be a tuple of ints (a permutation of range(axes)). "
             f"Received: {value!r}"
         )
-    perm = tuple(int(i) for i in items)  # type: ignore[call-overload]
+    perm = tuple(int(i) for i in items)
     if sorted(perm) != list(range(axes)):
         raise ValueError(
             f"Spec.axis_order must be a permutation of range(axes) = {tuple(range(axes))} "
@@ -285,7 +304,7 @@ def _axis_shares(
     items = tuple(value)
     if not all(is_integer(i) for i in items):
         raise TypeError(f"Spec.axis_shares must be a tuple of ints. Received: {value!r}")
-    shares = tuple(int(i) for i in items)  # type: ignore[call-overload]
+    shares = tuple(int(i) for i in items)
     if axes == 1 or len(shares) != axes or min(shares) < 1:
         raise ValueError(
             f"Spec.axis_shares must hold one int >= 1 per coordinate axis (axes={axes} > 1). "

@@ -33,6 +33,7 @@ from typing import Any, Literal, TypeAlias
 __all__ = [
     "Array",
     "ArrayLike",
+    "AxisLayout",
     "AxisOrder",
     "BackendLike",
     "BackendName",
@@ -48,6 +49,7 @@ __all__ = [
     "RopeLayout",
     "RopeType",
     "SectionLayout",
+    "SinCosOrder",
     "T5Arithmetic",
     "TableLayout",
 ]
@@ -91,8 +93,14 @@ Denominator: TypeAlias = Literal["d", "half_minus_one"]
 #: What :attr:`pe_core.Spec.odd_d` does with an odd ``d``.
 OddDPolicy: TypeAlias = Literal["raise", "zero_pad", "truncate"]
 
-#: The coordinate orders of :attr:`pe_core.Spec.axis_order`.
+#: The coordinate orders of :attr:`pe_core.Spec.axis_order` (besides a permutation).
 AxisOrder: TypeAlias = Literal["forward", "reversed"]
+
+#: Which function comes first in :attr:`pe_core.Spec.order`.
+SinCosOrder: TypeAlias = Literal["sin_cos", "cos_sin"]
+
+#: How the N-D blocks are laid out (:attr:`pe_core.Spec.axis_layout`).
+AxisLayout: TypeAlias = Literal["blocks", "split"]
 
 #: The built-in preset names of :data:`pe_core.PRESETS`, in the table's order.
 PresetName: TypeAlias = Literal[
@@ -106,6 +114,11 @@ PresetName: TypeAlias = Literal[
     "tensor2tensor_3d",
     "positional_encodings_2d",
     "positional_encodings_3d",
+    "musicgen",
+    "diffusers_flip_sin_to_cos",
+    "positional_encodings_1d",
+    "cogvideox",
+    "timm_sincos_2d",
 ]
 
 #: What a ``spec=`` argument takes besides a :class:`pe_core.Spec`: a

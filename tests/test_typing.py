@@ -24,6 +24,8 @@ def _runtime_choices() -> dict[str, Callable[[], tuple[Any, ...]]]:
         "Denominator": lambda: spec._DENOMINATORS,
         "OddDPolicy": lambda: spec._ODD_D,
         "AxisOrder": lambda: spec._AXIS_ORDERS,
+        "SinCosOrder": lambda: spec._ORDERS,
+        "AxisLayout": lambda: spec._AXIS_LAYOUTS,
         "PresetName": lambda: tuple(pe_core.PRESETS),
         "Metric": lambda: analysis.METRICS,
         "PositionCode": lambda: analysis.CODES,
@@ -90,6 +92,8 @@ def test_growing_aliases_exist() -> None:
         (pt.Denominator, spec.Denominator),
         (pt.OddDPolicy, spec.OddDPolicy),
         (pt.AxisOrder, spec.AxisOrder),
+        (pt.SinCosOrder, spec.SinCosOrder),
+        (pt.AxisLayout, spec.AxisLayout),
         (pt.T5Arithmetic, t5.Arithmetic),
     ],
 )

@@ -53,7 +53,8 @@ def _lay_out(sin: np.ndarray, cos: np.ndarray, d: int, spec: Spec) -> np.ndarray
     column (an odd ``d``) or the cut to ``d`` features (``odd_d="truncate"``)."""
     first, second = (cos, sin) if spec.order == "cos_sin" else (sin, cos)
     if spec.layout == "interleaved":
-        table = np.stack([first, second], axis=-1).reshape(sin.shape[:-1] + (2 * sin.shape[-1],))
+        pairs = np.stack([first, second], axis=-1)
+        table = pairs.reshape(*pairs.shape[:-2], 2 * pairs.shape[-2])
     else:
         table = np.concatenate([first, second], axis=-1)
     if table.shape[-1] > d:
