@@ -71,7 +71,7 @@ def resolve_spec(spec: Spec | PresetLike | None) -> Spec:
     >>> resolve_spec("bert")
     Traceback (most recent call last):
     ...
-    ValueError: Unknown preset 'bert'. Expected one of: fairseq, flax, mae_2d, positional_encodings_2d, positional_encodings_3d, tensor2tensor, tensor2tensor_2d, tensor2tensor_3d, vaswani, whisper.
+    ValueError: Unknown preset 'bert'. Expected one of: cogvideox, diffusers_flip_sin_to_cos, fairseq, flax, mae_2d, musicgen, positional_encodings_1d, positional_encodings_2d, positional_encodings_3d, tensor2tensor, tensor2tensor_2d, tensor2tensor_3d, timm_sincos_2d, vaswani, whisper.
     """
     if spec is None:
         return PRESETS[DEFAULT_PRESET]
@@ -93,7 +93,7 @@ def preset_table_markdown() -> str:
     The docs' conventions page embeds exactly this text (a test keeps them equal).
 
     >>> print(preset_table_markdown().splitlines()[0])
-    | preset | `base` | `min_timescale` | `denominator` | `frequencies` | `layout` | `offset` | `odd_d` | `axes` | `axis_order` | reproduces |
+    | preset | `base` | `min_timescale` | `denominator` | `frequencies` | `layout` | `offset` | `odd_d` | `axes` | `axis_order` | `order` | `axis_shares` | `axis_layout` | reproduces |
     """
     names = [f.name for f in fields(Spec) if f.name != "name"]
     lines = [
