@@ -330,10 +330,36 @@ def _host_embed(xp: Namespace, positions: Positions, plan: Plan, out_name: str) 
     return device_tables.place(xp, table, like, out_name)
 
 
+#: Elements per block of :func:`_small_pass` (its float64 temporaries stay in cache).
+_BLOCK_ELEMENTS = 16_384
+
+
 def _small_pass(flat: np.ndarray, plan: Plan) -> np.ndarray:
-    """:func:`_small_table` of any number of timesteps."""
-    listed = flat.tolist() if flat.size == 1 else [None] * flat.size
-    return _small_table(flat, listed, plan)
+    """:func:`_small_table` of any number of timesteps: the same operations on blocks of
+    rows, so that the float64 temporaries stay in cache (large batches)."""
+    n, half = flat.size, plan.half
+    rows = max(1, _BLOCK_ELEMENTS // max(half, 1))
+    if n <= rows:
+        listed = flat.tolist() if n == 1 else [None] * n
+        return _small_table(flat, listed, plan)
+    values = flat.astype(np.float64).reshape(n, 1)
+    freqs = _turn_array(plan)
+    out = np.empty((n, plan.dim), np.float32)
+    sin_slots, cos_slots = _slots(out, plan)
+    turns = np.empty((rows, half), np.float64)
+    nearest = np.empty((rows, half), np.float64)
+    angles = np.empty((rows, half), np.float32)
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        k = stop - start
+        t, r, a = turns[:k], nearest[:k], angles[:k]
+        np.multiply(values[start:stop], freqs, out=t)
+        np.rint(t, out=r)
+        t -= r  # exact: the reduced turn in [-1/2, 1/2]
+        np.multiply(t, _TWO_PI, out=a, casting="same_kind")
+        np.sin(a, out=sin_slots[start:stop])
+        np.cos(a, out=cos_slots[start:stop])
+    return out
 
 
 def host_turns(flat: np.ndarray, plan: Plan, max_abs: float) -> np.ndarray:
