@@ -30,7 +30,7 @@ import decimal
 import functools
 import math
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -381,7 +381,8 @@ def host_turns(flat: np.ndarray, plan: Plan, max_abs: float) -> np.ndarray:
         if rows.any():
             bits = DEVICE_BITS + 64 * math.ceil(math.log2(max_abs + 1.0) / 64)
             exact = exact_frequencies(*plan.key, bits)
-            turns[rows] = exact_turns(flat[rows], exact)
+            # exact_turns reads each frequency as a dyadic rational: Fractions as they are
+            turns[rows] = exact_turns(flat[rows], cast("tuple[float, ...]", exact))
     return turns
 
 
