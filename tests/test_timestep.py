@@ -301,3 +301,23 @@ def test_large_batches_blocked_pass_matches_exact_route():
         exact = timestep_embedding(t, 41, dtype="float64", **kw)
         assert_close(fast, exact.astype(np.float32), atol=1e-6, dtype="float32")
         assert np.abs(fast - exact).max() < 1e-6
+
+
+def test_flax_layers_match_and_jit():
+    jax = pytest.importorskip("jax")
+    pytest.importorskip("flax")
+    from pe_core.layers.flax import LinenTimesteps, Timesteps
+
+    t = np.array([0.0, 0.4, 0.999], np.float32)
+    want = truth(t, 21, True, 0.0, 1000.0, 10000)
+    nnx_layer = Timesteps(21, True, 0, scale=1000)
+    linen_layer = LinenTimesteps(21, True, 0, 1000)
+    x = jax.numpy.asarray(t)
+    assert_close(nnx_layer(x), want, atol=1e-6, backend="jax", dtype="float32")
+    assert_close(jax.jit(nnx_layer)(x), want, atol=1e-6, backend="jax", dtype="float32")
+    got = jax.jit(lambda v: linen_layer.apply({}, v))(x)
+    assert_close(got, want, atol=1e-6, backend="jax", dtype="float32")
+    with pytest.raises(ValueError, match="downscale_freq_shift"):
+        Timesteps(8, True, 4)
+    with pytest.raises(ValueError, match="downscale_freq_shift"):
+        LinenTimesteps(8, True, 4)
