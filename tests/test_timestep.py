@@ -321,3 +321,15 @@ def test_flax_layers_match_and_jit():
         Timesteps(8, True, 4)
     with pytest.raises(ValueError, match="downscale_freq_shift"):
         LinenTimesteps(8, True, 4)
+
+
+def test_torch_autograd_through_timesteps():
+    """Timesteps that require gradients take the kernel, differentiable in ``t``."""
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([0.3, 0.71], dtype=torch.float64, requires_grad=True)
+    emb = timestep_embedding(t, 8, downscale_freq_shift=0, scale=1000.0, dtype="float64")
+    emb.sum().backward()
+    w = 1000.0 * np.exp(-math.log(10000) * np.arange(4) / 4)
+    theta = t.detach().numpy()[:, None] * w
+    want = (w * np.cos(theta) - w * np.sin(theta)).sum(-1)  # d/dt of sin + cos
+    assert_close(t.grad, torch.from_numpy(want), atol=1e-9, rtol=1e-12)
