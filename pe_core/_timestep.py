@@ -15,11 +15,11 @@ timesteps is how ``t * W_i`` is kept exact:
   a power of two) against the frequencies ``W_i / 2**K``, with ``K`` the least
   that brings every frequency to at most half a turn per unit: the kernel's
   fractional step (``u * f`` with ``|f| <= 1/2``) is then exact to float rounding,
-  at ``scale=1000`` too (Flux, SD3: ``W_0 = 1000`` rad per unit, 159 turns).
+  at ``scale=1000`` too (QwenImage, AuraFlow: ``W_0 = 1000`` rad per unit, 159 turns).
 * Timesteps known on the host take the float64 pass of the small calls where the
   turns ``|t| * max|W| / 2pi`` stay below
-  :data:`~pe_core._kernel.routes.SMALL_MAX_TURNS` (error below 2e-9 rad: the float64
-  product's, the frequency's rounding to float64 included); others the NumPy kernel
+  :data:`~pe_core._kernel.routes.SMALL_MAX_TURNS` (the float64 product's and the
+  frequency's rounding to float64: below 1e-8 rad in all); others the NumPy kernel
   in float64, and the few it cannot take (``|t| * 2**K >= 2**63``) are reduced with
   Python integers (:func:`~pe_core._kernel.angles.exact_turns`).
 """
@@ -311,7 +311,7 @@ def embed(timesteps: Any, plan: Plan, backend: str | None, dtype: Any) -> Any:
 def _host_embed(xp: Namespace, positions: Positions, plan: Plan, out_name: str) -> Any:
     values, max_abs = positions.host, positions.max_abs
     assert values is not None and max_abs is not None
-    like = positions.array if positions.array is not None else None
+    like = positions.array  # the framework array the values were read from, if any
     flat = values.reshape(-1)
     if out_name == "float32" and max_abs * plan.max_turns <= SMALL_MAX_TURNS:
         table = _small_pass(flat, plan)

@@ -634,7 +634,7 @@ class Timesteps(nn.Module):
     downscale_freq_shift : float
         As for :func:`~pe_core.timestep_embedding`.
     scale : float
-        Multiplies every angle (1000 in Flux's and SD3's time embedders).
+        Multiplies every angle (1000 in QwenImage's and AuraFlow's time embedders).
 
     Notes
     -----
