@@ -333,3 +333,16 @@ def test_torch_autograd_through_timesteps():
     theta = t.detach().numpy()[:, None] * w
     want = (w * np.cos(theta) - w * np.sin(theta)).sum(-1)  # d/dt of sin + cos
     assert_close(t.grad, torch.from_numpy(want), atol=1e-9, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["torch", "jax"])
+def test_device_path_reads_nothing_back(name):
+    """The device kernel (forced on the CPU) runs under the host-read guard."""
+    pytest.importorskip(name)
+    from pe_core.host_reads import forbid_host_reads
+
+    t = positions_on(name, np.array([0.25, 3.5, 999.0], np.float32))
+    with force_device_path(), forbid_host_reads(name):
+        got = timestep_embedding(t, 11, flip_sin_to_cos=True, downscale_freq_shift=0, scale=1e3)
+    want = truth(np.array([0.25, 3.5, 999.0], np.float32), 11, True, 0.0, 1e3, 1e4)
+    assert_close(got, want, atol=1e-6, backend=name, dtype="float32")
