@@ -51,6 +51,7 @@ FIGURES: dict[str, Callable[[], Any]] = {
     "figures/rope_scores.png": lambda: plots.plot_rope_scores(64, 48),
     "figures/rope_sections.png": lambda: plots.plot_rope_sections(),
     "figures/alibi.png": lambda: plots.plot_alibi(8, 16),
+    "figures/timesteps.png": lambda: plots.plot_timestep_embedding(256, 1000),
 }
 
 

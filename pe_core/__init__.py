@@ -24,6 +24,7 @@ from pe_core.rope_scaling import ntk_aware_base, rope_frequencies, xpos_scale
 from pe_core.rope_spec import RopeSpec
 from pe_core.spec import Spec
 from pe_core.t5 import t5_bucket_matrix, t5_relative_bias, t5_relative_bucket
+from pe_core.timestep import timestep_embedding
 from pe_core.transformer_xl import transformer_xl_embedding
 
 __version__ = "0.1.0"
@@ -54,6 +55,7 @@ __all__ = [
     "t5_bucket_matrix",
     "t5_relative_bias",
     "t5_relative_bucket",
+    "timestep_embedding",
     "transformer_xl_embedding",
     "xpos_scale",
 ]

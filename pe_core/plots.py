@@ -55,6 +55,7 @@ from pe_core.presets import resolve_spec
 from pe_core.relative import relative_matrix
 from pe_core.rope_nd import pair_axes
 from pe_core.spec import Spec
+from pe_core.timestep import timestep_embedding
 from pe_core.typing import Metric, PresetLike
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ __all__ = [
     "plot_similarity",
     "plot_similarity_by_distance",
     "plot_spectrum",
+    "plot_timestep_embedding",
 ]
 
 #: What to install for plotting.
@@ -645,4 +647,63 @@ def plot_alibi(n_heads: int = 8, length: int = 16) -> Figure:
     right.legend(fontsize="x-small", ncols=2)
     right.grid(alpha=0.3)
     fig.suptitle(f"ALiBi: a linear penalty on distance ({n_heads} heads)")
+    return fig
+
+
+def plot_timestep_embedding(embedding_dim: int = 256, n_steps: int = 1000) -> Figure:
+    """The diffusion timestep embedding (:func:`pe_core.timestep_embedding`, SD's and
+    Flux's settings ``flip_sin_to_cos=True, downscale_freq_shift=0``) and the error of
+    the usual float32 formula.
+
+    Parameters
+    ----------
+    embedding_dim : int
+        Features per timestep (even, >= 4).
+    n_steps : int
+        Timesteps ``0 .. n_steps - 1`` (>= 2).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_timestep_embedding(32, 50)
+    >>> len(fig.axes[1].lines)
+    3
+    """
+    dim = _check_int("embedding_dim", embedding_dim, 4)
+    steps = _check_int("n_steps", n_steps, 2)
+    kw: dict[str, Any] = {"flip_sin_to_cos": True, "downscale_freq_shift": 0}
+    t = np.arange(steps)
+    table = np.asarray(timestep_embedding(t, dim, **kw))
+    fig, (left, right) = _figure(2, width=11.0, height=4.4)
+    image = left.imshow(table, aspect="auto", cmap=_DIVERGING, vmin=-1, vmax=1)
+    left.set_xlabel(f"feature ([cos | sin], {dim // 2} frequencies each)")
+    left.set_ylabel("timestep t")
+    left.set_title("timestep_embedding(t, dim, flip_sin_to_cos=True, shift=0)")
+    fig.colorbar(image, ax=left)
+    half = dim // 2
+    w32 = np.exp(
+        np.float32(-math.log(10000)) * np.arange(half, dtype=np.float32) / np.float32(half)
+    )
+    for label, times, scale in (
+        ("float32 formula, integer t, scale=1", t, 1.0),
+        ("float32 formula, t / n_steps, scale=1000", t / steps, 1000.0),
+    ):
+        exact = np.asarray(timestep_embedding(times, dim, scale=scale, dtype="float64", **kw))
+        args = np.float32(scale) * (times.astype(np.float32)[:, None] * w32[None, :])
+        usual = np.concatenate([np.cos(args), np.sin(args)], -1).astype(np.float64)
+        right.semilogy(t, np.maximum(np.abs(usual - exact).max(-1), 1e-9), label=label)
+    ours = np.asarray(timestep_embedding(t / steps, dim, scale=1000.0, **kw), np.float64)
+    exact = np.asarray(timestep_embedding(t / steps, dim, scale=1000.0, dtype="float64", **kw))
+    right.semilogy(
+        t, np.maximum(np.abs(ours - exact).max(-1), 1e-9), label="pe_core, float32, scale=1000"
+    )
+    right.set_xlabel("timestep index")
+    right.set_ylabel("largest error over the features")
+    right.set_title("error against the exact value")
+    right.legend(fontsize="x-small")
+    right.grid(alpha=0.3)
+    fig.suptitle("Diffusion timestep embeddings")
     return fig

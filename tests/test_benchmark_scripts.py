@@ -99,3 +99,17 @@ def test_gpu_tiny_prints_every_row():
     assert "failed:" not in output
     if device == "cpu":
         assert "sync check skipped" in output
+
+
+@pytest.mark.slow
+def test_timesteps_quick_prints_every_row():
+    pytest.importorskip("torch")
+    pytest.importorskip("diffusers")
+    output = run_module("benchmarks.timesteps", "--quick", timeout=300)
+    rows = table_rows(output)
+    assert rows[0] == ["timesteps", "batch", "dim", "pe_core ms", "diffusers ms", "ratio"]
+    cells = {(r[0], r[1], r[2]) for r in rows[1:]}
+    for kind in ("int steps (SD)", "float, scale=1000"):
+        for batch in ("1", "64", "4096"):
+            for dim in ("320", "1280"):
+                assert (kind, batch, dim) in cells

@@ -64,8 +64,9 @@ def test_cli_plot_errors(tmp_path, capsys, argv, message):
         lambda: plots.plot_normalized((3, 4, 10)),
         lambda: plots.plot_rope_scores(16, 12),
         lambda: plots.plot_alibi(6, 10),
+        lambda: plots.plot_timestep_embedding(16, 20),
     ],
-    ids=["binary-heatmap", "long-distance", "normalized", "rope", "alibi"],
+    ids=["binary-heatmap", "long-distance", "normalized", "rope", "alibi", "timesteps"],
 )
 def test_other_figures(tmp_path, draw):
     fig = draw()

@@ -137,6 +137,19 @@ def _centered(x: Fraction) -> Fraction:
     return x - round(x)
 
 
+def turn_constant_fields(omegas: tuple[Any, ...], offset: int | float = 0) -> tuple:
+    """The fields of :class:`TurnConstants` for ``omegas``, uncached: each frequency
+    may be a float or an exact :class:`~fractions.Fraction` (any precision), and the
+    reduction is exact for the number it is.
+
+    >>> from fractions import Fraction
+    >>> fields = turn_constant_fields((Fraction(1, 3),))
+    >>> abs(fields[2][0] - 1 / (6 * math.pi)) < 1e-17
+    True
+    """
+    return _cached_turn_constant_fields.__wrapped__(omegas, offset)
+
+
 def _turn_constant_fields(*args: Any) -> tuple:
     # A plain function (not the cache wrapper) so torch.compile can embed its result.
     return _cached_turn_constant_fields(*args)
@@ -177,6 +190,7 @@ def reduced_turns(
     working: str = "float32",
     max_abs_position: float | None = None,
     poison: bool = True,
+    constants: tuple | None = None,
 ) -> Any:
     """Turns ``(positions + offset) * omegas / 2pi`` reduced to ``[-1/2, 1/2]``.
 
@@ -202,6 +216,10 @@ def reduced_turns(
         a wrong number. ``False`` promises there are none (skips a few operations on
         the positions). Fractional positions at frequencies above
         :data:`FRACTION_MAX_TURNS` give NaN either way.
+    constants : tuple, optional
+        The fields of :class:`TurnConstants` already worked out (by
+        :func:`turn_constant_fields`, perhaps of exact rational frequencies); then
+        ``omegas`` and ``offset`` are not read.
 
     Returns
     -------
@@ -215,7 +233,9 @@ def reduced_turns(
     >>> bool(abs(t[0, 0] - math.remainder(10**7, 2 * math.pi) / (2 * math.pi)) < 1e-7)
     True
     """
-    consts = TurnConstants(*xp.host_constant(_turn_constant_fields, omegas, offset))
+    if constants is None:
+        constants = xp.host_constant(_turn_constant_fields, omegas, offset)
+    consts = TurnConstants(*constants)
     wdtype = xp.dtype(working)
     dtype_name = xp.dtype_of(positions)
     fits_int32 = max_abs_position is not None and max_abs_position < 2**31

@@ -44,6 +44,7 @@ from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConf
 from pe_core.layers._tables import placed_patch_table, placed_rows
 from pe_core.nd import grid
 from pe_core.spec import Spec
+from pe_core.timestep import timestep_embedding
 from pe_core_backends import get_namespace
 
 __all__ = [
@@ -54,11 +55,13 @@ __all__ = [
     "LinenSinusoidalEncoding",
     "LinenSinusoidalPatchEncoding",
     "LinenT5RelativeBias",
+    "LinenTimesteps",
     "RotaryEmbedding",
     "RotaryEmbeddingND",
     "SinusoidalEncoding",
     "SinusoidalPatchEncoding",
     "T5RelativeBias",
+    "Timesteps",
 ]
 
 Offset = int | jax.Array
@@ -615,3 +618,93 @@ class LinenRotaryEmbeddingND(RotaryEmbeddingNDConfig, _LinenModule):
         self, q: jax.Array, k: jax.Array, positions: Any = None
     ) -> tuple[jax.Array, jax.Array]:
         return _rope_nd(self, q, k, positions)
+
+
+# ------------------------------------------------------------------ timestep embeddings
+
+
+def _check_timesteps_config(
+    num_channels: Any, flip_sin_to_cos: Any, downscale_freq_shift: Any, scale: Any
+) -> None:
+    """Refuse an invalid configuration at construction (one small embedding)."""
+    timestep_embedding(
+        0,
+        num_channels,
+        flip_sin_to_cos=flip_sin_to_cos,
+        downscale_freq_shift=downscale_freq_shift,
+        scale=scale,
+    )
+
+
+class Timesteps(nnx.Module):
+    """diffusers' ``Timesteps`` (NNX): :func:`pe_core.timestep_embedding` of the timesteps.
+
+    ``Timesteps(num_channels, flip_sin_to_cos, downscale_freq_shift, scale=1)``, the
+    constructor of ``diffusers.models.embeddings.Timesteps``; ``__call__(timesteps)``
+    returns the float32 ``timesteps.shape + (num_channels,)`` embedding, exact at any
+    timestep and scale, eager or under ``jax.jit``. No variables.
+
+    Examples
+    --------
+    >>> e = Timesteps(8, flip_sin_to_cos=True, downscale_freq_shift=0)(jnp.array([0, 3]))
+    >>> e.shape, e[0].tolist()
+    ((2, 8), [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    """
+
+    def __init__(
+        self,
+        num_channels: int,
+        flip_sin_to_cos: bool,
+        downscale_freq_shift: float,
+        scale: float = 1,
+    ) -> None:
+        _check_timesteps_config(num_channels, flip_sin_to_cos, downscale_freq_shift, scale)
+        self.num_channels = num_channels
+        self.flip_sin_to_cos = flip_sin_to_cos
+        self.downscale_freq_shift = downscale_freq_shift
+        self.scale = scale
+
+    def __call__(self, timesteps: Any) -> jax.Array:
+        out: jax.Array = timestep_embedding(
+            timesteps,
+            self.num_channels,
+            flip_sin_to_cos=self.flip_sin_to_cos,
+            downscale_freq_shift=self.downscale_freq_shift,
+            scale=self.scale,
+            backend="jax",
+        )
+        return out
+
+
+class LinenTimesteps(nn.Module):
+    """The linen twin of :class:`Timesteps` (fields ``num_channels``,
+    ``flip_sin_to_cos``, ``downscale_freq_shift``, ``scale``). No variables.
+
+    Examples
+    --------
+    >>> layer = LinenTimesteps(6, flip_sin_to_cos=False, downscale_freq_shift=1)
+    >>> layer.apply({}, jnp.array([0.0])).tolist()
+    [[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]]
+    """
+
+    num_channels: int
+    flip_sin_to_cos: bool = False
+    downscale_freq_shift: float = 1.0
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check_timesteps_config(
+            self.num_channels, self.flip_sin_to_cos, self.downscale_freq_shift, self.scale
+        )
+        super().__post_init__()
+
+    def __call__(self, timesteps: Any) -> jax.Array:
+        out: jax.Array = timestep_embedding(
+            timesteps,
+            self.num_channels,
+            flip_sin_to_cos=self.flip_sin_to_cos,
+            downscale_freq_shift=self.downscale_freq_shift,
+            scale=self.scale,
+            backend="jax",
+        )
+        return out

@@ -50,6 +50,7 @@ from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConf
 from pe_core.layers._tables import pe_table_problem, sequence_bucket
 from pe_core.nd import grid
 from pe_core.spec import Spec
+from pe_core.timestep import timestep_embedding
 
 __all__ = [
     "AlibiBias",
@@ -58,6 +59,7 @@ __all__ = [
     "SinusoidalEncoding",
     "SinusoidalPatchEncoding",
     "T5RelativeBias",
+    "Timesteps",
 ]
 
 #: An offset: an int (symbolic under ``torch.compile``) or a tensor of per-example offsets.
@@ -615,3 +617,76 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _Module):
         if positions is None and torch.compiler.is_compiling():
             positions = torch.as_tensor(self.grid_positions(x.shape[-2]), device=x.device)
         return self._rotate(x, positions)
+
+
+# ------------------------------------------------------------------ timestep embeddings
+
+
+class Timesteps(nn.Module):
+    """diffusers' ``Timesteps`` module: :func:`pe_core.timestep_embedding` of the timesteps.
+
+    Parameters
+    ----------
+    num_channels : int
+        ``embedding_dim`` (>= 2).
+    flip_sin_to_cos : bool
+        ``[cos | sin]`` instead of ``[sin | cos]``.
+    downscale_freq_shift : float
+        As for :func:`~pe_core.timestep_embedding`.
+    scale : float
+        Multiplies every angle (1000 in QwenImage's and AuraFlow's time embedders).
+
+    Notes
+    -----
+    Same constructor and attributes as ``diffusers.models.embeddings.Timesteps``;
+    ``forward(timesteps)`` takes timesteps of any shape ``S`` (diffusers: 1-D) and
+    returns the float32 ``S + (num_channels,)`` embedding on their device, exact at
+    any timestep and scale (the angles are reduced exactly). No parameters; runs
+    under ``torch.compile(fullgraph=True)``. Invalid configurations fail at
+    construction.
+
+    Examples
+    --------
+    >>> layer = Timesteps(320, flip_sin_to_cos=True, downscale_freq_shift=0)
+    >>> e = layer(torch.tensor([0, 999]))
+    >>> e.shape, e.dtype, e[0, :2].tolist()
+    (torch.Size([2, 320]), torch.float32, [1.0, 1.0])
+    """
+
+    def __init__(
+        self,
+        num_channels: int,
+        flip_sin_to_cos: bool,
+        downscale_freq_shift: float,
+        scale: float = 1,
+    ) -> None:
+        super().__init__()
+        # validates the configuration once (and caches its frequencies)
+        timestep_embedding(
+            0,
+            num_channels,
+            flip_sin_to_cos=flip_sin_to_cos,
+            downscale_freq_shift=downscale_freq_shift,
+            scale=scale,
+        )
+        self.num_channels = num_channels
+        self.flip_sin_to_cos = flip_sin_to_cos
+        self.downscale_freq_shift = downscale_freq_shift
+        self.scale = scale
+
+    def forward(self, timesteps: torch.Tensor) -> torch.Tensor:
+        """The embedding ``timesteps.shape + (num_channels,)``, float32."""
+        out: torch.Tensor = timestep_embedding(
+            timesteps,
+            self.num_channels,
+            flip_sin_to_cos=self.flip_sin_to_cos,
+            downscale_freq_shift=self.downscale_freq_shift,
+            scale=self.scale,
+        )
+        return out
+
+    def extra_repr(self) -> str:
+        return (
+            f"num_channels={self.num_channels}, flip_sin_to_cos={self.flip_sin_to_cos}, "
+            f"downscale_freq_shift={self.downscale_freq_shift}, scale={self.scale}"
+        )
