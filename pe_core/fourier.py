@@ -222,7 +222,8 @@ def perceiver_fourier_features(
     transformers computes the bands of the first batch element's positions
     (``pos[0]``) and repeats them for the whole batch; here each point's own positions
     are encoded. The two agree whenever the batch shares its positions, as Perceiver's
-    own grids do.
+    own grids do. With ``concat_pos=False`` transformers returns that element's bands
+    alone (no batch axis); here the shape is ``pos.shape[:-1] + (...)`` always.
 
     Examples
     --------
