@@ -123,6 +123,18 @@ def test_float64_coords_keep_float64(backend):
     assert_close(out, exact(x, B), atol=1e-12, backend=backend, dtype="float64")
 
 
+def test_nerf_positional_encoding():
+    """NeRF's gamma(p) (Mildenhall et al. 2020, eq. 4): sin(2**l pi p), cos(2**l pi p)."""
+    p = RNG.uniform(-1, 1, size=(6, 3))
+    n_octaves = 5
+    ours = fourier_features(p, np.kron(np.eye(3), 2.0 ** np.arange(n_octaves) / 2))
+    angles = np.concatenate(
+        [2.0**o * np.pi * p[:, [j]] for j in range(3) for o in range(n_octaves)], 1
+    )
+    want = np.concatenate([np.sin(angles), np.cos(angles)], -1)
+    assert_close(ours, want, atol=2.0**-24 + 1e-12)
+
+
 # -------------------------------------------------------------- trainable frequencies
 
 
