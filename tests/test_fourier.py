@@ -251,8 +251,13 @@ def test_torch_compile_fullgraph_matches_eager():
     def fn(a, p):
         return fourier_features(a, host), fourier_features(a, p, order="cos_sin")
 
+    from pe_core.layers.torch import FourierFeatures
+
+    layer = FourierFeatures(3, 10, trainable=True)
     compiled = torch.compile(fn, fullgraph=True, backend="aot_eager")
     fixed, trained = compiled(x, param)
+    compiled_layer = torch.compile(layer, fullgraph=True, backend="aot_eager")
+    assert_close(compiled_layer(x).detach(), layer(x).detach(), atol=0)
     f32 = B.astype(np.float32)
     assert_close(fixed, REF, atol=feature_error_bound(X, B), backend="torch")
     assert_close(trained.detach(), exact(X, f32, "cos_sin"), atol=feature_error_bound(X, f32))
@@ -327,3 +332,32 @@ def test_perceiver_and_box_agree_across_backends(backend):
     emb = pe_core.box_fourier_embedding(box, 2)
     host = pe_core.box_fourier_embedding(to_numpy(box), 2)
     assert_close(emb, host, atol=3e-7, backend=backend, dtype="float32")
+
+
+# ------------------------------------------------------------------------------ layer
+
+
+def test_torch_layer_is_the_function_with_its_matrix():
+    torch = pytest.importorskip("torch")
+    from pe_core.layers.torch import FourierFeatures
+
+    fixed = FourierFeatures(3, 10, scale=200.0, seed=4)
+    b = np.random.default_rng(4).normal(size=(3, 10)) * 200.0
+    assert_close(fixed.frequencies, torch.from_numpy(b.astype(np.float32)), atol=0)
+    assert "frequencies" in dict(fixed.named_buffers()) and not list(fixed.parameters())
+    x = torch.from_numpy(X)
+    out = fixed(x)
+    f32 = b.astype(np.float32)
+    assert_close(out, exact(X, f32), atol=feature_error_bound(X, f32), backend="torch")
+    trained = FourierFeatures(3, 10, scale=200.0, seed=4, trainable=True, order="cos_sin")
+    y = trained(x)
+    assert_close(y.detach(), exact(X, f32, "cos_sin"), atol=feature_error_bound(X, f32))
+    y.sum().backward()
+    assert trained.frequencies.grad.shape == (3, 10)
+    assert "in_features=3, num_frequencies=10, scale=200.0" in repr(trained)
+    with pytest.raises(ValueError, match="scale must be a finite number > 0"):
+        FourierFeatures(2, 4, scale=0.0)
+    with pytest.raises(ValueError, match="Unknown order"):
+        FourierFeatures(2, 4, order="sin")
+    with pytest.raises(TypeError, match="floating"):
+        fixed(torch.zeros(2, 3, dtype=torch.int64))

@@ -50,6 +50,12 @@ def test_sam_positional_embedding():
     ours_grid = pe_core.fourier_features(2 * grid - 1, module.positional_embedding)
     assert ours_grid.requires_grad  # the module's Parameter: trainable through pe_core
     assert_close(ours_grid.detach(), theirs_grid, atol=1e-5)
+    # the layer with SAM's matrix loaded
+    from pe_core.layers.torch import FourierFeatures
+
+    layer = FourierFeatures(2, 8, scale=5.0, trainable=True)
+    layer.load_state_dict({"frequencies": g})
+    assert_close(layer(2 * grid - 1).detach(), theirs_grid, atol=1e-5)
     # closer to the float64 formula than the module
     x64 = (2 * grid.double() - 1).numpy()
     theta = 2 * np.pi * (x64 @ g.double().numpy())
