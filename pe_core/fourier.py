@@ -116,7 +116,8 @@ def fourier_features(
     ``S = sum_j |x_j f_j|``. Framework coordinates are computed where they live in
     float32 (float64 when the coordinates, frequencies or output are float64): within
     ``2**-24 * (8 (k**2 + 2) + 2**-8 (k + 5) S)`` (:func:`feature_error_bound`), under
-    IEEE arithmetic without fused multiply-adds.
+    IEEE arithmetic without fused multiply-adds. Host coordinates given with framework
+    frequencies are converted to the working dtype first (rounded to float32 there).
 
     Examples
     --------
@@ -445,11 +446,13 @@ def _finish(call: _Call, out: Any) -> Any:
         return out if call.out_name == call.working else call.xp.astype(out, call.out_dtype)
     if target.numpy_arrays:
         return out.astype(call.out_dtype, copy=False)
-    staged = call.out_name if call.out_name in ("float32", "float16") else "float64"
-    if not target.supports(staged):
-        staged = "float32"
-    placed = target.from_host(out.astype(staged))
-    return placed if call.out_name == staged else target.astype(placed, call.out_dtype)
+    if call.out_name != "bfloat16":  # float64, float32, float16: NumPy rounds, once
+        return target.from_host(out.astype(call.out_name))
+    if target.supports("float64"):  # the backend rounds float64 to bfloat16, once
+        return target.astype(target.from_host(out), call.out_dtype)
+    # no float64 (JAX without x64): round on the host, then move the exact bfloat16 values
+    rounded = out.astype(get_namespace("numpy").dtype("bfloat16")).astype(np.float32)
+    return target.astype(target.from_host(rounded), call.out_dtype)
 
 
 def _frequency_key(frequencies: Any) -> tuple:

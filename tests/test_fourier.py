@@ -112,6 +112,11 @@ def test_one_number_per_point_and_order(backend):
 def test_host_coords_go_to_the_backend_asked_for(backend):
     out = fourier_features(X.tolist(), B, backend=backend, dtype="float16")
     assert_close(out, REF, atol=2.0**-11, backend=backend, dtype="float16")
+    host = get_namespace("numpy")
+    if "bfloat16" in host.float_dtypes:  # rounded once from float64, on every backend
+        once = fourier_features(X, B, dtype="float64").astype(host.dtype("bfloat16"))
+        out = fourier_features(X, B, backend=backend, dtype="bfloat16")
+        assert_close(out, once.astype(np.float64), atol=0, backend=backend, dtype="bfloat16")
 
 
 def test_float64_coords_keep_float64(backend):
