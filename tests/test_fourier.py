@@ -366,3 +366,30 @@ def test_torch_layer_is_the_function_with_its_matrix():
         FourierFeatures(2, 4, order="sin")
     with pytest.raises(TypeError, match="floating"):
         fixed(torch.zeros(2, 3, dtype=torch.int64))
+
+
+def test_flax_layers_match_the_function_and_torch():
+    pytest.importorskip("flax")
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+    from pe_core.layers.flax import FourierFeatures, LinenFourierFeatures
+
+    f32 = (np.random.default_rng(4).normal(size=(3, 10)) * 200.0).astype(np.float32)
+    want = exact(X, f32)
+    bound = feature_error_bound(X, f32)
+    x = jnp.asarray(X)
+    fixed = FourierFeatures(3, 10, scale=200.0, seed=4)
+    assert_close(fixed(x), want, atol=bound, backend="jax", dtype="float32")
+    trained = FourierFeatures(3, 10, scale=200.0, seed=4, trainable=True)
+    grads = nnx.grad(lambda m: m(x).sum())(trained)
+    assert grads["frequencies"][...].shape == (3, 10)
+    assert "in_features=3" in repr(trained)
+    linen = LinenFourierFeatures(3, 10, scale=200.0, seed=4, trainable=True, order="cos_sin")
+    variables = linen.init(jax.random.key(0), x)
+    assert_close(variables["params"]["frequencies"], f32, atol=0)
+    out = linen.apply(variables, x)
+    assert_close(out, exact(X, f32, "cos_sin"), atol=bound, backend="jax")
+    with pytest.raises(ValueError, match="num_frequencies must be an integer >= 1"):
+        LinenFourierFeatures(3, 0)
