@@ -13,6 +13,12 @@ from pe_core._kernel.inputs import LowPrecisionPositionsWarning
 from pe_core.alibi import alibi_bias, alibi_slopes
 from pe_core.codes import binary_encode, learned_table_init, normalized_positions
 from pe_core.encoding import encode
+from pe_core.fourier import (
+    box_fourier_embedding,
+    fourier_features,
+    perceiver_fourier_features,
+    perceiver_positions,
+)
 from pe_core.frequency import frequencies
 from pe_core.nd import grid, grid_encoding
 from pe_core.presets import PRESET_SOURCES, PRESETS
@@ -39,7 +45,9 @@ __all__ = [
     "alibi_slopes",
     "apply_rope",
     "binary_encode",
+    "box_fourier_embedding",
     "encode",
+    "fourier_features",
     "frequencies",
     "grid",
     "grid_encoding",
@@ -47,6 +55,8 @@ __all__ = [
     "mrope_position_ids",
     "normalized_positions",
     "ntk_aware_base",
+    "perceiver_fourier_features",
+    "perceiver_positions",
     "relative_matrix",
     "rope_frequencies",
     "rope_permutation",

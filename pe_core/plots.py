@@ -19,7 +19,9 @@ without it the call raises :class:`ImportError` naming the extra to install
 * :func:`plot_rope_scores`: RoPE attention scores, which depend on ``m - n`` alone;
 * :func:`plot_rope_sections`: which rotary pairs follow t, h and w in M-RoPE
   (:mod:`pe_core.rope_nd`), contiguous and interleaved;
-* :func:`plot_alibi`: ALiBi's linear distance penalties.
+* :func:`plot_alibi`: ALiBi's linear distance penalties;
+* :func:`plot_fourier_features`: Gaussian Fourier features of a line, and their error
+  against the plain float32 formula (:mod:`pe_core.fourier`).
 
 ``pe-core plot heatmap|similarity|distance|spectrum ... --out FILE.png`` draws the
 first four from the command line.
@@ -38,6 +40,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from pe_core._fourier import host_constants, reduced_turns, sin_cos
+
 from pe_core.alibi import alibi_bias, alibi_slopes
 from pe_core.analysis import (
     _check_int,
@@ -49,6 +53,9 @@ from pe_core.analysis import (
 )
 from pe_core.codes import binary_encode, normalized_positions
 from pe_core.encoding import encode
+
+
+from pe_core.fourier import fourier_features
 from pe_core.frequency import frequencies
 from pe_core.nd import grid
 from pe_core.presets import resolve_spec
@@ -57,6 +64,9 @@ from pe_core.rope_nd import pair_axes
 from pe_core.spec import Spec
 from pe_core.timestep import timestep_embedding
 from pe_core.typing import Metric, PresetLike
+
+
+from pe_core_backends import get_namespace
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -647,6 +657,79 @@ def plot_alibi(n_heads: int = 8, length: int = 16) -> Figure:
     right.legend(fontsize="x-small", ncols=2)
     right.grid(alpha=0.3)
     fig.suptitle(f"ALiBi: a linear penalty on distance ({n_heads} heads)")
+    return fig
+
+
+def plot_fourier_features(
+    n_features: int = 32, scale: float = 4.0, *, n_points: int = 256, seed: int = 0
+) -> Figure:
+    """Random Fourier features of points on a line (:func:`pe_core.fourier_features`) and
+    the error of the float32 computations against the float64 formula, by angle size.
+
+    Parameters
+    ----------
+    n_features : int
+        Gaussian frequencies ``f ~ N(0, scale**2)``, drawn with ``seed`` and sorted by
+        magnitude (the image shows ``2 * n_features`` feature columns).
+    scale : float
+        Their standard deviation, in cycles per unit.
+    n_points : int
+        Points in ``[0, 1]``.
+    seed : int
+        The frequencies' random seed.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_fourier_features(8, 2.0, n_points=16)
+    >>> len(fig.axes[1].lines)
+    3
+    """
+    n_features = _check_int("n_features", n_features, 1)
+    n_points = _check_int("n_points", n_points, 2)
+    rng = np.random.default_rng(seed)
+    freqs = (
+        np.sort(np.abs(rng.normal(size=n_features)))
+        * scale
+        * np.sign(rng.uniform(-1, 1, n_features))
+    )
+    x = np.linspace(0.0, 1.0, n_points)
+    features = np.asarray(fourier_features(x, freqs, dtype="float64"))
+    fig, (left, right) = _figure(2, width=10.5, height=4.2)
+    image = left.imshow(features, aspect="auto", cmap="RdBu_r", interpolation="nearest")
+    left.set_xlabel(f"feature: {n_features} sines | {n_features} cosines, by |f|")
+    left.set_ylabel(f"point x in [0, 1] ({n_points} points)")
+    left.set_title(f"sin, cos of 2π x f, f ~ N(0, {scale:g}²)")
+    fig.colorbar(image, ax=left)
+    # the error against the float64 formula of float32 coordinates, per size of x f
+    turns_sizes = np.logspace(-1, 5, 25)
+    coords = np.random.default_rng(seed + 1).uniform(0.5, 1.0, 512).astype(np.float32)
+    xp = get_namespace("numpy")
+    curves: dict[str, list[float]] = {"textbook float32": [], "pe_core float32": []}
+    curves["pe_core, host (float64, rounded)"] = []
+    for size in turns_sizes:
+        f = np.array([size * (1 + 1 / 3)])
+        angle = 2 * np.pi * coords.astype(np.float64)[:, None] * f
+        exact = np.sin(angle)
+        plain = np.sin(np.float32(2 * np.pi) * (coords[:, None] * np.float32(f[0])))
+        turns = reduced_turns(
+            xp, coords[:, None], host_constants(f[None], "float32"), "float32", host=True
+        )
+        ours = sin_cos(xp, turns)[0]
+        host = np.asarray(fourier_features(coords, f))[:, :1]
+        for label, values in zip(curves, (plain, ours, host), strict=True):
+            curves[label].append(float(np.abs(values.astype(np.float64) - exact).max()))
+    for label, errors in curves.items():
+        right.loglog(turns_sizes, np.maximum(errors, 1e-9), marker=".", label=label)
+    right.set_xlabel("x f in turns (the angle / 2π)")
+    right.set_ylabel("largest error of sin")
+    right.set_title("the angle reduced in turns keeps float32 accurate")
+    right.legend(fontsize="small")
+    right.grid(alpha=0.3, which="both")
+    fig.suptitle("Fourier features")
     return fig
 
 

@@ -101,6 +101,25 @@ def test_gpu_tiny_prints_every_row():
         assert "sync check skipped" in output
 
 
+def test_fourier_quick_prints_every_row():
+    pytest.importorskip("torch")
+    output = run_module("benchmarks.fourier", "--quick", timeout=240)
+    rows = table_rows(output)
+    assert rows[0] == [
+        "measurement",
+        "size",
+        "pe_core ms",
+        "baseline ms",
+        "ratio",
+        "error",
+        "baseline error",
+    ]
+    measurements = [cells[0] for cells in rows[1:]]
+    for label in ("fixed B (NumPy)", "trainable B (Parameter)"):
+        assert measurements.count(f"fourier_features, {label}") == 2, label
+    assert all(cells[4].endswith("×") for cells in rows[1:])
+
+
 @pytest.mark.slow
 def test_timesteps_quick_prints_every_row():
     pytest.importorskip("torch")

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from pe_core.layers._config import (
     AlibiBiasConfig,
+    FourierFeaturesConfig,
     RotaryEmbeddingConfig,
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
@@ -52,6 +53,7 @@ from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConf
 
 __all__ = [
     "AlibiBiasConfig",
+    "FourierFeaturesConfig",
     "PatchEncodingConfig",
     "RotaryEmbeddingConfig",
     "RotaryEmbeddingNDConfig",

@@ -26,6 +26,7 @@ import numpy as np
 from pe_core._schedule import check_d
 from pe_core.alibi import alibi_bias
 from pe_core.encoding import encode
+from pe_core.fourier import ORDERS
 from pe_core.layers._checks import (
     check_dropout,
     check_features,
@@ -39,10 +40,11 @@ from pe_core.rope import apply_rope
 from pe_core.rope_spec import RopeSpec, thaw
 from pe_core.spec import Spec
 from pe_core.t5 import t5_relative_bias, t5_relative_bucket
-from pe_core.validation import finite_real, positive_int
+from pe_core.validation import choice, finite_real, positive_int
 
 __all__ = [
     "AlibiBiasConfig",
+    "FourierFeaturesConfig",
     "LayerConfig",
     "RotaryEmbeddingConfig",
     "SinusoidalEncodingConfig",
@@ -619,3 +621,105 @@ class AlibiBiasConfig(LayerConfig):
     def alibi_repr(self) -> str:
         """``n_heads=..., alibi_bias_max=..., causal=...`` for ``repr``."""
         return ", ".join(f"{k}={v!r}" for k, v in self.alibi_config().items())
+
+
+class FourierFeaturesConfig(LayerConfig):
+    """Configuration of the ``FourierFeatures`` layers (a framework-neutral mixin).
+
+    Random Fourier features (:func:`pe_core.fourier_features`) of points with
+    ``in_features`` coordinates through a Gaussian ``(in_features, num_frequencies)``
+    matrix ``B ~ N(0, scale**2)`` (cycles per unit), drawn with ``seed``.
+
+    Parameters
+    ----------
+    in_features : int
+        Coordinates per point ``k`` (SAM: 2), >= 1.
+    num_frequencies : int
+        Frequencies ``m`` (the output has ``2m`` features), >= 1.
+    scale : float
+        The standard deviation of ``B`` (SAM's ``scale``; diffusers'
+        ``GaussianFourierProjection(scale)``), a finite number > 0.
+    trainable : bool
+        ``B`` a trainable parameter (``True``) or a fixed buffer (``False``).
+    order : {"sin_cos", "cos_sin"}
+        Which half comes first, as for :func:`pe_core.fourier_features`.
+    seed : int
+        Seed of NumPy's ``default_rng`` that draws ``B`` (the same matrix in every
+        framework).
+
+    Examples
+    --------
+    >>> c = FourierFeaturesConfig(2, 4, scale=10.0)
+    >>> c.initial_frequencies().shape, c.fourier_config()["order"]
+    ((2, 4), 'sin_cos')
+    """
+
+    in_features: int
+    num_frequencies: int
+    scale: float
+    trainable: bool
+    order: str
+    seed: int
+
+    def __init__(
+        self,
+        in_features: int,
+        num_frequencies: int,
+        *,
+        scale: float = 1.0,
+        trainable: bool = False,
+        order: str = "sin_cos",
+        seed: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        values = self.validate_fourier(in_features, num_frequencies, scale, trainable, order, seed)
+        (
+            self.in_features,
+            self.num_frequencies,
+            self.scale,
+            self.trainable,
+            self.order,
+            self.seed,
+        ) = values
+
+    @staticmethod
+    def validate_fourier(
+        in_features: Any, num_frequencies: Any, scale: Any, trainable: Any, order: Any, seed: Any
+    ) -> tuple[int, int, float, bool, str, int]:
+        """Validated ``(in_features, num_frequencies, scale, trainable, order, seed)``."""
+        return (
+            positive_int(in_features, "in_features"),
+            positive_int(num_frequencies, "num_frequencies"),
+            finite_real(scale, "scale", greater_than=0),
+            check_flag(trainable, "trainable"),
+            choice(order, "order", ORDERS),
+            positive_int(seed, "seed", minimum=0),
+        )
+
+    def initial_frequencies(self) -> np.ndarray:
+        """The float64 ``(in_features, num_frequencies)`` Gaussian matrix ``B``."""
+        rng = np.random.default_rng(self.seed)
+        return rng.normal(size=(self.in_features, self.num_frequencies)) * self.scale
+
+    def _layer_config(self) -> dict[str, Any]:
+        return self.fourier_config()
+
+    def _layer_repr(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self.fourier_config().items())
+
+    def _validated_fields(self) -> dict[str, Any]:
+        names = ("in_features", "num_frequencies", "scale", "trainable", "order", "seed")
+        values = self.validate_fourier(*(getattr(self, name) for name in names))
+        return dict(zip(names, values, strict=True))
+
+    def fourier_config(self) -> dict[str, Any]:
+        """The constructor arguments as JSON-ready data."""
+        return {
+            "in_features": self.in_features,
+            "num_frequencies": self.num_frequencies,
+            "scale": self.scale,
+            "trainable": self.trainable,
+            "order": self.order,
+            "seed": self.seed,
+        }

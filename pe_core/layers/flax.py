@@ -32,9 +32,11 @@ import numpy as np
 from flax import nnx
 
 from pe_core.encoding import encode
+from pe_core.fourier import fourier_features
 from pe_core.layers._checks import check_sequence_input, per_example_shape
 from pe_core.layers._config import (
     AlibiBiasConfig,
+    FourierFeaturesConfig,
     LayerConfig,
     RotaryEmbeddingConfig,
     SinusoidalEncodingConfig,
@@ -49,7 +51,9 @@ from pe_core_backends import get_namespace
 
 __all__ = [
     "AlibiBias",
+    "FourierFeatures",
     "LinenAlibiBias",
+    "LinenFourierFeatures",
     "LinenRotaryEmbedding",
     "LinenRotaryEmbeddingND",
     "LinenSinusoidalEncoding",
@@ -472,6 +476,74 @@ class LinenAlibiBias(AlibiBiasConfig, _LinenModule):
 
     def __call__(self, query_length: int, key_length: int, dtype: Any = jnp.float32) -> jax.Array:
         return self._bias(query_length, key_length, backend="jax", dtype=dtype)
+
+
+class FourierFeatures(FourierFeaturesConfig, _NNXModule):
+    """Random Fourier features of :func:`pe_core.fourier_features` (NNX); the twin of the
+    PyTorch ``FourierFeatures``.
+
+    ``__call__(coords)`` maps ``(..., in_features)`` to ``(..., 2 * num_frequencies)`` with
+    the layer's float32 matrix ``frequencies``: an ``nnx.Param`` when ``trainable``
+    (``nnx.grad`` reaches it), a plain ``nnx.Variable`` otherwise. The matrix is NumPy's
+    ``default_rng(seed)`` draw, the same as the other frameworks'.
+
+    Examples
+    --------
+    >>> layer = FourierFeatures(2, 3, scale=2.0)
+    >>> layer(jnp.zeros((4, 2))).shape
+    (4, 6)
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        num_frequencies: int,
+        *,
+        scale: float = 1.0,
+        trainable: bool = False,
+        order: str = "sin_cos",
+        seed: int = 0,
+    ) -> None:
+        super().__init__(
+            in_features, num_frequencies, scale=scale, trainable=trainable, order=order, seed=seed
+        )
+        initial = jnp.asarray(self.initial_frequencies().astype(np.float32))
+        self.frequencies = nnx.Param(initial) if self.trainable else nnx.Variable(initial)
+
+    def __call__(self, coords: jax.Array) -> jax.Array:
+        _check_floating(coords)
+        return fourier_features(coords, self.frequencies[...], order=self.order)
+
+
+class LinenFourierFeatures(FourierFeaturesConfig, _LinenModule):
+    """Random Fourier features (linen); the twin of :class:`FourierFeatures`. The matrix is
+    the ``"params"`` entry ``frequencies`` when ``trainable``, else the ``"constants"``
+    entry.
+
+    Examples
+    --------
+    >>> layer = LinenFourierFeatures(2, 3)
+    >>> variables = layer.init(jax.random.key(0), jnp.zeros((1, 2)))
+    >>> list(variables), layer.apply(variables, jnp.zeros((4, 2))).shape
+    (['constants'], (4, 6))
+    """
+
+    in_features: int
+    num_frequencies: int
+    scale: float = 1.0
+    trainable: bool = False
+    order: str = "sin_cos"
+    seed: int = 0
+
+    @nn.compact
+    def __call__(self, coords: jax.Array) -> jax.Array:
+        _check_floating(coords)
+        initial = self.initial_frequencies().astype(np.float32)
+        if self.trainable:
+            freqs = self.param("frequencies", lambda _: jnp.asarray(initial))
+        else:
+            freqs = self.variable("constants", "frequencies", lambda: jnp.asarray(initial)).value
+        return fourier_features(coords, freqs, order=self.order)
 
 
 # --------------------------------------------------------------------------- N-D layers

@@ -33,6 +33,7 @@ from torch import nn
 
 from pe_core.alibi import alibi_slopes
 from pe_core.encoding import encode
+from pe_core.fourier import fourier_features
 from pe_core.layers._checks import (
     check_argument_order,
     check_flag,
@@ -41,6 +42,7 @@ from pe_core.layers._checks import (
 )
 from pe_core.layers._config import (
     AlibiBiasConfig,
+    FourierFeaturesConfig,
     LayerConfig,
     RotaryEmbeddingConfig,
     SinusoidalEncodingConfig,
@@ -54,6 +56,7 @@ from pe_core.timestep import timestep_embedding
 
 __all__ = [
     "AlibiBias",
+    "FourierFeatures",
     "RotaryEmbedding",
     "RotaryEmbeddingND",
     "SinusoidalEncoding",
@@ -488,6 +491,61 @@ class AlibiBias(AlibiBiasConfig, _Module):
             offset = -offset.abs()
         bias = torch.tensor(slopes, dtype=working, device=device)[:, None, None] * offset
         return bias.to(dtype)[None]
+
+
+class FourierFeatures(FourierFeaturesConfig, _Module):
+    """Random Fourier features of :func:`pe_core.fourier_features` with a Gaussian matrix.
+
+    Parameters
+    ----------
+    in_features, num_frequencies, scale, trainable, order, seed
+        As for :class:`~pe_core.layers.FourierFeaturesConfig`.
+
+    Notes
+    -----
+    ``forward(coords)`` maps ``(..., in_features)`` to ``(..., 2 * num_frequencies)``:
+    ``fourier_features(coords, self.frequencies, order=order)``, so the layer's numbers are
+    the function's with the layer's float32 matrix. ``frequencies`` is a
+    ``torch.nn.Parameter`` when ``trainable`` (gradients reach it) and a buffer
+    otherwise; both are in ``state_dict`` and follow ``.to(device)``. SAM's positional
+    embedding is ``FourierFeatures(2, num_pos_feats, scale=scale)`` applied to
+    ``2 * coords - 1`` (with SAM's matrix loaded as ``frequencies``).
+
+    Examples
+    --------
+    >>> layer = FourierFeatures(2, 4, scale=3.0, trainable=True)
+    >>> y = layer(torch.zeros(5, 2))
+    >>> y.shape, y[0].tolist()  # sin 0 = 0, cos 0 = 1
+    (torch.Size([5, 8]), [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    >>> sorted(layer.state_dict())
+    ['frequencies']
+    """
+
+    frequencies: torch.Tensor
+
+    def __init__(
+        self,
+        in_features: int,
+        num_frequencies: int,
+        *,
+        scale: float = 1.0,
+        trainable: bool = False,
+        order: str = "sin_cos",
+        seed: int = 0,
+    ) -> None:
+        super().__init__(
+            in_features, num_frequencies, scale=scale, trainable=trainable, order=order, seed=seed
+        )
+        initial = torch.from_numpy(self.initial_frequencies().astype(np.float32))
+        if self.trainable:
+            self.frequencies = nn.Parameter(initial)
+        else:
+            self.register_buffer("frequencies", initial)
+
+    def forward(self, coords: torch.Tensor) -> torch.Tensor:
+        """The features ``(..., 2 * num_frequencies)`` of ``coords`` ``(..., in_features)``."""
+        _check_floating(coords)
+        return fourier_features(coords, self.frequencies, order=self.order)
 
 
 # --------------------------------------------------------------------------- N-D layers

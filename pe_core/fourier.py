@@ -1,0 +1,603 @@
+"""Fourier features: ``sin`` and ``cos`` of ``2pi * coords @ frequencies``.
+
+:func:`fourier_features` is the one formula behind random Fourier features (Tancik et
+al., 2020), SAM's random positional embedding, diffusers' ``GaussianFourierProjection``
+and NeRF's frequency encoding; :func:`perceiver_fourier_features` (with the position
+grid :func:`perceiver_positions`) and :func:`box_fourier_embedding` (GLIGEN) are two
+fixed choices of the frequencies, in their codebases' feature order.
+
+The angle is reduced in turns with a split of every product whose large part is exact
+(:mod:`pe_core._fourier`): the features stay within about ``1e-6`` of the exact ones
+where the plain float32 formula loses ``2pi * 6e-8 * |x f|`` (``4e-4`` at a thousand
+turns). See the Fourier features page of the documentation for the bound.
+
+>>> import numpy as np
+>>> from pe_core.fourier import fourier_features
+>>> fourier_features(np.array([0.25, 0.5]), np.array([1.0])).round(6).tolist()
+[[1.0, 0.0], [0.0, -1.0]]
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pe_core._fourier import error_bound, host_constants, reduced_turns, sin_cos
+from pe_core._kernel.inputs import (
+    as_positions,
+    check_finite,
+    check_request_size,
+    choose_backend,
+    resolve_dtype,
+)
+from pe_core.typing import Array, ArrayLike, BackendLike, DTypeLike
+from pe_core.validation import choice, finite_real, positive_int
+from pe_core_backends import BACKENDS, Namespace, backend_info, backend_of, get_namespace
+
+__all__ = [
+    "ORDERS",
+    "box_fourier_embedding",
+    "feature_error_bound",
+    "fourier_features",
+    "perceiver_fourier_features",
+    "perceiver_positions",
+]
+
+#: The values of ``order``: which half comes first.
+ORDERS = ("sin_cos", "cos_sin")
+
+_HOST = (None, "numpy")
+
+#: Largest host frequency magnitude (float32's range, with room for the split).
+_MAX_FREQUENCY = 1e34
+
+
+def fourier_features(
+    coords: ArrayLike,
+    frequencies: ArrayLike,
+    *,
+    order: str = "sin_cos",
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+) -> Array:
+    """``concat(sin(2pi coords @ frequencies), cos(2pi coords @ frequencies))``.
+
+    Parameters
+    ----------
+    coords : array_like
+        Points, shape ``(..., k)`` with ``frequencies`` of shape ``(k, m)``, or shape
+        ``(...)`` (one number per point, any shape, a scalar included) with
+        ``frequencies`` of shape ``(m,)``. Python data, NumPy or any backend's array;
+        floating values (integers too on the host). Framework arrays stay where they
+        are; nothing is read back to the host.
+    frequencies : array_like
+        The matrix ``B`` in cycles per unit of ``coords`` (the ``2pi`` is applied here),
+        any sign. A NumPy array (or Python data) is a fixed, finite host constant,
+        split on the host for the exact reduction. An array of a framework (a
+        ``torch.nn.Parameter``, a ``tf.Variable``, a JAX array under ``jax.grad``) is
+        used where it lives, and gradients reach it; ``coords`` then move to its
+        framework and device (host data) or must already be there.
+    order : {"sin_cos", "cos_sin"}
+        ``"sin_cos"``: the ``m`` sines, then the ``m`` cosines (SAM, Tancik et al.,
+        diffusers' default); ``"cos_sin"``: the cosines first (diffusers'
+        ``flip_sin_to_cos=True``).
+    backend : {"numpy", "jax", "torch", "tensorflow"}, optional
+        Where to compute; by default the framework of ``frequencies``, else of
+        ``coords``, else NumPy.
+    dtype : str or dtype, optional
+        float32 by default; float64, float16 or bfloat16 where the backend has them.
+
+    Returns
+    -------
+    array
+        Shape ``coords.shape[:-1] + (2m,)`` (``coords.shape + (2m,)`` for 1-D
+        ``frequencies``).
+
+    Raises
+    ------
+    TypeError
+        Coordinates or frequencies that are not real numbers; integer coordinates of a
+        framework (cast them to a floating dtype); frequencies of one framework with
+        coordinates of another.
+    ValueError
+        Shapes that do not fit, NaN or infinite host values, an unknown ``order``,
+        backend or dtype.
+
+    Notes
+    -----
+    Host coordinates (Python data, NumPy) are computed on the host in float64 and
+    rounded once: within ``2**-24`` plus
+    ``2**-53 * (8 (k**2 + 2) + 2**-8 (k + 5) S)`` of the exact features for float32,
+    ``S = sum_j |x_j f_j|``. Framework coordinates are computed where they live in
+    float32 (float64 when the coordinates, frequencies or output are float64): within
+    ``2**-24 * (8 (k**2 + 2) + 2**-8 (k + 5) S)`` (:func:`feature_error_bound`), under
+    IEEE arithmetic without fused multiply-adds. Host coordinates given with framework
+    frequencies are converted to the working dtype first (rounded to float32 there).
+
+    Examples
+    --------
+    SAM's random positional embedding of points in ``[0, 1]**2`` is
+    ``fourier_features(2 * coords - 1, G)`` with its ``(2, m)`` Gaussian matrix ``G``:
+
+    >>> import numpy as np
+    >>> G = np.random.default_rng(0).normal(size=(2, 4))
+    >>> pts = np.array([[0.5, 0.5], [0.0, 1.0]])
+    >>> f = fourier_features(2 * pts - 1, G)
+    >>> f.shape, f.dtype
+    ((2, 8), dtype('float32'))
+    >>> f[0].tolist()  # the centre maps to 0: sin 0, cos 0
+    [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+
+    One number per point with 1-D frequencies (diffusers' ``GaussianFourierProjection``):
+
+    >>> f = fourier_features([0.0, 0.125], [1.0, 2.0], order="cos_sin")
+    >>> f.astype(np.float64).round(6).tolist()
+    [[1.0, 1.0, 0.0, 0.0], [0.707107, 0.0, 0.707107, 1.0]]
+    """
+    order = choice(order, "order", ORDERS)
+    call = _prepare(coords, frequencies, backend, dtype)
+    xp, x = call.xp, call.x
+    if call.vector:
+        x = xp.expand_dims(x, -1)
+    turns = reduced_turns(xp, x, call.freqs, call.working, host=call.host_freqs)
+    s, c = sin_cos(xp, turns)
+    return _finish(call, xp.concat([s, c] if order == "sin_cos" else [c, s], axis=-1))
+
+
+def feature_error_bound(coords: Any, frequencies: Any, *, dtype: DTypeLike = "float32") -> Any:
+    """The bound on ``|fourier_features(...) - exact|`` that pe_core states, per feature.
+
+    For host ``coords`` and ``frequencies`` (NumPy; the ``(..., k)`` / ``(k, m)`` or
+    ``(...)`` / ``(m,)`` shapes of :func:`fourier_features`) and a float32 or float64
+    device computation: ``u * (8 (k**2 + 2) + 2**-8 (k + 5) S)`` with ``u`` the
+    working dtype's unit roundoff and ``S = sum_j |x_j f_j|`` per feature, repeated
+    for the sine and the cosine half, plus half a unit in the last place of the output
+    dtype. (Host computations are more accurate: float64 throughout.)
+
+    Examples
+    --------
+    >>> b = feature_error_bound(np.array([[0.5, -0.25]]), np.ones((2, 3)))
+    >>> b.shape, bool(b.max() < 1e-5)
+    ((1, 6), True)
+    """
+    name = get_namespace("numpy").dtype_name(dtype)
+    x = np.asarray(coords, dtype=np.float64)
+    f = np.asarray(frequencies, dtype=np.float64)
+    if f.ndim == 1:
+        x, f = x[..., None], f[None, :]
+    s = np.abs(x)[..., :, None] * np.abs(f)
+    s = s.sum(axis=-2)
+    working = "float64" if name == "float64" else "float32"
+    half_ulp = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11}.get(name, 2.0**-8)
+    bound = error_bound(f.shape[0], s, working) + half_ulp
+    return np.concatenate([bound, bound], axis=-1)
+
+
+def perceiver_fourier_features(
+    pos: ArrayLike,
+    num_bands: int,
+    max_resolution: Sequence[int] = (224, 224),
+    concat_pos: bool = True,
+    sine_only: bool = False,
+    *,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+) -> Array:
+    """Perceiver's Fourier position encoding (transformers ``generate_fourier_features``).
+
+    For each axis ``i`` of ``pos`` the ``num_bands`` frequencies
+    ``f_i = linspace(1, max_resolution[i] / 2, num_bands)`` (up to the Nyquist
+    frequency of the grid) give ``sin(pi * pos_i * f_i)`` and ``cos(pi * pos_i * f_i)``:
+    ``fourier_features`` of each axis with frequencies ``f_i / 2``.
+
+    Parameters
+    ----------
+    pos : array_like
+        Positions, shape ``(..., d)``, typically :func:`perceiver_positions` (in
+        ``[-1, 1]``).
+    num_bands : int
+        Frequency bands per axis, >= 1.
+    max_resolution : sequence of int
+        The grid size per axis, ``d`` numbers >= 1.
+    concat_pos : bool
+        Put the ``d`` raw positions first (transformers' default).
+    sine_only : bool
+        Only the sines.
+    backend, dtype
+        As for :func:`fourier_features`.
+
+    Returns
+    -------
+    array
+        Shape ``(..., d * (1 if concat_pos else 0) + d * num_bands * (1 if sine_only
+        else 2))``, ordered ``[pos_1 .. pos_d, sin(pi f_{1,1} pos_1) .. sin(pi f_{1,K}
+        pos_1), .., sin(.. pos_d), cos(..)]``: transformers' order.
+
+    Notes
+    -----
+    transformers computes the bands of the first batch element's positions
+    (``pos[0]``) and repeats them for the whole batch; here each point's own positions
+    are encoded. The two agree whenever the batch shares its positions, as Perceiver's
+    own grids do. With ``concat_pos=False`` transformers returns that element's bands
+    alone (no batch axis); here the shape is ``pos.shape[:-1] + (...)`` always.
+
+    Examples
+    --------
+    >>> pos = perceiver_positions((2, 3))
+    >>> perceiver_fourier_features(pos, 4, (2, 3)).shape
+    (2, 3, 18)
+    >>> perceiver_fourier_features([[0.5]], 2, (4,), concat_pos=False).round(6).tolist()
+    [[1.0, 0.0, 0.0, -1.0]]
+    """
+    bands = positive_int(num_bands, "num_bands")
+    resolution = _resolution(max_resolution)
+    shape = _shape_of(pos)
+    if not shape or shape[-1] != len(resolution):
+        raise ValueError(
+            f"pos must have shape (..., {len(resolution)}): one axis per entry of "
+            f"max_resolution {resolution}. Received: shape {shape}"
+        )
+    call = _prepare(pos, ((1.0,),) * len(resolution), backend, dtype)
+    xp, x = call.xp, call.x
+    parts = xp.host_constant(_perceiver_constants, bands, resolution, call.working)
+    turns = reduced_turns(xp, x, parts, call.working, host=True, contract=False)  # (..., d, K)
+    s, c = sin_cos(xp, xp.merge_last_two(turns))
+    pieces = [s] if sine_only else [s, c]
+    if concat_pos:
+        pieces = [x, *pieces]
+    return _finish(call, xp.concat(pieces, axis=-1))
+
+
+def perceiver_positions(
+    index_dims: Sequence[int],
+    output_range: tuple[float, float] = (-1.0, 1.0),
+    *,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+    like: Array | None = None,
+) -> Array:
+    """Perceiver's position grid (transformers ``build_linear_positions``).
+
+    Shape ``(*index_dims, len(index_dims))``: entry ``[i_1, .., i_d, a]`` is
+    ``linspace(lo, hi, index_dims[a])[i_a]``, computed in float64 and rounded once.
+
+    Examples
+    --------
+    >>> perceiver_positions((2, 3))[1].tolist()
+    [[1.0, -1.0], [1.0, 0.0], [1.0, 1.0]]
+    """
+    if isinstance(index_dims, (int, np.integer)) or not isinstance(index_dims, Sequence):
+        raise TypeError(f"index_dims must be a sequence of integers >= 1. Received: {index_dims!r}")
+    dims = [positive_int(n, "index_dims entries") for n in index_dims]
+    if not dims:
+        raise ValueError("index_dims must hold at least one size. Received: ()")
+    if not isinstance(output_range, (tuple, list)) or len(output_range) != 2:
+        raise TypeError(f"output_range must be a pair (low, high). Received: {output_range!r}")
+    low = finite_real(output_range[0], "output_range[0]")
+    high = finite_real(output_range[1], "output_range[1]")
+    if backend is None and like is not None:
+        backend = backend_of(like)
+    xp, _ = choose_backend(None, backend)
+    out_name, out_dtype = resolve_dtype(xp, dtype)
+    check_request_size(math.prod(dims) * len(dims), out_name, what="perceiver_positions")
+    axes = [np.linspace(low, high, n) for n in dims]
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
+    return _to_backend(xp, grid, out_name, out_dtype, like)
+
+
+def box_fourier_embedding(
+    box: ArrayLike,
+    embed_dim: int = 8,
+    *,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+) -> Array:
+    """GLIGEN's Fourier embedding of boxes (diffusers ``get_fourier_embeds_from_boundingbox``).
+
+    With ``w_e = 100 ** (e / embed_dim)`` for ``e = 0 .. embed_dim - 1`` (radians per
+    unit: no ``2pi``), the features of a box ``b = (b_1, .., b_c)`` are ordered
+    ``[sin(w_0 b_1) .. sin(w_0 b_c), cos(w_0 b_1) .. cos(w_0 b_c), sin(w_1 b_1), ..]``.
+
+    Parameters
+    ----------
+    box : array_like
+        Shape ``(..., c)``: boxes ``(x0, y0, x1, y1)`` for ``c = 4`` (diffusers takes
+        ``(batch, boxes, 4)``).
+    embed_dim : int
+        The number of frequencies (GLIGEN's ``fourier_freqs``, 8), >= 1.
+    backend, dtype
+        As for :func:`fourier_features`.
+
+    Returns
+    -------
+    array
+        Shape ``(..., embed_dim * 2 * c)``.
+
+    Examples
+    --------
+    >>> e = box_fourier_embedding(np.zeros((1, 2, 4)))
+    >>> e.shape, e[0, 0, :8].tolist()
+    ((1, 2, 64), [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    """
+    n = positive_int(embed_dim, "embed_dim")
+    shape = _shape_of(box)
+    if len(shape) < 1:
+        raise ValueError(
+            f"box must have shape (..., c), c numbers per box. Received: shape {shape}"
+        )
+    call = _prepare(box, ((1.0,),) * shape[-1], backend, dtype)
+    xp, x = call.xp, call.x
+    parts = xp.host_constant(_box_constants, n, shape[-1], call.working)
+    turns = reduced_turns(xp, x, parts, call.working, host=True, contract=False)  # (..., c, E)
+    s, co = sin_cos(xp, xp.matrix_transpose(turns))  # (..., E, c)
+    return _finish(call, xp.merge_last_two(xp.merge_last_two(xp.stack([s, co], axis=-2))))
+
+
+# -- shared steps -----------------------------------------------------------------------
+
+
+@dataclass
+class _Call:
+    """One validated call: where it computes, on what, and what it returns."""
+
+    xp: Namespace  # the namespace the features are computed in
+    target: Namespace | None  # host computations: the backend the result goes to
+    x: Any  # the coordinates, working dtype, (..., k) or (...)
+    freqs: Any  # (k, m): float64 NumPy (host_freqs) or an array of xp in working dtype
+    host_freqs: bool
+    working: str
+    out_name: str
+    out_dtype: Any
+    vector: bool  # 1-D frequencies: one number per point
+
+
+def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> _Call:
+    """Validate once and choose where to compute."""
+    freq_source = _source(frequencies)
+    coord_source = _source(coords)
+    host_freqs = freq_source in _HOST
+    if not host_freqs:
+        if backend is not None and choose_backend(None, backend)[0].name != freq_source:
+            raise TypeError(
+                f"frequencies are a {freq_source} array, so backend must be {freq_source!r} "
+                f"or None. Received: backend={backend!r}"
+            )
+        if coord_source not in _HOST and coord_source != freq_source:
+            raise TypeError(
+                "coords and frequencies must be arrays of one framework. Received: coords "
+                f"of {coord_source}, frequencies of {freq_source}"
+            )
+        backend = freq_source
+    xp, coord_source = choose_backend(coords, backend, source=coord_source)
+    out_name, out_dtype = resolve_dtype(xp, dtype)
+    on_host = coord_source in _HOST and host_freqs
+    if host_freqs:
+        key = _frequency_key(frequencies)
+        working = "float64" if on_host or out_name == "float64" else "float32"
+        f_shape, freqs = xp.host_constant(_frequency_constants, key, working)
+    else:
+        freqs = frequencies
+        f_dtype = xp.dtype_of(freqs)
+        if xp.kind(f_dtype) != "float":
+            raise TypeError(f"frequencies must have a floating dtype. Received dtype: {f_dtype}")
+        f_shape = tuple(xp.shape(freqs))
+        if len(f_shape) not in (1, 2) or 0 in f_shape:
+            raise ValueError(
+                "frequencies must have shape (m,) or (k, m) with k, m >= 1. Received: "
+                f"shape {f_shape}"
+            )
+    if on_host:
+        # Host coordinates and frequencies: float64 on the host, rounded once.
+        x = _host_coords(coords)
+        vector = _check_shapes(x.shape, f_shape)
+        _size_check(x.shape, f_shape, vector, out_name)
+        host = get_namespace("numpy")
+        return _Call(host, xp, x, freqs, True, "float64", out_name, out_dtype, vector)
+    x = as_positions(coords, xp, coord_source, what="coords")
+    if coord_source in _HOST and not host_freqs:
+        x = xp.asarray(x, like=freqs)  # onto the frequencies' device
+    c_dtype = xp.dtype_of(x)
+    if xp.kind(c_dtype) != "float":
+        raise TypeError(
+            "coords of a framework must have a floating dtype (an integer beyond 2**24 "
+            f"would be rounded in float32). Received dtype: {c_dtype}. Cast them first."
+        )
+    wide = "float64" in (out_name, c_dtype) or (not host_freqs and xp.dtype_of(freqs) == "float64")
+    if host_freqs and wide and working != "float64" and xp.supports("float64"):
+        working = "float64"  # float64 coordinates: the constants in float64 too
+        f_shape, freqs = xp.host_constant(_frequency_constants, key, working)
+    elif not host_freqs:
+        working = "float64" if wide and xp.supports("float64") else "float32"
+    if c_dtype != working:
+        x = xp.astype(x, xp.dtype(working))
+    c_shape = tuple(xp.shape(x))
+    vector = _check_shapes(c_shape, f_shape)
+    _size_check(c_shape, f_shape, vector, out_name, host_output=False)
+    if not host_freqs:
+        if xp.dtype_of(freqs) != working:
+            freqs = xp.astype(freqs, xp.dtype(working))
+        if len(f_shape) == 1:
+            freqs = xp.expand_dims(freqs, 0)
+    return _Call(xp, None, x, freqs, host_freqs, working, out_name, out_dtype, vector)
+
+
+def _source(obj: Any) -> str | None:
+    """``backend_of``, with Python data and NumPy arrays recognised first (Python data is
+    what compiled callers pass as constants, and compilers cannot walk its classes)."""
+    if isinstance(obj, (list, tuple, int, float)):
+        return None
+    if isinstance(obj, (np.ndarray, np.generic)):
+        return "numpy"
+    for name in BACKENDS:  # each registry row's isinstance check: a torch.nn.Parameter too
+        if backend_info(name).is_array(obj):
+            return name
+    return backend_of(obj)
+
+
+def _finish(call: _Call, out: Any) -> Any:
+    """Round once to the output dtype, on the backend asked for."""
+    target = call.target
+    if target is None:
+        return out if call.out_name == call.working else call.xp.astype(out, call.out_dtype)
+    if target.numpy_arrays:
+        return out.astype(call.out_dtype, copy=False)
+    if call.out_name != "bfloat16":  # float64, float32, float16: NumPy rounds, once
+        return target.from_host(out.astype(call.out_name))
+    if target.supports("float64"):  # the backend rounds float64 to bfloat16, once
+        return target.astype(target.from_host(out), call.out_dtype)
+    # no float64 (JAX without x64): round on the host, then move the exact bfloat16 values
+    rounded = out.astype(get_namespace("numpy").dtype("bfloat16")).astype(np.float32)
+    return target.astype(target.from_host(rounded), call.out_dtype)
+
+
+def _frequency_key(frequencies: Any) -> tuple:
+    """Host frequencies as a nested tuple of floats (hashable, a constant to compilers)."""
+    if isinstance(frequencies, bool) or (
+        isinstance(frequencies, np.ndarray) and frequencies.dtype.kind not in "iuf"
+    ):
+        raise TypeError(f"frequencies must be real numbers. Received: {frequencies!r}")
+    if isinstance(frequencies, np.ndarray):
+        values = frequencies.astype(np.float64).tolist()
+    elif isinstance(frequencies, (int, float, np.generic)):
+        values = float(frequencies)
+    else:
+        values = frequencies
+    return _freeze(values)
+
+
+def _freeze(values: Any) -> Any:
+    if isinstance(values, (list, tuple)):
+        return tuple(_freeze(v) for v in values)
+    if isinstance(values, bool) or not isinstance(values, (int, float, np.integer, np.floating)):
+        raise TypeError(f"frequencies must be real numbers. Received: {values!r}")
+    return float(values)
+
+
+def _frequency_constants(key: tuple, working: str) -> tuple:
+    # A plain function (not the cache wrapper) so torch.compile can embed its result.
+    return _cached_frequency_constants(key, working)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_frequency_constants(key: Any, working: str) -> tuple:
+    try:
+        f = np.asarray(key, dtype=np.float64)
+    except (ValueError, OverflowError) as exc:
+        raise TypeError(
+            f"frequencies must be real numbers of one shape. Received: {key!r}"
+        ) from exc
+    if f.ndim not in (1, 2) or f.size == 0:
+        raise ValueError(
+            f"frequencies must have shape (m,) or (k, m) with k, m >= 1. Received: shape {f.shape}"
+        )
+    check_finite(get_namespace("numpy"), f, what="frequencies", values=f)
+    if np.abs(f).max() > _MAX_FREQUENCY:
+        raise ValueError(
+            "frequencies must be at most 1e34 in magnitude (the float32 working range). "
+            f"Received a frequency of magnitude {float(np.abs(f).max())!r}"
+        )
+    return f.shape, host_constants(f[None, :] if f.ndim == 1 else f, working)
+
+
+def _perceiver_constants(bands: int, resolution: tuple[int, ...], working: str) -> tuple:
+    return _cached_perceiver_constants(bands, resolution, working)
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_perceiver_constants(bands: int, resolution: tuple[int, ...], working: str) -> tuple:
+    # pi * f * pos = 2pi * (f / 2) * pos, f = linspace(1, r / 2, bands) per axis
+    freqs = np.stack([np.linspace(1.0, r / 2.0, bands) for r in resolution]) / 2.0
+    return host_constants(freqs, working)
+
+
+def _box_constants(n: int, c: int, working: str) -> tuple:
+    return _cached_box_constants(n, c, working)
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_box_constants(n: int, c: int, working: str) -> tuple:
+    # w_e = 100 ** (e / n) radians per unit: w_e / 2pi turns
+    turns = 100.0 ** (np.arange(n) / n) / (2.0 * np.pi)
+    return host_constants(np.broadcast_to(turns, (c, n)), working)
+
+
+def _host_coords(coords: Any) -> np.ndarray:
+    xp = get_namespace("numpy")
+    x = as_positions(coords, xp, backend_of(coords), what="coords")
+    top = check_finite(xp, x, what="coords", values=np.asarray(x))
+    if x.dtype.kind in "iu" and top is not None and top > 2**53:
+        raise ValueError(
+            "integer coords must be at most 2**53 in magnitude (exact in float64). "
+            f"Received a coordinate of magnitude {top!r}"
+        )
+    return np.asarray(x, dtype=np.float64)
+
+
+def _check_shapes(c_shape: tuple[int, ...], f_shape: tuple[int, ...]) -> bool:
+    """Whether the frequencies are 1-D (one number per point); checks the coords' shape."""
+    if len(f_shape) == 1:
+        return True
+    k = f_shape[0]
+    if not c_shape or c_shape[-1] != k:
+        raise ValueError(
+            f"coords must have shape (..., {k}) for frequencies of shape {f_shape} (one "
+            f"coordinate per row). Received: shape {c_shape}"
+        )
+    return False
+
+
+def _size_check(
+    c_shape: tuple[int, ...],
+    f_shape: tuple[int, ...],
+    vector: bool,
+    out_name: str,
+    host_output: bool = True,
+) -> None:
+    points = c_shape if vector else c_shape[:-1]
+    if any(n is None for n in points):
+        return
+    n_points = math.prod(points)
+    k = 1 if vector else f_shape[0]
+    m = f_shape[-1]
+    check_request_size(
+        n_points * 2 * m,
+        out_name,
+        what="fourier_features",
+        extra_bytes=n_points * k * m * 8 * 6,
+        host_output=host_output,
+    )
+
+
+def _shape_of(obj: Any) -> tuple[int, ...]:
+    source = _source(obj)
+    if source is None:
+        try:
+            return tuple(np.shape(obj))
+        except ValueError as exc:
+            raise TypeError(f"expected numbers of one shape. Received: {obj!r}") from exc
+    return tuple(get_namespace(source).shape(obj))
+
+
+def _resolution(max_resolution: Any) -> tuple[int, ...]:
+    if isinstance(max_resolution, (int, np.integer)) or not isinstance(max_resolution, Sequence):
+        raise TypeError(
+            f"max_resolution must be a sequence of integers >= 1 (one per axis). "
+            f"Received: {max_resolution!r}"
+        )
+    values = tuple(positive_int(r, "max_resolution entries") for r in max_resolution)
+    if not values:
+        raise ValueError("max_resolution must hold at least one size. Received: ()")
+    return values
+
+
+def _to_backend(xp: Namespace, table: np.ndarray, out_name: str, out_dtype: Any, like: Any) -> Any:
+    if xp.numpy_arrays:
+        return table.astype(out_dtype)
+    staged = "float64" if xp.supports("float64") else "float32"
+    placed = xp.from_host(table.astype(staged), like=like if backend_of(like) == xp.name else None)
+    return placed if out_name == staged else xp.astype(placed, out_dtype)
