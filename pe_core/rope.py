@@ -133,10 +133,13 @@ def apply_rope(
         pair ``j`` keeps its 1-D frequency and turns by the coordinate of the axis whose
         section holds it (Qwen2-VL M-RoPE's ``mrope_section``). ``dynamic`` and
         ``longrope`` scaling are refused.
-    section_layout : {"contiguous", "interleaved"}
+    section_layout : {"contiguous", "interleaved", "blocks"}
         With ``sections``: axis 0 takes the first ``s_0`` pairs, axis 1 the next ``s_1``,
         ... (``"contiguous"``), or pairs cycle through the axes (``"interleaved"``,
         Qwen3-VL ``mrope_interleaved``); see :func:`~pe_core.rope_nd.pair_axes`.
+        ``"blocks"``: as ``"contiguous"``, with each axis's pairs formed inside its own
+        block of ``2 * s_a`` features (a rotate-half per axis for ``layout="half"``:
+        Gemma 4 vision, Allegro).
     frequencies : {None, "per_axis"} or sequence of float
         With ``sections``: ``None`` keeps the 1-D schedule over ``rotary_dim``;
         ``"per_axis"`` gives axis ``a`` its own schedule over ``2 * s_a`` features (FLUX
