@@ -266,6 +266,42 @@ def test_blocks_match_transformers_gemma4_vision():
     assert_close(got, want, atol=1e-5, backend="torch")
 
 
+def test_musicflamingo_time_rotary_is_two_axis_rope():
+    """transformers' ``MusicFlamingoRotaryEmbedding`` + ``apply_rotary_time_emb``: 2-D
+    axial RoPE (one schedule over r, interleaved pairs) at the positions
+    ``-2 pi tau * round(tau_0 / W) / M`` (window) and ``-2 pi tau * 2 pi t / M`` (time)."""
+    torch = pytest.importorskip("torch")
+    mf = pytest.importorskip("transformers.models.musicflamingo.modeling_musicflamingo")
+    from transformers import MusicFlamingoConfig
+
+    tiny = {"hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 8}
+    config = MusicFlamingoConfig(
+        audio_config={"model_type": None, **tiny, "hidden_size": 40, "num_hidden_layers": 1},
+        text_config={"model_type": "qwen2", **tiny, "num_hidden_layers": 1, "vocab_size": 8},
+    )
+    rotary = mf.MusicFlamingoRotaryEmbedding(config)
+    seq, windows, step = 6, 3, config.audio_frame_step * 4
+    tau = (torch.arange(windows)[:, None] * seq + torch.arange(seq)[None]) * step
+    cos, sin = rotary(tau, seq_len=seq)
+    x = torch.randn(windows, seq, 40, generator=torch.Generator().manual_seed(8))
+    want = mf.apply_rotary_time_emb(x, cos, sin)
+    m, tau = config.max_position_embeddings, tau.double().numpy()
+    window = np.round(tau[:, :1] / (step * seq)) / m
+    time = 2 * np.pi * np.arange(seq) / m
+    pos = np.stack([-2 * np.pi * tau * window, -2 * np.pi * tau * time], axis=-1)
+    r = int(config.head_dim * config.rope_parameters["partial_rotary_factor"])
+    got = apply_rope(
+        x,
+        torch.from_numpy(pos),
+        sections=(r // 2, r // 2),
+        frequencies="per_axis",
+        layout="interleaved",
+        rotary_dim=2 * r,
+        base=config.rope_parameters["rope_theta"],
+    )
+    assert_close(got, want, atol=1e-6, backend="torch")
+
+
 # --------------------------------------------------------------------------- V-JEPA 2
 
 
