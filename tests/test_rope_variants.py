@@ -55,8 +55,9 @@ def last_reference(x, pos, rotary_dim, layout, base=10000.0):
     return np.concatenate([x[..., :start], rope64(x[..., start:], theta, layout)], axis=-1)
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("rotary_dim", [4, 16])
+@pytest.mark.parametrize(
+    ("layout", "rotary_dim"), [*((layout, 4) for layout in LAYOUTS), ("half", 16)]
+)
 def test_last_features_match_the_float64_reference(backend, layout, rotary_dim):
     rng = np.random.default_rng(rotary_dim)
     x = rng.uniform(-1, 1, (2, 3, 5, 16)).astype(np.float32)
@@ -323,8 +324,7 @@ def vjepa2_reference(x, pos, axes=3, base=10000.0):
     return np.concatenate(parts, axis=-1)
 
 
-@pytest.mark.parametrize("head_dim", [20, 24])
-def test_vjepa2_matches_the_float64_reference(backend, head_dim):
+def test_vjepa2_matches_the_float64_reference(backend, head_dim=20):
     rng = np.random.default_rng(head_dim)
     x = rng.uniform(-1, 1, (2, 2, 6, head_dim)).astype(np.float32)
     pos = rng.integers(0, 5000, (2, 1, 6, 3))
@@ -431,58 +431,57 @@ def test_llama4_scales_refuse_bad_input():
 # --------------------------------------------------------------------------- traced
 
 
-def traced_cases(xp, rng):
+def traced_case(seed):
+    """One function calling every variant (one trace per framework), its inputs and the
+    float64 references of its outputs."""
+    rng = np.random.default_rng(seed)
     x = rng.uniform(-1, 1, (2, 5, 24)).astype(np.float32)
     pos3 = rng.integers(0, 1000, (2, 5, 3)).astype(np.int32)
     pos1 = pos3[..., 0]
-    cases = [
-        (
-            lambda q, p3, p1: apply_rope(q, p1, rotary_dim=8, rotary_features="last"),
-            last_reference(x, pos1, 8, "half"),
-        ),
-        (lambda q, p3, p1: vjepa2_rope(q, p3), vjepa2_reference(x, pos3)),
-        (
-            lambda q, p3, p1: apply_rope(
-                q, p3, sections=(4, 4, 4), section_layout="blocks", frequencies="per_axis"
-            ),
-            np.concatenate(
-                [
-                    rope64(x[..., 8 * a : 8 * a + 8], pos3[..., a, None] * inv_freq(8), "half")
-                    for a in range(3)
-                ],
-                axis=-1,
-            ),
-        ),
-        (
-            lambda q, p3, p1: llama4_attention_scales(p1, floor_scale=100),
-            llama4_reference(pos1, 100, 0.1),
-        ),
+
+    def every_variant(q, p3, p1):
+        return (
+            apply_rope(q, p1, rotary_dim=8, rotary_features="last"),
+            vjepa2_rope(q, p3),
+            apply_rope(q, p3, sections=(4, 4, 4), section_layout="blocks", frequencies="per_axis"),
+            llama4_attention_scales(p1, floor_scale=100),
+        )
+
+    blocks = [
+        rope64(x[..., 8 * a : 8 * a + 8], pos3[..., a, None] * inv_freq(8), "half")
+        for a in range(3)
     ]
-    return x, pos3, pos1, cases
+    wants = (
+        last_reference(x, pos1, 8, "half"),
+        vjepa2_reference(x, pos3),
+        np.concatenate(blocks, axis=-1),
+        llama4_reference(pos1, 100, 0.1),
+    )
+    return every_variant, (x, pos3, pos1), wants
 
 
 def test_traced_jax():
     jax = pytest.importorskip("jax")
-    x, pos3, pos1, cases = traced_cases(None, np.random.default_rng(5))
-    for fn, want in cases:
-        out = jax.jit(fn)(jax.numpy.asarray(x), jax.numpy.asarray(pos3), jax.numpy.asarray(pos1))
+    fn, inputs, wants = traced_case(5)
+    outs = jax.jit(fn)(*(jax.numpy.asarray(v) for v in inputs))
+    for out, want in zip(outs, wants, strict=True):
         assert_close(out, want, atol=ATOL32, rtol=2e-7, backend="jax")
 
 
 @pytest.mark.slow
 def test_traced_torch():
     torch = pytest.importorskip("torch")
-    x, pos3, pos1, cases = traced_cases(None, np.random.default_rng(6))
-    for fn, want in cases:
-        compiled = torch.compile(fn, backend="eager", fullgraph=True)
-        out = compiled(torch.from_numpy(x), torch.from_numpy(pos3), torch.from_numpy(pos1))
+    fn, inputs, wants = traced_case(6)
+    compiled = torch.compile(fn, backend="eager", fullgraph=True)
+    outs = compiled(*(torch.from_numpy(v) for v in inputs))
+    for out, want in zip(outs, wants, strict=True):
         assert_close(out, want, atol=ATOL32, rtol=2e-7, backend="torch")
 
 
 @pytest.mark.slow
 def test_traced_tensorflow():
     tf = pytest.importorskip("tensorflow")
-    x, pos3, pos1, cases = traced_cases(None, np.random.default_rng(7))
-    for fn, want in cases:
-        out = tf.function(fn)(tf.constant(x), tf.constant(pos3), tf.constant(pos1))
+    fn, inputs, wants = traced_case(7)
+    outs = tf.function(fn)(*(tf.constant(v) for v in inputs))
+    for out, want in zip(outs, wants, strict=True):
         assert_close(out, want, atol=ATOL32, rtol=2e-7, backend="tensorflow")
