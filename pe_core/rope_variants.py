@@ -159,7 +159,9 @@ def llama4_attention_scales(
         Query positions >= 0, any shape. Host positions (Python, NumPy) give exact
         values: the floor is an integer division and the logarithm is taken in float64,
         rounded once to ``dtype``. An integer array of a framework is computed where it
-        lives (integer division, the logarithm in ``dtype``), traced too.
+        lives (integer division, the logarithm in ``dtype``), traced too; it is not
+        read back, so negative positions there give ``-inf`` or NaN instead of an
+        error.
     floor_scale : int
         Positions per step of the scale (>= 1); Llama 4 uses 8192.
     attn_scale : float
@@ -205,7 +207,9 @@ def llama4_attention_scales(
             "positions must be integers (query positions). Received a "
             f"{xp.dtype_of(positions)} {source} array."
         )
-    steps = (positions + 1) // floor_scale
+    # (p + 1) // f without forming p + 1 (int32 positions near 2**31 - 1 would wrap)
+    quotient = positions // floor_scale
+    steps = quotient + (positions - quotient * floor_scale + 1) // floor_scale
     return xp.log1p(xp.astype(steps, xp.dtype(dtype))) * attn_scale + 1.0
 
 
