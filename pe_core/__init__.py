@@ -28,6 +28,7 @@ from pe_core.rope_layout import rope_permutation
 from pe_core.rope_nd import mrope_position_ids, rope_sections
 from pe_core.rope_scaling import ntk_aware_base, rope_frequencies, xpos_scale
 from pe_core.rope_spec import RopeSpec
+from pe_core.rope_variants import llama4_attention_scales, vjepa2_rope
 from pe_core.spec import Spec
 from pe_core.t5 import t5_bucket_matrix, t5_relative_bias, t5_relative_bucket
 from pe_core.timestep import timestep_embedding
@@ -52,6 +53,7 @@ __all__ = [
     "grid",
     "grid_encoding",
     "learned_table_init",
+    "llama4_attention_scales",
     "mrope_position_ids",
     "normalized_positions",
     "ntk_aware_base",
@@ -67,5 +69,6 @@ __all__ = [
     "t5_relative_bucket",
     "timestep_embedding",
     "transformer_xl_embedding",
+    "vjepa2_rope",
     "xpos_scale",
 ]

@@ -36,6 +36,7 @@ from pe_core._rope_call import (
     configuration,
     rope_factors,
 )
+from pe_core._rope_features import check_rotary_features, rope_last_features
 from pe_core._rope_lane import few_positions_rope
 from pe_core.rope_layout import LAYOUTS
 from pe_core.rope_nd import apply_rope_nd
@@ -59,6 +60,7 @@ def apply_rope(
     section_layout: str = "contiguous",
     frequencies: str | Sequence[float] | None = None,
     spec: RopeSpec | None = None,
+    rotary_features: str = "first",
 ) -> Any:
     """Rotate queries or keys ``x`` by their positions ``pos`` (rotary embedding).
 
@@ -131,10 +133,13 @@ def apply_rope(
         pair ``j`` keeps its 1-D frequency and turns by the coordinate of the axis whose
         section holds it (Qwen2-VL M-RoPE's ``mrope_section``). ``dynamic`` and
         ``longrope`` scaling are refused.
-    section_layout : {"contiguous", "interleaved"}
+    section_layout : {"contiguous", "interleaved", "blocks"}
         With ``sections``: axis 0 takes the first ``s_0`` pairs, axis 1 the next ``s_1``,
         ... (``"contiguous"``), or pairs cycle through the axes (``"interleaved"``,
         Qwen3-VL ``mrope_interleaved``); see :func:`~pe_core.rope_nd.pair_axes`.
+        ``"blocks"``: as ``"contiguous"``, with each axis's pairs formed inside its own
+        block of ``2 * s_a`` features (a rotate-half per axis for ``layout="half"``:
+        Gemma 4 vision, Allegro).
     frequencies : {None, "per_axis"} or sequence of float
         With ``sections``: ``None`` keeps the 1-D schedule over ``rotary_dim``;
         ``"per_axis"`` gives axis ``a`` its own schedule over ``2 * s_a`` features (FLUX
@@ -144,6 +149,13 @@ def apply_rope(
         ``base``, ``layout``, ``rotary_dim``, ``scaling`` and ``layer_type`` as one
         frozen, validated :class:`~pe_core.rope_spec.RopeSpec` (validated once, when it
         is built; layers hold one). Those five arguments must then keep their defaults.
+    rotary_features : {"first", "last"}
+        Which ``rotary_dim`` features of the head are rotated: the first (GPT-NeoX,
+        GPT-J, Phi) or the last (DeepSeek-V4, whose heads are ``[nope | rope]``:
+        transformers' ``DeepseekV4`` ``apply_rotary_pos_emb`` with ``layout=
+        "interleaved"``); the others pass through unchanged. The frequencies are the
+        same either way. ``"last"`` is 1-D only (``sections`` refused); a ``spec`` may
+        hold it (:class:`~pe_core.rope_spec.RopeSpec` ``rotary_features``).
 
     Returns
     -------
@@ -202,6 +214,23 @@ def apply_rope(
     >>> bool(np.isclose(a, apply_rope(q, 1004) @ apply_rope(k, 1000)))
     True
     """
+    if rotary_features != "first" or getattr(spec, "rotary_features", "first") != "first":
+        return _apply_rope_last(
+            x,
+            pos,
+            base,
+            layout,
+            rotary_dim,
+            scaling,
+            layer_type,
+            backend,
+            check_values,
+            sections,
+            section_layout,
+            frequencies,
+            spec,
+            rotary_features,
+        )
     plain = all_none(scaling, layer_type, backend, sections, frequencies)
     if plain and not check_values and section_layout == "contiguous":
         # a decode step: the few-positions lane, if it takes the call
@@ -234,6 +263,37 @@ def apply_rope(
         x, pos, base, layout, rotary_dim, scaling, backend, check_values
     )
     return xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working)
+
+
+def _apply_rope_last(
+    x: Any,
+    pos: Any,
+    base: float,
+    layout: str,
+    rotary_dim: int | None,
+    scaling: Any,
+    layer_type: str | None,
+    backend: str | None,
+    check_values: bool,
+    sections: Any,
+    section_layout: str,
+    frequencies: Any,
+    spec: RopeSpec | None,
+    rotary_features: str,
+) -> Any:
+    """``apply_rope`` with ``rotary_features`` other than ``"first"`` (a spec's or the
+    argument's): validated, then :func:`~pe_core._rope_features.rope_last_features`."""
+    check_rotary_features(rotary_features, spec)  # "last" (the only other value)
+    base, layout, rotary_dim, scaling = configuration(
+        spec, base, layout, rotary_dim, scaling, layer_type
+    )
+    if not all_none(sections, frequencies) or section_layout != "contiguous":
+        raise ValueError(
+            "rotary_features='last' applies to 1-D RoPE only: sections=, section_layout= "
+            f"and frequencies= must keep their defaults. Received: sections={sections!r}, "
+            f"section_layout={section_layout!r}, frequencies={frequencies!r}"
+        )
+    return rope_last_features(x, pos, base, layout, rotary_dim, scaling, backend, check_values)
 
 
 def _apply_rope_each(

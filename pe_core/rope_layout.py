@@ -22,11 +22,17 @@ import numpy as np
 
 from pe_core.validation import choice, positive_int
 
-__all__ = ["LAYOUTS", "TABLE_LAYOUTS", "rope_permutation", "table_layout"]
+__all__ = ["LAYOUTS", "ROTARY_FEATURES", "TABLE_LAYOUTS", "rope_permutation", "table_layout"]
 
 #: The RoPE pair layouts (:func:`pe_core.rope.apply_rope`, the layers,
 #: :func:`rope_permutation`): the one definition every module imports.
 LAYOUTS: tuple[str, ...] = ("half", "interleaved")
+
+#: Which features of a head a partial rotary embedding rotates
+#: (:func:`pe_core.rope.apply_rope` ``rotary_features=``): the first ``rotary_dim``
+#: (GPT-NeoX, GPT-J, Phi) or the last ``rotary_dim`` (DeepSeek-V4's ``[nope | rope]``
+#: heads); the others pass through.
+ROTARY_FEATURES: tuple[str, ...] = ("first", "last")
 
 #: The sin/cos table layouts (:class:`pe_core.Spec`, :mod:`pe_core._kernel.features`):
 #: ``"split"`` ``[s0, s1, ... | c0, c1, ...]`` and ``"interleaved"`` ``[s0, c0, s1, c1, ...]``.

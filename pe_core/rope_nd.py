@@ -13,6 +13,13 @@ each coordinate (``sum(sections) == rotary_dim / 2``). Pair ``j`` is rotated by
 * ``section_layout="interleaved"``: pair ``j`` follows axis ``r = j % k`` when ``r >= 1``
   and ``j < k * s_r``, else axis 0 (Qwen3-VL ``mrope_interleaved``:
   ``t h w t h w ... t t``), so that every axis sees high and low frequencies.
+* ``section_layout="blocks"``: the pairs follow the axes as for ``"contiguous"``, and
+  each axis owns a block of ``2 * s_a`` consecutive features in which ``layout`` pairs
+  them: with ``layout="half"`` axis ``a``'s block starting at feature ``o_a`` pairs
+  ``(o_a + i, o_a + s_a + i)`` (a rotate-half per axis: transformers' Gemma 4 vision
+  ``apply_multidimensional_rope``, diffusers' ``apply_rotary_emb_allegro``); with
+  ``layout="interleaved"`` the blocks pair ``(2j, 2j + 1)``, the same features as
+  ``"contiguous"``.
 
 The frequency ``w_j`` of every pair is, by ``frequencies=``:
 
@@ -92,7 +99,7 @@ __all__ = [
 ]
 
 #: The orders in which sections can share out the rotary pairs.
-SECTION_LAYOUTS: tuple[str, ...] = ("contiguous", "interleaved")
+SECTION_LAYOUTS: tuple[str, ...] = ("contiguous", "interleaved", "blocks")
 
 #: The frequency schedules ``frequencies=`` names.
 _NAMED_FREQUENCIES = ("per_axis",)
@@ -112,9 +119,10 @@ def pair_axes(sections: Sequence[int], section_layout: str = "contiguous") -> tu
     ----------
     sections : sequence of int
         Pairs per axis, ``(s_0, ..., s_{k-1})``, each >= 0, at least one > 0.
-    section_layout : {"contiguous", "interleaved"}
-        ``"contiguous"``: axis 0 holds the first ``s_0`` pairs, axis 1 the next ``s_1``,
-        ... (Qwen2-VL ``mrope_section``, FLUX, axial RoPE). ``"interleaved"``: pair ``j``
+    section_layout : {"contiguous", "interleaved", "blocks"}
+        ``"contiguous"`` (and ``"blocks"``, which orders the pairs the same way and
+        differs in the features that form them): axis 0 holds the first ``s_0`` pairs,
+        axis 1 the next ``s_1``, ... (Qwen2-VL ``mrope_section``, FLUX, axial RoPE). ``"interleaved"``: pair ``j``
         follows axis ``r = j % k`` if ``r >= 1`` and ``j < k * s_r``, and axis 0 otherwise
         (transformers' Qwen3-VL ``recomposition_frequencies`` for ``k = 3``).
 
@@ -145,7 +153,7 @@ def pair_axes(sections: Sequence[int], section_layout: str = "contiguous") -> tu
 @functools.lru_cache(maxsize=128)
 def _pair_axes(sections: tuple[int, ...], section_layout: str) -> tuple[int, ...]:
     k, n = len(sections), sum(sections)
-    if section_layout == "contiguous":
+    if section_layout in ("contiguous", "blocks"):
         return tuple(a for a, s in enumerate(sections) for _ in range(s))
     axes = tuple(j % k if j % k and j < k * sections[j % k] else 0 for j in range(n))
     counts = tuple(axes.count(a) for a in range(k))
@@ -416,7 +424,27 @@ def apply_rope_nd(
         cos, sin = _host_factors(xp, positions, plan, working, x)
     else:
         cos, sin = _device_factors(xp, positions, plan, working)
+    if section_layout == "blocks" and layout == "half":
+        return _rotate_blocks(xp, x, cos, sin, sections, working)
     return xp.rotate_pairs(x, cos, sin, layout, 2 * len(plan[0]), working)
+
+
+def _rotate_blocks(
+    xp: Namespace, x: Any, cos: Any, sin: Any, sections: tuple[int, ...], working: str
+) -> Any:
+    """``section_layout="blocks"`` with the half layout: each axis's block of ``2 * s_a``
+    features rotated by its own rotate-half; the features after them pass through."""
+    parts, start, pair = [], 0, 0
+    for s in sections:
+        if s:
+            block = x[..., start : start + 2 * s]
+            factors = cos[..., pair : pair + s], sin[..., pair : pair + s]
+            parts.append(xp.rotate_pairs(block, *factors, "half", 2 * s, working))
+            start, pair = start + 2 * s, pair + s
+    head_dim = xp.shape(x)[-1]
+    if start < head_dim:
+        parts.append(x[..., start:])
+    return parts[0] if len(parts) == 1 else xp.concat(parts, axis=-1)
 
 
 def _check_frequencies(frequencies: object) -> Any:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core.rope_layout import LAYOUTS
+from pe_core.rope_layout import LAYOUTS, ROTARY_FEATURES
 from pe_core.rope_scaling import (
     _checked_rope_type,
     config_mapping,
@@ -146,6 +146,10 @@ class RopeSpec:
     layer_type : str, optional
         With a model config that has rope parameters per layer type: the layer type
         whose rope this spec applies.
+    rotary_features : {"first", "last"}
+        Which ``rotary_dim`` features of a head are rotated: the first (GPT-NeoX, Phi)
+        or the last (DeepSeek-V4's ``[nope | rope]`` heads); see
+        :data:`~pe_core.rope_layout.ROTARY_FEATURES`.
 
     Raises
     ------
@@ -172,6 +176,7 @@ class RopeSpec:
     rotary_dim: int | None = None
     scaling: Mapping[str, Any] | None = None
     layer_type: str | None = None
+    rotary_features: str = "first"
     #: ``scaling`` reduced to ``layer_type``'s rope (what the kernels read).
     resolved_scaling: Mapping[str, Any] | None = dataclasses.field(
         init=False, repr=False, compare=False
@@ -181,6 +186,7 @@ class RopeSpec:
         set_ = functools.partial(object.__setattr__, self)
         set_("base", finite_real(self.base, "base (rope_theta)", greater_than=1))
         set_("layout", choice(self.layout, "layout", LAYOUTS))
+        set_("rotary_features", choice(self.rotary_features, "rotary_features", ROTARY_FEATURES))
         if self.rotary_dim is not None:
             dim = positive_int(self.rotary_dim, "rotary_dim", minimum=2)
             if dim % 2:
@@ -246,6 +252,7 @@ class RopeSpec:
             "rotary_dim": self.rotary_dim,
             "scaling": thaw(self.scaling) if self.scaling is not None else None,
             "layer_type": self.layer_type,
+            "rotary_features": self.rotary_features,
         }
 
 

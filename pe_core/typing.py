@@ -147,7 +147,7 @@ RopeType: TypeAlias = Literal[
 
 #: How M-RoPE sections share out the rotary pairs
 #: (:data:`pe_core.rope_nd.SECTION_LAYOUTS`).
-SectionLayout: TypeAlias = Literal["contiguous", "interleaved"]
+SectionLayout: TypeAlias = Literal["contiguous", "interleaved", "blocks"]
 
 #: The frequency schedules N-D RoPE's ``frequencies=`` names (besides explicit values).
 NamedFrequencies: TypeAlias = Literal["per_axis"]

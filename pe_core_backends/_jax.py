@@ -174,6 +174,7 @@ class JaxNamespace(Namespace):
 
     abs: ArrayFunction = staticmethod(jnp.abs)
     floor: ArrayFunction = staticmethod(jnp.floor)
+    log1p: ArrayFunction = staticmethod(jnp.log1p)
     round: ArrayFunction = staticmethod(jnp.round)
     sin: ArrayFunction = staticmethod(jnp.sin)
     cos: ArrayFunction = staticmethod(jnp.cos)

@@ -191,6 +191,10 @@ class Namespace:
     def abs(self, x: Any) -> Any:
         raise NotImplementedError
 
+    def log1p(self, x: Any) -> Any:
+        """``log(1 + x)`` elementwise (Llama 4's attention scales)."""
+        raise NotImplementedError
+
     def round(self, x: Any) -> Any:
         raise NotImplementedError
 

@@ -59,6 +59,7 @@ class NumpyNamespace(Namespace):
 
     abs: ArrayFunction = staticmethod(np.abs)
     floor: ArrayFunction = staticmethod(np.floor)
+    log1p: ArrayFunction = staticmethod(np.log1p)
     round: ArrayFunction = staticmethod(np.round)
     sin: ArrayFunction = staticmethod(np.sin)
     cos: ArrayFunction = staticmethod(np.cos)

@@ -75,6 +75,7 @@ class TensorflowNamespace(Namespace):
 
     abs: ArrayFunction = staticmethod(tf.math.abs)
     floor: ArrayFunction = staticmethod(tf.math.floor)
+    log1p: ArrayFunction = staticmethod(tf.math.log1p)
     round: ArrayFunction = staticmethod(tf.math.round)  # half to even, like the Array API
     sin: ArrayFunction = staticmethod(tf.math.sin)
     cos: ArrayFunction = staticmethod(tf.math.cos)

@@ -145,6 +145,7 @@ class TorchNamespace(Namespace):
 
     abs: ArrayFunction = staticmethod(torch.abs)
     floor: ArrayFunction = staticmethod(torch.floor)
+    log1p: ArrayFunction = staticmethod(torch.log1p)
     round: ArrayFunction = staticmethod(torch.round)
     sin: ArrayFunction = staticmethod(torch.sin)
     cos: ArrayFunction = staticmethod(torch.cos)

@@ -101,6 +101,19 @@ def test_gpu_tiny_prints_every_row():
         assert "sync check skipped" in output
 
 
+def test_rope_variants_quick_prints_every_row():
+    pytest.importorskip("torch")
+    output = run_module("benchmarks.rope_variants", "--quick", timeout=240)
+    rows = table_rows(output)
+    assert rows[0] == ["measurement", "pe_core ms", "baseline ms", "ratio"]
+    assert [cells[0] for cells in rows[1:]] == [
+        "last features vs DeepSeek-V4",
+        "V-JEPA 2 vs rotate_queries_or_keys",
+        "blocks vs Allegro",
+    ]
+    assert all(cells[3].endswith("×") for cells in rows[1:])
+
+
 def test_fourier_quick_prints_every_row():
     pytest.importorskip("torch")
     output = run_module("benchmarks.fourier", "--quick", timeout=240)

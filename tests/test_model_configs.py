@@ -516,8 +516,8 @@ def test_unknown_rope_keys_are_errors_naming_them() -> None:
     with pytest.raises(ValueError, match=r"Unknown key 'beta_fast'.*'llama3'"):
         rope_frequencies(d)
     phimoe = copy.deepcopy(PHI_3_5_MINI)
-    phimoe["rope_scaling"]["short_mscale"] = 1.243
-    with pytest.raises(ValueError, match="Unknown key 'short_mscale'"):
+    phimoe["rope_scaling"]["mscale"] = 1.243  # yarn's key (PhiMoE's are short_/long_mscale)
+    with pytest.raises(ValueError, match="Unknown key 'mscale'"):
         rope_frequencies(phimoe)
     # top-level keys of a real config.json are many and not the rope dict's business
     assert rope_frequencies({**MISTRAL_7B_V0_1, "anything_else": 1})[0].shape == (64,)

@@ -42,7 +42,7 @@ IMAGE, VIDEO, VISION_START = 151655, 151656, 151652
 def axes_reference(sections, section_layout):
     """Which axis each pair follows, restated from transformers' Qwen2-VL / Qwen3-VL."""
     k, n = len(sections), sum(sections)
-    if section_layout == "contiguous":  # cos.split(mrope_section)[i] takes m[i % 3]
+    if section_layout in ("contiguous", "blocks"):  # cos.split(mrope_section)[i]: m[i % 3]
         return np.repeat(np.arange(k), sections)
     axes = np.zeros(n, dtype=int)  # freqs_t = freqs[0]; freqs_t[..., a:k*s_a:k] = freqs[a]
     for a in range(1, k):
@@ -76,6 +76,32 @@ def nd_rope(x, pos, omegas, axes, layout, attention=1.0):
         a, b = rot[..., 0::2], rot[..., 1::2]
         out = np.stack([a * cos - b * sin, b * cos + a * sin], axis=-1).reshape(rot.shape)
     return np.concatenate([out, rest], axis=-1)
+
+
+def blocks_permutation(axes, head_dim):
+    """``perm`` with ``x[..., perm]`` putting ``section_layout="blocks"``' half pairs
+    ``(o_a + i, o_a + s_a + i)`` of axis ``a`` (block at feature ``o_a``) at the global
+    half pairs ``(j, j + n)``: a rotate-half per axis, restated from transformers' Gemma 4
+    ``apply_multidimensional_rope`` and diffusers' ``apply_rotary_emb_allegro``."""
+    axes = np.asarray(axes)
+    n, perm, start, j = len(axes), np.arange(head_dim), 0, 0
+    for s in np.bincount(axes):
+        perm[j : j + s] = start + np.arange(s)
+        perm[n + j : n + j + s] = start + s + np.arange(s)
+        start, j = start + 2 * s, j + s
+    return perm
+
+
+def in_blocks(reference, x, axes, section_layout, layout):
+    """``reference(x)`` (global pairs) for ``section_layout="blocks"`` with the half
+    layout (interleaved blocks pair the same features as ``"contiguous"``)."""
+    x = np.asarray(x, dtype=np.float64)
+    if section_layout != "blocks" or layout != "half":
+        return reference(x)
+    perm = blocks_permutation(axes, x.shape[-1])
+    out = np.empty_like(x)
+    out[..., perm] = reference(x[..., perm])
+    return out
 
 
 def on(backend, x, dtype=None):
@@ -150,7 +176,10 @@ def nd_inputs(draw):
 def test_matches_the_float64_reference(backend, inputs):
     x, pos, kwargs, omegas, axes = inputs
     out = apply_rope(on(backend, x), positions_on(backend, pos), **kwargs)
-    expected = nd_rope(x, pos, omegas, axes, kwargs["layout"])
+    layout, section_layout = kwargs["layout"], kwargs["section_layout"]
+    expected = in_blocks(
+        lambda v: nd_rope(v, pos, omegas, axes, layout), x, axes, section_layout, layout
+    )
     assert_close(out, expected, atol=ATOL32, backend=backend, dtype="float32")
 
 
@@ -174,10 +203,13 @@ def test_scores_depend_only_on_the_per_axis_offset(backend, inputs, data):
 
 @given(inputs=nd_inputs())
 def test_keeps_the_norm_of_every_pair(backend, inputs):
-    x, pos, kwargs, omegas, _ = inputs
+    x, pos, kwargs, omegas, axes = inputs
     n = len(omegas)
     out = to_numpy(apply_rope(on(backend, x), positions_on(backend, pos), **kwargs))
     layout = kwargs["layout"]
+    if kwargs["section_layout"] == "blocks" and layout == "half":  # to the global pairs
+        perm = blocks_permutation(axes, x.shape[-1])
+        out, x = out[..., perm], x[..., perm]
     assert_close(pair_norms(out, n, layout), pair_norms(x, n, layout), atol=ATOL32, rtol=1e-7)
     assert_equal(out[..., 2 * n :], x[..., 2 * n :])  # partial rotary
 
@@ -189,7 +221,10 @@ def test_device_path_matches_the_reference(backend, section_layout):
     rng = np.random.default_rng(3)
     x = rng.uniform(-1, 1, (2, 2, 7, 34)).astype(np.float32)
     pos = rng.integers(-(2**30), 2**30, (2, 1, 7, 3))
-    expected = mp_reference(x, pos, default_inv_freq(32), axes_reference(sections, section_layout))
+    axes = axes_reference(sections, section_layout)
+    expected = in_blocks(
+        lambda v: mp_reference(v, pos, default_inv_freq(32), axes), x, axes, section_layout, "half"
+    )
     with force_device_path():
         out = apply_rope(
             on(backend, x),

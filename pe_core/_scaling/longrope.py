@@ -1,4 +1,10 @@
-"""The ``longrope`` rope_type: LongRoPE (Phi-3), per-pair short and long factors."""
+"""The ``longrope`` rope_type: LongRoPE (Phi-3), per-pair short and long factors.
+
+PhiMoE (Phi-3.5-MoE) adds ``short_mscale`` and ``long_mscale``: with both keys, cos and
+sin are multiplied by ``long_mscale`` when ``seq_len > original_max_position_embeddings``
+and by ``short_mscale`` otherwise, in place of the ``attention_factor`` (transformers'
+``PhimoeRotaryEmbedding.forward``).
+"""
 
 from __future__ import annotations
 
@@ -53,7 +59,10 @@ def _longrope(a: ScalingInputs) -> tuple[np.ndarray, float]:
     factor = _factor(factor, "longrope")
 
     attention_factor = params.get("attention_factor")
-    if attention_factor is None:
+    mscale = _mscale(params, attention_factor, seq_len is not None and seq_len > original)
+    if mscale is not None:
+        attention_factor = mscale
+    elif attention_factor is None:
         if factor <= 1.0:
             attention_factor = 1.0
         else:
@@ -65,10 +74,40 @@ def _longrope(a: ScalingInputs) -> tuple[np.ndarray, float]:
     return 1.0 / (ext_factors * theta**exponents), attention_factor
 
 
+def _mscale(params: Mapping[str, Any], attention_factor: Any, long: bool) -> float | None:
+    """PhiMoE's ``long_mscale`` (``long``) or ``short_mscale``; ``None`` without them."""
+    given = [key for key in ("short_mscale", "long_mscale") if params.get(key) is not None]
+    if not given:
+        return None
+    if len(given) == 1:
+        missing = "long_mscale" if given == ["short_mscale"] else "short_mscale"
+        raise ValueError(
+            f"rope_type 'longrope' takes short_mscale and long_mscale together (PhiMoE), "
+            f"but {missing} is missing. Received: {given[0]}={params[given[0]]!r}"
+        )
+    if attention_factor is not None:
+        raise ValueError(
+            "rope_type 'longrope' takes either attention_factor or short_mscale and "
+            "long_mscale (PhiMoE: they replace it), not both. Received: "
+            f"attention_factor={attention_factor!r}"
+        )
+    short, long_ = (
+        _real(params[key], key, rope_type="longrope", minimum=0)
+        for key in ("short_mscale", "long_mscale")
+    )
+    return long_ if long else short
+
+
 #: The ``longrope`` entry of :data:`pe_core.rope_scaling.SCALING_TYPES`.
 SCALING_TYPE = RopeScalingType(
     _longrope,
     required=("short_factor", "long_factor"),
-    optional=("factor", "attention_factor", "original_max_position_embeddings"),
+    optional=(
+        "factor",
+        "attention_factor",
+        "original_max_position_embeddings",
+        "short_mscale",
+        "long_mscale",
+    ),
     needs_seq_len=True,
 )

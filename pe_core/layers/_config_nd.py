@@ -206,8 +206,9 @@ class RotaryEmbeddingNDConfig(LayerConfig):
         RoPE base, > 1.
     layout : {"half", "interleaved"}
         Pair layout (see :mod:`pe_core.rope_layout`).
-    section_layout : {"contiguous", "interleaved"}
-        Which pairs follow which axis (M-RoPE contiguous, Qwen3-VL interleaved).
+    section_layout : {"contiguous", "interleaved", "blocks"}
+        Which pairs follow which axis (M-RoPE contiguous, Qwen3-VL interleaved; blocks:
+        a rotate-half per axis, Gemma 4 vision and Allegro).
     frequencies : None, "per_axis" or sequence of float
         The pair frequencies: the 1-D schedule, one schedule per axis, or explicit.
     rotary_dim : int, optional
