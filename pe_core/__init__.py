@@ -24,6 +24,7 @@ from pe_core.rope_scaling import ntk_aware_base, rope_frequencies, xpos_scale
 from pe_core.rope_spec import RopeSpec
 from pe_core.spec import Spec
 from pe_core.t5 import t5_bucket_matrix, t5_relative_bias, t5_relative_bucket
+from pe_core.trainable import apply_rope_mixed, rope_angles, rope_mixed_angles
 from pe_core.transformer_xl import transformer_xl_embedding
 
 __version__ = "0.1.0"
@@ -37,6 +38,7 @@ __all__ = [
     "alibi_bias",
     "alibi_slopes",
     "apply_rope",
+    "apply_rope_mixed",
     "binary_encode",
     "encode",
     "frequencies",
@@ -47,7 +49,9 @@ __all__ = [
     "normalized_positions",
     "ntk_aware_base",
     "relative_matrix",
+    "rope_angles",
     "rope_frequencies",
+    "rope_mixed_angles",
     "rope_permutation",
     "rope_sections",
     "shift",
