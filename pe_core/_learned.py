@@ -199,7 +199,10 @@ def learned_rope(
 ) -> Any:
     """RoPE of ``x`` at framework-array ``frequencies`` (see the module docstring)."""
     layout = check_layout(layout)
-    xp, x = as_input(x, None)
+    source = backend_of(x)
+    host = source is None or get_namespace(source).numpy_arrays
+    # host data (NumPy, lists) is uploaded to the frequencies' framework
+    xp, x = as_input(x, backend_of(frequencies) if host else None)
     shape = xp.shape(x)
     if not shape:
         raise ValueError("x must have at least one axis (head_dim); received a scalar.")

@@ -126,7 +126,8 @@ def apply_rope_mixed(
     Parameters
     ----------
     x : array
-        Queries or keys ``(..., heads, seq, head_dim)`` of the frequencies' framework.
+        Queries or keys ``(..., heads, seq, head_dim)`` of the frequencies' framework
+        (host arrays are uploaded to it).
     pos : array or sequence
         Coordinates ``P + (k,)``; ``P`` broadcasts against ``x.shape[:-1]`` as for
         :func:`pe_core.apply_rope` (``(seq,)``, ``(batch, 1, seq)``).
