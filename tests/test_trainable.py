@@ -411,6 +411,31 @@ def test_parity_diffusers_mochi() -> None:
     assert_close(ours_f.grad, theirs_f.grad.numpy(), atol=1e-3, rtol=1e-4, backend="torch")
 
 
+def test_parity_transformers_lightglue() -> None:
+    """LightGlue's learned Fourier rotary: ``nn.Linear(2, n)`` of the keypoints is the
+    angle, i.e. mixed-axis frequencies ``weight.T`` of shape ``(2, n)``."""
+    torch = pytest.importorskip("torch")
+    lightglue = pytest.importorskip("transformers.models.lightglue.modeling_lightglue")
+    from types import SimpleNamespace
+
+    torch.manual_seed(0)
+    heads, head_dim, batch, n_points = 2, 8, 2, 5
+    config = SimpleNamespace(descriptor_dim=heads * head_dim, num_attention_heads=heads)
+    encoder = lightglue.LightGluePositionalEncoder(config)
+    keypoints = torch.rand(batch, n_points, 2) * 2 - 1
+    q = torch.randn(batch, heads, n_points, head_dim)
+    ((cos, sin),) = encoder(keypoints)
+    theirs, _ = lightglue.apply_rotary_pos_emb(q, q, cos, sin)
+    weight = encoder.projector.weight  # (n, 2): the learned frequencies
+    ours = pe_core.apply_rope_mixed(q, keypoints[:, None], weight.T, layout="interleaved")
+    assert_close(ours.detach(), theirs.detach().numpy(), atol=1e-6, backend="torch")
+    ours.sum().backward()
+    ours_grad = weight.grad.clone()
+    weight.grad = None
+    theirs.sum().backward()
+    assert_close(ours_grad, weight.grad.numpy(), atol=1e-5, rtol=1e-5, backend="torch")
+
+
 @pytest.mark.parametrize("backend", FRAMEWORKS)
 def test_rope_mixed_angles_values(backend: str) -> None:
     rng = _rng(10)
