@@ -39,6 +39,7 @@ __all__ = [
     "learned_rope",
     "learned_table",
     "mixed_axes",
+    "rope_with_frequencies",
 ]
 
 
@@ -319,5 +320,63 @@ def encode_frequencies(
         layout=spec.layout,
         offset=spec.offset,
         dtype=dtype,
+        check_values=check_values,
+    )
+
+
+def rope_with_frequencies(
+    x: Any,
+    pos: Any,
+    frequencies: Any,
+    *,
+    base: float,
+    layout: str,
+    rotary_dim: int | None,
+    scaling: Any,
+    layer_type: str | None,
+    backend: str | None,
+    check_values: bool,
+    section_layout: str,
+    spec: Any,
+) -> Any:
+    """:func:`pe_core.apply_rope` with framework ``frequencies`` and no ``sections``:
+    the arguments that choose frequencies must keep their defaults (the frequencies
+    are given), ``layout``/``rotary_dim`` may come from ``spec``."""
+    if spec is not None:
+        if scaling is not None or layer_type is not None or base != 10000.0:
+            raise ValueError(
+                "Pass the rope configuration either as spec= or as plain arguments, not both."
+            )
+        base, layout, rotary_dim = spec.base, spec.layout, spec.rotary_dim
+        scaling = spec.scaling
+    given = [
+        name
+        for name, is_given in (
+            ("base", base != 10000.0),
+            ("scaling", scaling is not None),
+            ("layer_type", layer_type is not None),
+            ("section_layout", section_layout != "contiguous"),
+        )
+        if is_given
+    ]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)} cannot be combined with frequencies given as a framework "
+            "array: such frequencies are used as given (scale them in the model)."
+        )
+    if backend is not None:
+        name = backend_of(frequencies)
+        if name is None or canonical_backend(backend) != name:
+            raise TypeError(
+                f"backend={backend!r} differs from the framework of frequencies "
+                f"({name!r}); framework frequencies are computed where they live."
+            )
+    return learned_rope(
+        x,
+        pos,
+        frequencies,
+        axes=None,
+        layout=layout,
+        rotary_dim=rotary_dim,
         check_values=check_values,
     )

@@ -29,6 +29,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pe_core._learned import framework_frequencies, rope_with_frequencies
 from pe_core._rope_call import (
     all_none,
     as_input,
@@ -40,7 +41,6 @@ from pe_core._rope_lane import few_positions_rope
 from pe_core.rope_layout import LAYOUTS
 from pe_core.rope_nd import apply_rope_nd
 from pe_core.rope_spec import RopeSpec
-from pe_core.trainable import framework_frequencies, rope_with_frequencies
 
 __all__ = ["LAYOUTS", "apply_rope"]
 

@@ -215,6 +215,14 @@ def test_tensorflow_gradients_are_analytic() -> None:
     want = _analytic_frequency_gradient(x, w, pos, freqs, "half")
     assert_close(grad, want, atol=1e-11, backend="tensorflow", dtype="float64")
 
+    @tf.function
+    def traced(p: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(pe_core.apply_rope(tf.constant(x), p, frequencies=f) * w)
+        return tape.gradient(loss, f)
+
+    assert_close(traced(tf.constant(pos)), want, atol=1e-11, backend="tensorflow")
+
 
 def _jax_formula(x: Any, pos: Any, freqs: Any) -> Any:
     """The straightforward rotate-half formula in jax.numpy (Hugging Face's, per head)."""
