@@ -80,17 +80,28 @@ def _check_frequencies(xp: Namespace, frequencies: Any, axes: int | None) -> tup
 
 
 def _positions(
-    xp: Namespace, pos: Any, like: Any, working: str, check_values: bool, tracing: bool
+    xp: Namespace,
+    pos: Any,
+    like: Any,
+    working: str,
+    check_values: bool,
+    tracing: bool,
+    offset: int | float = 0,
 ) -> Any:
-    """``pos`` as an array of ``working`` dtype on ``like``'s backend and device."""
+    """``pos + offset`` as an array of ``working`` dtype on ``like``'s backend and device
+    (host values: the sum in float64, rounded once)."""
     positions = prepare_positions(
         pos, xp, backend_of(pos), what="pos", check_values=check_values, tracing=tracing
     )
     wdtype = xp.dtype(working)
     if positions.array is not None:
-        return xp.astype(positions.array, wdtype)
+        array = xp.astype(positions.array, wdtype)
+        return array + offset if offset else array
     assert positions.host is not None
-    return xp.asarray(np.asarray(positions.host, dtype=working), dtype=wdtype, like=like)
+    values = np.asarray(positions.host, dtype=np.float64)
+    if offset:
+        values = values + offset
+    return xp.asarray(values.astype(working), dtype=wdtype, like=like)
 
 
 def _angle_shape(pos_shape: tuple[Any, ...], freq_shape: tuple[int, ...]) -> tuple[Any, ...]:
@@ -271,9 +282,8 @@ def learned_table(
     if xp.kind(out_dtype) != "float":
         raise ValueError(f"dtype must be a floating dtype. Received: {dtype!r}")
     working = "float64" if out_dtype == "float64" else "float32"
-    positions = _positions(xp, pos, frequencies, working, check_values, xp.is_traced(frequencies))
-    if offset:
-        positions = positions + offset
+    tracing = xp.is_traced(frequencies)
+    positions = _positions(xp, pos, frequencies, working, check_values, tracing, offset)
     freqs = xp.astype(frequencies, xp.dtype(working))
     angles = xp.expand_dims(positions, -1) * freqs
     table = assemble(xp, xp.sin(angles), xp.cos(angles), layout)
