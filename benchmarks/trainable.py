@@ -18,6 +18,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+import pe_core
 from benchmarks import common
 
 #: (batch, heads, seq, head_dim) of the full run and of ``--quick``.
@@ -37,46 +38,50 @@ def _plain(torch: Any, q: Any, pos: Any, freqs: Any) -> Any:
     return q * cos + rotated * sin
 
 
-def rows(quick: bool) -> list[dict[str, Any]]:
-    torch = common.setup_torch()
-    import pe_core
+def _size_rows(torch: Any, size: tuple[int, int, int, int], quick: bool) -> list[dict[str, Any]]:
+    batch, heads, seq, head_dim = size
+    q = torch.randn(batch, heads, seq, head_dim)
+    freqs = torch.nn.Parameter(torch.rand(heads, head_dim // 2))
+    pos = torch.arange(seq, dtype=torch.float32)
+
+    def ours() -> Any:
+        return pe_core.apply_rope(q, pos, frequencies=freqs)
+
+    def plain() -> Any:
+        return _plain(torch, q, pos, freqs)
+
+    def backward(fn: Any) -> Any:
+        def step() -> None:
+            freqs.grad = None
+            fn().square().sum().backward()
+
+        return step
 
     out = []
-    for batch, heads, seq, head_dim in SIZES["quick" if quick else "full"]:
-        q = torch.randn(batch, heads, seq, head_dim)
-        freqs = torch.nn.Parameter(torch.rand(heads, head_dim // 2))
-        pos = torch.arange(seq, dtype=torch.float32)
+    for label, mine, base in (
+        ("forward", ours, plain),
+        ("forward + backward", backward(ours), backward(plain)),
+    ):
+        repeats = 3 if quick else 10
+        t_ours = common.time_call(mine, repeats, min_time=0.0 if quick else 0.2)
+        t_base = common.time_call(base, repeats, min_time=0.0 if quick else 0.2)
+        out.append(
+            {
+                "measurement": label,
+                "shape": "x".join(str(n) for n in size),
+                "pe_core_ms": t_ours["median_ms"],
+                "plain_ms": t_base["median_ms"],
+                "ratio": t_ours["median_ms"] / t_base["median_ms"],
+            }
+        )
+    return out
 
-        def ours() -> Any:
-            return pe_core.apply_rope(q, pos, frequencies=freqs)
 
-        def plain() -> Any:
-            return _plain(torch, q, pos, freqs)
-
-        def backward(fn: Any) -> Any:
-            def step() -> None:
-                freqs.grad = None
-                fn().square().sum().backward()
-
-            return step
-
-        shape = f"{batch}x{heads}x{seq}x{head_dim}"
-        for label, mine, base in (
-            ("forward", ours, plain),
-            ("forward + backward", backward(ours), backward(plain)),
-        ):
-            repeats = 3 if quick else 10
-            t_ours = common.time_call(mine, repeats, min_time=0.0 if quick else 0.2)
-            t_base = common.time_call(base, repeats, min_time=0.0 if quick else 0.2)
-            out.append(
-                {
-                    "measurement": label,
-                    "shape": shape,
-                    "pe_core_ms": t_ours["median_ms"],
-                    "plain_ms": t_base["median_ms"],
-                    "ratio": t_ours["median_ms"] / t_base["median_ms"],
-                }
-            )
+def rows(quick: bool) -> list[dict[str, Any]]:
+    torch = common.setup_torch()
+    out = []
+    for size in SIZES["quick" if quick else "full"]:
+        out.extend(_size_rows(torch, size, quick))
     return out
 
 
