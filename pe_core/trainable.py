@@ -18,10 +18,10 @@ by
 What holds (see the "Trainable frequencies" page):
 
 * **Values.** The angle is ``pos * f`` rounded in the working dtype (float32, or
-  float64 for float64 ``x``/frequencies): its error is at most
-  ``2 eps sum_a |pos_a f_a|`` (``eps = 2**-24`` in float32: the position's rounding
-  and the product's, and one more per added axis), then cos/sin and the rotation as
-  in the framework. No exact reduction: large ``|pos * f|`` lose accuracy as in
+  float64 for float64 ``x``/frequencies): with ``k`` axes its error is at most
+  ``(k + 1) eps sum_a |pos_a f_a|`` (``eps = 2**-24`` in float32: the position's
+  rounding, each product's and each sum's; ``2 eps |pos f|`` for one axis), then
+  cos/sin and the rotation as in the framework. No exact reduction: large ``|pos * f|`` lose accuracy as in
   every framework formula.
 * **Gradients** are those of the plain formula ``x * cos(pos f) + rotate(x) *
   sin(pos f)``: ``d angle / d f = pos``, computed by the framework's autograd
