@@ -31,6 +31,9 @@ from pe_core.rope_spec import RopeSpec
 from pe_core.rope_variants import llama4_attention_scales, vjepa2_rope
 from pe_core.spec import Spec
 from pe_core.t5 import t5_bucket_matrix, t5_relative_bias, t5_relative_bucket
+
+
+from pe_core.trainable import apply_rope_mixed, rope_angles, rope_mixed_angles
 from pe_core.timestep import timestep_embedding
 from pe_core.transformer_xl import transformer_xl_embedding
 
@@ -71,4 +74,7 @@ __all__ = [
     "transformer_xl_embedding",
     "vjepa2_rope",
     "xpos_scale",
+    "apply_rope_mixed",
+    "rope_angles",
+    "rope_mixed_angles",
 ]

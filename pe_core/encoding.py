@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pe_core._learned import encode_frequencies, framework_frequencies
 from pe_core._sinusoidal import encode_1d, few_integer_positions
 from pe_core._sinusoidal_nd import encode_nd
 from pe_core.presets import resolve_spec
@@ -25,6 +26,7 @@ def encode(
     out: Any = None,
     like: Any = None,
     check_values: bool = False,
+    frequencies: Any = None,
 ) -> Any:
     """Sinusoidal positional encoding of ``pos`` with ``d`` features.
 
@@ -60,6 +62,14 @@ def encode(
         Positions on an accelerator are never read back by default, so NaN, infinite
         or out-of-range positions there give NaN rows instead of an error. ``True``
         reads them and raises as for host positions (this synchronises).
+    frequencies : sequence of float or array, optional
+        Angular frequencies (radians per position), one per sin/cos pair, replacing
+        the spec's schedule (``d = 2 * len``). Host values (a sequence, a NumPy array)
+        are ``Spec(frequencies=...)``: exact. A torch, JAX or TensorFlow array of shape
+        ``(..., d/2)`` (trainable frequencies, :mod:`pe_core.trainable`) gives
+        ``sin``/``cos`` of ``pos[..., None] * frequencies`` computed where the
+        frequencies live, in float32 (float64 for ``dtype="float64"``),
+        differentiable in them; the spec then gives only ``layout`` and ``offset``.
 
     Returns
     -------
@@ -97,6 +107,21 @@ def encode(
     >>> encode(range(4096), 64, out=buffer) is buffer
     True
     """
+    if frequencies is not None:
+        if framework_frequencies(frequencies):  # trainable: pos * f on the device
+            return encode_frequencies(
+                pos,
+                d,
+                frequencies,
+                resolve_spec(spec),
+                backend,
+                dtype,
+                out,
+                like,
+                check_values,
+            )
+        values = frequencies.tolist() if hasattr(frequencies, "tolist") else frequencies
+        spec = resolve_spec(spec).replace(frequencies=values)
     if (
         spec is None
         and backend is None

@@ -29,6 +29,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pe_core._learned import framework_frequencies, rope_with_frequencies
 from pe_core._rope_call import (
     all_none,
     as_input,
@@ -58,7 +59,7 @@ def apply_rope(
     check_values: bool = False,
     sections: Sequence[int] | None = None,
     section_layout: str = "contiguous",
-    frequencies: str | Sequence[float] | None = None,
+    frequencies: str | Sequence[float] | Any | None = None,
     spec: RopeSpec | None = None,
     rotary_features: str = "first",
 ) -> Any:
@@ -145,6 +146,13 @@ def apply_rope(
         ``"per_axis"`` gives axis ``a`` its own schedule over ``2 * s_a`` features (FLUX
         ``EmbedND``, axial RoPE); a sequence gives every pair's angular frequency (e.g.
         :func:`~pe_core.rope_nd.pixel_frequencies`).
+
+        Without ``sections``: a torch, JAX or TensorFlow array of shape ``(r/2,)`` or
+        ``(heads, r/2)`` (trainable frequencies, :mod:`pe_core.trainable`): the angle
+        is ``pos[..., None] * frequencies[..., None, :]`` computed on the device in the
+        working dtype, differentiable in the frequencies; ``r = 2 *
+        frequencies.shape[-1]`` features rotate. ``base``, ``scaling`` and
+        ``layer_type`` then keep their defaults.
     spec : RopeSpec, optional
         ``base``, ``layout``, ``rotary_dim``, ``scaling`` and ``layer_type`` as one
         frozen, validated :class:`~pe_core.rope_spec.RopeSpec` (validated once, when it
@@ -231,6 +239,23 @@ def apply_rope(
             spec,
             rotary_features,
         )
+    if sections is None and frequencies is not None and framework_frequencies(frequencies):
+        # trainable frequencies: the angle pos * f on the device, differentiable
+        learned = functools.partial(
+            rope_with_frequencies,
+            pos=pos,
+            frequencies=frequencies,
+            base=base,
+            layout=layout,
+            rotary_dim=rotary_dim,
+            scaling=scaling,
+            layer_type=layer_type,
+            backend=backend,
+            check_values=check_values,
+            section_layout=section_layout,
+            spec=spec,
+        )
+        return tuple(learned(item) for item in x) if isinstance(x, (tuple, list)) else learned(x)
     plain = all_none(scaling, layer_type, backend, sections, frequencies)
     if plain and not check_values and section_layout == "contiguous":
         # a decode step: the few-positions lane, if it takes the call

@@ -101,6 +101,13 @@ def test_gpu_tiny_prints_every_row():
         assert "sync check skipped" in output
 
 
+def test_trainable_quick_prints_every_row():
+    pytest.importorskip("torch")
+    output = run_module("benchmarks.trainable", "--quick", timeout=240)
+    rows = {(cells[0], cells[1]) for cells in table_rows(output)}
+    assert {("forward", "1x2x16x8"), ("forward + backward", "1x2x16x8")} <= rows
+
+
 def test_rope_variants_quick_prints_every_row():
     pytest.importorskip("torch")
     output = run_module("benchmarks.rope_variants", "--quick", timeout=240)

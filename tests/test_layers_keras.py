@@ -269,3 +269,39 @@ def test_encode_inside_tf_function() -> None:
         want = pe_core.encode(range(start, start + 7), D)
         assert_close(got, want, atol=1e-6, rtol=1e-7, backend="tensorflow", dtype="float32")
     assert len(traces) == 1
+
+
+@inner
+def test_rotary_trainable_frequencies() -> None:
+    """``trainable_frequencies=True``: a trainable ``frequencies`` weight, equal to the
+    fixed layer at initialisation within the float32 bound, saved in the config, and
+    reached by gradients (TensorFlow's tape, torch's autograd, jax.grad of the stateless
+    call)."""
+    rng = np.random.default_rng(6)
+    q = rng.standard_normal((1, 2, 5, D)).astype("float32")
+    layer = RotaryEmbedding(D, trainable_frequencies=True, frequency_heads=2)
+    assert [w.path.split("/")[-1] for w in layer.trainable_weights] == ["frequencies"]
+    assert tuple(layer.frequencies.shape) == (2, D // 2)
+    bound = float(np.abs(q).max()) * 2 * 16 * 2.0**-24
+    assert_close(numpy_of(layer(q, q)[0]), numpy_of(RotaryEmbedding(D)(q, q)[0]), atol=bound)
+    again = RotaryEmbedding.from_config(layer.get_config())
+    assert again.trainable_frequencies and again.frequency_heads == 2
+    if INNER == "tensorflow":
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(layer(q, q[..., ::-1])[0])
+        grad = tape.gradient(loss, layer.frequencies.value)
+    elif INNER == "torch":
+        loss = ops.sum(layer(ops.convert_to_tensor(q), ops.convert_to_tensor(q[..., ::-1]))[0])
+        loss.backward()
+        grad = layer.frequencies.value.grad
+    else:
+        import jax
+
+        def loss_of(values):
+            out, _ = layer.stateless_call(values, [], q, q[..., ::-1])
+            return jax.numpy.sum(out[0])
+
+        grad = jax.grad(loss_of)([v.value for v in layer.trainable_variables])[0]
+    assert grad is not None and float(np.abs(numpy_of(grad)).sum()) > 0

@@ -273,6 +273,17 @@ class RotaryEmbeddingConfig(LayerConfig):
     layer_type : str, optional
         With a model config whose rope differs per layer type (Gemma 3): the layer
         type whose rope this layer applies, e.g. ``"sliding_attention"``.
+    trainable_frequencies : bool
+        Hold the frequencies as a trainable weight named ``frequencies`` (float32,
+        shape ``(rotary_dim/2,)``), initialised to the schedule of ``base``,
+        ``rotary_dim`` and ``scaling`` (scaling types with an attention factor other
+        than 1 are refused); the angles are then ``pos * frequencies`` on the device
+        (:mod:`pe_core.trainable`), differentiable. ``False`` (the default): exact
+        constants, no state.
+    frequency_heads : int, optional
+        With ``trainable_frequencies``: one row of frequencies per head, shape
+        ``(frequency_heads, rotary_dim/2)`` (queries and keys ``(..., heads, seq,
+        head_dim)`` with ``heads == frequency_heads``).
 
     Notes
     -----
@@ -301,6 +312,8 @@ class RotaryEmbeddingConfig(LayerConfig):
     layer_type: str | None
     #: The validated configuration that :func:`pe_core.rope.apply_rope` receives.
     rope_spec: RopeSpec
+    trainable_frequencies: bool
+    frequency_heads: int | None
 
     def __init__(
         self,
@@ -311,6 +324,8 @@ class RotaryEmbeddingConfig(LayerConfig):
         rotary_dim: int | None = None,
         scaling: Any = None,
         layer_type: str | None = None,
+        trainable_frequencies: bool = False,
+        frequency_heads: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -321,6 +336,49 @@ class RotaryEmbeddingConfig(LayerConfig):
         self.base, self.layout, self.rotary_dim = spec.base, spec.layout, spec.rotary_dim
         self.scaling = None if spec.scaling is None else thaw(spec.scaling)
         self.layer_type = spec.layer_type
+        self.trainable_frequencies, self.frequency_heads = self._check_trainable(
+            trainable_frequencies, frequency_heads
+        )
+
+    def _check_trainable(
+        self, trainable_frequencies: object, frequency_heads: object
+    ) -> tuple[bool, int | None]:
+        if not isinstance(trainable_frequencies, bool):
+            raise TypeError(
+                f"trainable_frequencies must be True or False. Received: {trainable_frequencies!r}"
+            )
+        if frequency_heads is None:
+            return trainable_frequencies, None
+        if not trainable_frequencies:
+            raise ValueError(
+                "frequency_heads applies to trainable frequencies only: pass "
+                "trainable_frequencies=True."
+            )
+        return True, positive_int(frequency_heads, "frequency_heads")
+
+    def initial_frequencies(self) -> np.ndarray:
+        """The float32 initial value of the trainable ``frequencies``: the schedule's
+        ``inv_freq`` (``(rotary_dim/2,)``, or repeated to ``(frequency_heads,
+        rotary_dim/2)``).
+
+        >>> RotaryEmbeddingConfig(4, base=100.0, trainable_frequencies=True).initial_frequencies()
+        array([1. , 0.1], dtype=float32)
+        """
+        inv_freq, attention_factor = self.rope_spec.constants(self.head_dim)
+        if attention_factor != 1.0:
+            raise ValueError(
+                "trainable_frequencies does not take a scaling type with an attention "
+                f"factor ({attention_factor!r} here): the factor would not be learned. "
+                "Use a scaling without one (linear, llama3, ntk), or fixed frequencies."
+            )
+        values = np.asarray(inv_freq, dtype=np.float32)
+        if self.frequency_heads is not None:
+            values = np.tile(values, (self.frequency_heads, 1))
+        return values
+
+    def _rotate_trainable(self, x: Any, positions: Any, frequencies: Any) -> Any:
+        """:func:`~pe_core.rope.apply_rope` of ``x`` at the layer's trainable frequencies."""
+        return apply_rope(x, positions, frequencies=frequencies, layout=self.layout)
 
     @staticmethod
     def validate_rotary(
@@ -400,7 +458,7 @@ class RotaryEmbeddingConfig(LayerConfig):
 
     def rotary_config(self) -> dict[str, Any]:
         """The constructor arguments as JSON-ready data."""
-        return {
+        config = {
             "head_dim": self.head_dim,
             "base": self.base,
             "layout": self.layout,
@@ -408,6 +466,10 @@ class RotaryEmbeddingConfig(LayerConfig):
             "scaling": None if self.scaling is None else dict(self.scaling),
             "layer_type": self.layer_type,
         }
+        if getattr(self, "trainable_frequencies", False):
+            config["trainable_frequencies"] = True
+            config["frequency_heads"] = self.frequency_heads
+        return config
 
     def rotary_repr(self) -> str:
         """``head_dim=..., base=..., ...`` for ``repr``."""
@@ -418,6 +480,10 @@ class RotaryEmbeddingConfig(LayerConfig):
             parts.append(f"scaling={self.scaling!r}")
         if self.layer_type is not None:
             parts.append(f"layer_type={self.layer_type!r}")
+        if getattr(self, "trainable_frequencies", False):
+            parts.append("trainable_frequencies=True")
+            if self.frequency_heads is not None:
+                parts.append(f"frequency_heads={self.frequency_heads}")
         return ", ".join(parts)
 
 

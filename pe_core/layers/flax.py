@@ -253,13 +253,14 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _NNXModule):
 
     Parameters
     ----------
-    head_dim, base, layout, rotary_dim, scaling, layer_type
+    head_dim, base, layout, rotary_dim, scaling, layer_type, trainable_frequencies, frequency_heads
         As for :class:`~pe_core.layers.RotaryEmbeddingConfig`.
 
     Notes
     -----
     ``__call__(q, k, positions=None, offset=0)`` returns the rotated ``(q, k)``; shapes,
-    dtypes and positions as for the configuration.
+    dtypes and positions as for the configuration. With ``trainable_frequencies=True``
+    the module holds one ``nnx.Param``, ``frequencies`` (:mod:`pe_core.trainable`).
 
     Examples
     --------
@@ -281,6 +282,8 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _NNXModule):
         rotary_dim: int | None = None,
         scaling: Mapping[str, Any] | None = None,
         layer_type: str | None = None,
+        trainable_frequencies: bool = False,
+        frequency_heads: int | None = None,
     ) -> None:
         super().__init__(
             head_dim,
@@ -289,8 +292,17 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _NNXModule):
             rotary_dim=rotary_dim,
             scaling=scaling,
             layer_type=layer_type,
+            trainable_frequencies=trainable_frequencies,
+            frequency_heads=frequency_heads,
         )
         self.scaling = self.rope_spec.scaling  # hashable: Flax keeps it in its graphs
+        if self.trainable_frequencies:
+            self.frequencies = nnx.Param(jnp.asarray(self.initial_frequencies()))
+
+    def _rotate(self, x: Any, positions: Any) -> Any:
+        if self.trainable_frequencies:
+            return self._rotate_trainable(x, positions, self.frequencies[...])
+        return super()._rotate(x, positions)
 
     def __call__(
         self, q: jax.Array, k: jax.Array, positions: Any = None, offset: Offset = 0

@@ -245,7 +245,7 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _PairLayer):
 
     Parameters
     ----------
-    head_dim, base, layout, rotary_dim, scaling, layer_type
+    head_dim, base, layout, rotary_dim, scaling, layer_type, trainable_frequencies, frequency_heads
         As for :class:`~pe_core.layers.RotaryEmbeddingConfig`.
     **kwargs
         ``keras.layers.Layer`` arguments (``name``, ``dtype``, ...).
@@ -254,7 +254,9 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _PairLayer):
     -----
     ``call(query, key, positions=None, offset=0)`` returns the rotated ``(query, key)``
     (bfloat16 under ``mixed_bfloat16``); shapes, dtypes and positions as for the
-    configuration. ``scaling`` is saved in the config as JSON.
+    configuration. ``scaling`` is saved in the config as JSON. With
+    ``trainable_frequencies=True`` the layer holds one trainable weight,
+    ``frequencies`` (:mod:`pe_core.trainable`).
 
     Examples
     --------
@@ -277,6 +279,8 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _PairLayer):
         rotary_dim: int | None = None,
         scaling: dict[str, Any] | None = None,
         layer_type: str | None = None,
+        trainable_frequencies: bool = False,
+        frequency_heads: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -286,8 +290,22 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _PairLayer):
             rotary_dim=rotary_dim,
             scaling=scaling,
             layer_type=layer_type,
+            trainable_frequencies=trainable_frequencies,
+            frequency_heads=frequency_heads,
             **kwargs,
         )
+        if self.trainable_frequencies:
+            initial = self.initial_frequencies()
+            self.frequencies = self.add_weight(
+                shape=initial.shape,
+                initializer=keras.initializers.Constant(initial),
+                name="frequencies",
+            )
+
+    def _rotate(self, x: Any, positions: Any) -> Any:
+        if self.trainable_frequencies:
+            return self._rotate_trainable(x, positions, self.frequencies.value)
+        return super()._rotate(x, positions)
 
     def call(self, query: Any, key: Any, positions: Any = None, offset: Any = 0) -> tuple[Any, Any]:
         self._check_query_key(tuple(query.shape), tuple(key.shape), names="query and key")

@@ -315,7 +315,7 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
 
     Parameters
     ----------
-    head_dim, base, layout, rotary_dim, scaling, layer_type
+    head_dim, base, layout, rotary_dim, scaling, layer_type, trainable_frequencies, frequency_heads
         As for :class:`~pe_core.layers.RotaryEmbeddingConfig`.
 
     Notes
@@ -323,7 +323,9 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
     ``forward(q, k, positions=None, offset=0)`` returns the rotated ``(q, k)``; shapes,
     dtypes and positions as for the configuration. The layer holds no state: nothing in
     ``state_dict``, no cache (the cos/sin of known positions are computed exactly on the
-    host per call; traced positions on the device).
+    host per call; traced positions on the device). With ``trainable_frequencies=True``
+    it holds one ``nn.Parameter``, ``frequencies``, and the angles are ``pos *
+    frequencies`` on its device (:mod:`pe_core.trainable`).
 
     Examples
     --------
@@ -349,6 +351,8 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
         rotary_dim: int | None = None,
         scaling: dict[str, Any] | None = None,
         layer_type: str | None = None,
+        trainable_frequencies: bool = False,
+        frequency_heads: int | None = None,
     ) -> None:
         super().__init__(
             head_dim,
@@ -357,7 +361,11 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
             rotary_dim=rotary_dim,
             scaling=scaling,
             layer_type=layer_type,
+            trainable_frequencies=trainable_frequencies,
+            frequency_heads=frequency_heads,
         )
+        if self.trainable_frequencies:
+            self.frequencies = nn.Parameter(torch.from_numpy(self.initial_frequencies()))
 
     def forward(
         self,
@@ -379,6 +387,8 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
 
     def rotate(self, x: torch.Tensor, positions: Any) -> torch.Tensor:
         """:func:`~pe_core.rope.apply_rope` of ``x`` with this layer's configuration."""
+        if self.trainable_frequencies:
+            return self._rotate_trainable(x, positions, self.frequencies)
         return self._rotate(x, positions)
 
     def _default_positions(self, x: torch.Tensor, offset: Offset) -> Any:
