@@ -9,6 +9,7 @@ first time they are used, and the framework layers live in ``pe_core.layers.torc
 (3, 8)
 """
 
+from pe_core import position_ids
 from pe_core._kernel.inputs import LowPrecisionPositionsWarning
 from pe_core.alibi import alibi_bias, alibi_slopes
 from pe_core.codes import binary_encode, learned_table_init, normalized_positions
@@ -46,6 +47,7 @@ __all__ = [
     "mrope_position_ids",
     "normalized_positions",
     "ntk_aware_base",
+    "position_ids",
     "relative_matrix",
     "rope_frequencies",
     "rope_permutation",
