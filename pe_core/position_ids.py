@@ -138,7 +138,7 @@ def _check_binary(values: np.ndarray, what: str) -> None:
     if bad.any():
         index = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ValueError(
-            f"{what} must hold 0 (padding) and 1 (tokens) only. Received: {values[index]!r} "
+            f"{what} must hold 0 (padding) and 1 (tokens) only. Received: {values[index].item()!r} "
             f"at index {index}"
         )
 
@@ -362,13 +362,13 @@ def from_cu_seqlens(
         cu = xp.astype(cu, dtype)
     tokens = xp.arange(total, dtype, like=cu)
     index = xp.searchsorted(cu, tokens, side="right") - 1
-    index = xp.where(index < 0, 0, index)  # only where cu_seqlens[0] > 0: flagged below
+    index = xp.where(index >= 0, index, 0)  # < 0 only where cu_seqlens[0] > 0: flagged below
     out = tokens - xp.take(cu, xp.astype(index, dtype), axis=0)
     if host is not None:
         return out
     # The value checks, on the device: no synchronisation, -1 everywhere if they fail.
     bad = xp.sum(cu[1:] < cu[:-1], 0, dtype) + xp.astype(cu[0] != 0, dtype)
-    return xp.where(bad > 0, -1, out)
+    return xp.where(bad == 0, out, -1)
 
 
 # --------------------------------------------------------------------------- NaViT buckets
@@ -413,8 +413,10 @@ def _navit_table(
         if rule == "transformers":
             step = np.float32(1.0) / np.float32(count)
             coords = np.minimum(index.astype(np.float32) * step, ceiling)
-        else:  # transformers4: torch.arange(0, 1 - 1e-6, 1 / count) per image
-            inside = _torch_arange_float32(0.0, 1 - 1e-6, 1 / count, vector_width)
+        else:  # transformers4: torch.arange(0, 1 - 1e-6, 1 / count) per image, where
+            # count is a 0-d integer tensor: the step is 1 / count rounded to float32
+            step64 = float(np.float32(1.0) / np.float32(count))
+            inside = _torch_arange_float32(0.0, 1 - 1e-6, step64, vector_width)
             coords = np.full(max_patches, ceiling, dtype=np.float32)
             coords[: min(len(inside), max_patches)] = inside[:max_patches]
         # torch.bucketize(coords, boundaries, right=True): boundaries <= coordinate
@@ -513,8 +515,8 @@ def from_patch_attention_mask(
         ``float32(i) * (1 / float32(h))`` clamped at ``float32(1 - 1e-6)``.
         ``"transformers4"``: transformers 4's loop over images, coordinates
         ``torch.arange(0, 1 - 1e-6, 1 / h)`` in float32 (the code the released
-        checkpoints were trained with); the two differ for some sizes (e.g. ``n = 2``,
-        ``h = 82``: patch 41). ``"exact"``: real-number arithmetic, ``bucket(i, h) =
+        checkpoints were trained with); the two differ for some sizes (``n = 2``:
+        patch 29 of ``h = 58``, patch 55 of ``h = 110``). ``"exact"``: real-number arithmetic, ``bucket(i, h) =
         floor(i * n / h)``.
     vector_width : int
         For the two transformers rules: floats per CPU vector of the PyTorch build that
