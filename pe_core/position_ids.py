@@ -84,9 +84,9 @@ def _namespace(
                     "does not move a framework's array to another framework (that would read "
                     "it back to the host). Pass a NumPy array, or call with backend=None."
                 )
-            xp = get_namespace(name)
+            xp = _lookup(name)
             return xp, xp.asarray(_fit_host(values, xp, what)), values
-    return get_namespace(source), obj, values
+    return _lookup(source), obj, values
 
 
 def _fit_host(values: np.ndarray, xp: Namespace, what: str) -> np.ndarray:
@@ -103,20 +103,54 @@ def _fit_host(values: np.ndarray, xp: Namespace, what: str) -> np.ndarray:
     return values.astype(np.int32)
 
 
+#: dtype object -> its kind (``'bool'``, ``'int'``...), filled as dtypes are seen
+_KINDS: dict[Any, str] = {}
+
+
 def _kind(xp: Namespace, x: Any, what: str, allowed: str = "bool or int") -> str:
     """``'bool'`` or ``'int'``: the kind of ``x``'s dtype, refused otherwise."""
-    name = xp.dtype_of(x)
-    kind = xp.kind(name)
+    kind = _KINDS.get(x.dtype)
+    if kind is None:
+        kind = xp.kind(xp.dtype_of(x))
+        _KINDS[x.dtype] = kind
     if kind not in allowed.split(" or "):
-        raise TypeError(
-            f"{what} must be an array of {'booleans or integers' if 'bool' in allowed else 'integers'}."
-            f" Received dtype: {name}"
-        )
+        wanted = "booleans or integers" if "bool" in allowed else "integers"
+        raise TypeError(f"{what} must be an array of {wanted}. Received dtype: {xp.dtype_of(x)}")
     return kind
 
 
-def _wide(xp: Namespace) -> str:
-    return "int64" if xp.supports("int64") else "int32"
+def _integer(value: object, name: str) -> int:
+    if type(value) is int:  # the common case, without the slower ABC check
+        return value
+    if not is_integer(value):
+        raise TypeError(f"{name} must be an integer. Received: {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
+#: (namespace, whether it has int64 now) -> the output dtype's name and object
+_WIDE: dict[tuple[Namespace, bool], tuple[str, Any]] = {}
+
+
+def _wide(xp: Namespace) -> tuple[str, Any]:
+    """The output dtype: int64, or int32 where the backend has no int64 now (JAX
+    without x64), as ``(name, dtype object)``."""
+    key = (xp, xp.supports("int64"))
+    wide = _WIDE.get(key)
+    if wide is None:
+        name = "int64" if key[1] else "int32"
+        wide = _WIDE[key] = (name, xp.dtype(name))
+    return wide
+
+
+#: backend name -> its namespace (the registry's lookup imports on every call)
+_NAMESPACES: dict[str, Namespace] = {}
+
+
+def _lookup(name: str) -> Namespace:
+    xp = _NAMESPACES.get(name)
+    if xp is None:
+        xp = _NAMESPACES[name] = get_namespace(name)
+    return xp
 
 
 def _check_fits(xp: Namespace, wide: str, what: str, *values: int) -> None:
@@ -143,11 +177,12 @@ def _check_binary(values: np.ndarray, what: str) -> None:
         )
 
 
-def _rank(xp: Namespace, x: Any, what: str, ranks: tuple[int, ...] | int, shape_text: str) -> tuple:
-    shape = xp.shape(x)
+def _rank(x: Any, what: str, ranks: tuple[int, ...] | int, shape_text: str) -> tuple[Any, ...]:
+    """``x.shape`` (a size may be ``None`` in a TensorFlow trace), its rank checked."""
+    shape = tuple(x.shape)
     ok = len(shape) >= ranks if isinstance(ranks, int) else len(shape) in ranks
     if not ok:
-        raise ValueError(f"{what} must have shape {shape_text}. Received: shape {tuple(shape)}")
+        raise ValueError(f"{what} must have shape {shape_text}. Received: shape {shape}")
     return shape
 
 
@@ -203,17 +238,16 @@ def from_attention_mask(
     [[0, 0, 0, 1], [0, 1, 2, 3]]
     """
     xp, mask, host = _namespace(attention_mask, backend, "attention_mask")
-    if not is_integer(padding_value):
-        raise TypeError(f"padding_value must be an integer. Received: {padding_value!r}")
+    padding_value = _integer(padding_value, "padding_value")
     kind = _kind(xp, mask, "attention_mask")
-    _rank(xp, mask, "attention_mask", 1, "(..., seq)")
+    _rank(mask, "attention_mask", 1, "(..., seq)")
     if host is not None:
         _check_binary(host, "attention_mask")
-    wide = _wide(xp)
+    wide, dtype = _wide(xp)
     if wide == "int32":
-        _check_fits(xp, wide, "padding_value", int(padding_value))
-    keep = mask if kind == "bool" else mask != 0
-    return xp.where(keep, xp.cumsum(keep, -1, xp.dtype(wide)) - 1, int(padding_value))
+        _check_fits(xp, wide, "padding_value", padding_value)
+    padding = ~mask if kind == "bool" else mask == 0
+    return xp.fill_where(xp.cumsum(mask, -1, dtype) - 1, padding, padding_value)
 
 
 def from_input_ids(
@@ -262,16 +296,14 @@ def from_input_ids(
     """
     xp, ids, _ = _namespace(input_ids, backend, "input_ids")
     _kind(xp, ids, "input_ids", "int")
-    if not is_integer(padding_idx):
-        raise TypeError(f"padding_idx must be an integer. Received: {padding_idx!r}")
+    pad = _integer(padding_idx, "padding_idx")
     past = positive_int(past_length, "past_length", minimum=0)
-    shape = _rank(xp, ids, "input_ids", 1, "(..., seq)")
-    wide = _wide(xp)
-    pad = int(padding_idx)
+    shape = _rank(ids, "input_ids", 1, "(..., seq)")
+    wide, dtype = _wide(xp)
     if wide == "int32":
         _check_fits(xp, wide, "the largest position id", pad, pad + past + int(shape[-1] or 0))
     keep = ids != pad
-    return xp.where(keep, xp.cumsum(keep, -1, xp.dtype(wide)) + (pad + past), pad)
+    return xp.fill_where(xp.cumsum(keep, -1, dtype) + (pad + past), ~keep, pad)
 
 
 # --------------------------------------------------------------------------- packed sequences
@@ -331,10 +363,10 @@ def from_cu_seqlens(
     """
     xp, cu, host = _namespace(cu_seqlens, backend, "cu_seqlens")
     _kind(xp, cu, "cu_seqlens", "int")
-    shape = _rank(xp, cu, "cu_seqlens", (1,), "(n + 1,)")
+    shape = _rank(cu, "cu_seqlens", (1,), "(n + 1,)")
     if shape[0] == 0:
         raise ValueError("cu_seqlens must hold at least one value (its leading 0). Received: []")
-    wide = _wide(xp)
+    wide, dtype = _wide(xp)
     if host is not None:
         values = host.astype(np.int64)
         if values[0] != 0:
@@ -357,7 +389,6 @@ def from_cu_seqlens(
     total = positive_int(total_length, "total_length", minimum=0)
     if wide == "int32":
         _check_fits(xp, wide, "total_length", total)
-    dtype = xp.dtype(wide)
     if xp.dtype_of(cu) != wide:
         cu = xp.astype(cu, dtype)
     tokens = xp.arange(total, dtype, like=cu)
@@ -551,14 +582,13 @@ def from_patch_attention_mask(
     rule = choice(rule, "rule", NAVIT_RULES)  # type: ignore[assignment]
     width = _vector_width(vector_width)
     kind = _kind(xp, mask, "patch_attention_mask")
-    shape = _rank(xp, mask, "patch_attention_mask", (3,), "(batch, max_h, max_w)")
+    shape = _rank(mask, "patch_attention_mask", (3,), "(batch, max_h, max_w)")
     if host is not None:
         _check_binary(host, "patch_attention_mask")
     max_h, max_w = int(shape[1]), int(shape[2])
-    wide = _wide(xp)
+    wide, dtype = _wide(xp)
     if wide == "int32":
         _check_fits(xp, wide, "the largest position id", n * n - 1)
-    dtype = xp.dtype(wide)
     keep = mask if kind == "bool" else mask != 0
     heights = xp.sum(keep[:, :, 0], 1, dtype)  # (batch,)
     widths = xp.sum(keep[:, 0, :], 1, dtype)

@@ -437,3 +437,8 @@ class Namespace:
         dtype), as ``numpy.searchsorted``: for ``side="right"`` the number of entries
         ``<= value``. Integer indices of this backend's index dtype."""
         raise NotImplementedError(f"backend {self.name!r} has no searchsorted")
+
+    def fill_where(self, x: Any, condition: Any, value: int) -> Any:
+        """``x`` with the Python number ``value`` where ``condition`` holds. ``x`` must be a
+        new array the caller owns: mutable backends may write into it."""
+        return self.where(condition, self.asarray(value, dtype=x.dtype), x)

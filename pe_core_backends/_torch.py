@@ -229,5 +229,8 @@ class TorchNamespace(Namespace):
     def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
         return torch.searchsorted(sorted_sequence, values, right=side == "right")
 
+    def fill_where(self, x: Any, condition: Any, value: int) -> Any:
+        return x.masked_fill_(condition, value)
+
 
 NAMESPACE = TorchNamespace()
