@@ -94,8 +94,8 @@ def rows(sizes: Sequence[tuple[int, int]], budget_s: float) -> list[list[str]]:
                 "from_attention_mask (padding 0)",
                 "_prepare_position_ids_for_generation",
                 lambda mask=mask: position_ids.from_attention_mask(mask, padding_value=0),
-                lambda ids=ids, kwargs=kwargs: (
-                    GenerationMixin._prepare_position_ids_for_generation(None, ids, kwargs)
+                lambda ids=ids, kwargs=kwargs: GenerationMixin._prepare_position_ids_for_generation(
+                    None, ids, kwargs
                 ),
             ),
             (
@@ -132,7 +132,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
     table = rows(sizes, budget_s=0.2 if args.quick else 2.0)
-    headers = ["call", "batch x seq", "pe_core ms", "transformers ms", "baseline", "ratio", "target"]
+    headers = [
+        "call",
+        "batch x seq",
+        "pe_core ms",
+        "transformers ms",
+        "baseline",
+        "ratio",
+        "target",
+    ]
     print(common.md_table(headers, table))
     return 0
 

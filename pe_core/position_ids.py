@@ -112,7 +112,8 @@ def _kind(xp: Namespace, x: Any, what: str, allowed: str = "bool or int") -> str
     kind = _KINDS.get(x.dtype)
     if kind is None:
         kind = xp.kind(xp.dtype_of(x))
-        _KINDS[x.dtype] = kind
+        if not xp.is_tracing():  # a tracer (torch.compile) may not see a dict change
+            _KINDS[x.dtype] = kind
     if kind not in allowed.split(" or "):
         wanted = "booleans or integers" if "bool" in allowed else "integers"
         raise TypeError(f"{what} must be an array of {wanted}. Received dtype: {xp.dtype_of(x)}")
@@ -138,7 +139,9 @@ def _wide(xp: Namespace) -> tuple[str, Any]:
     wide = _WIDE.get(key)
     if wide is None:
         name = "int64" if key[1] else "int32"
-        wide = _WIDE[key] = (name, xp.dtype(name))
+        wide = (name, xp.dtype(name))
+        if not xp.is_tracing():
+            _WIDE[key] = wide
     return wide
 
 
@@ -149,7 +152,9 @@ _NAMESPACES: dict[str, Namespace] = {}
 def _lookup(name: str) -> Namespace:
     xp = _NAMESPACES.get(name)
     if xp is None:
-        xp = _NAMESPACES[name] = get_namespace(name)
+        xp = get_namespace(name)
+        if not xp.is_tracing():
+            _NAMESPACES[name] = xp
     return xp
 
 
@@ -203,8 +208,10 @@ def from_attention_mask(
     ----------
     attention_mask : array of bool or int, shape (..., seq)
         1 (or ``True``) for tokens, 0 for padding; positions count along the last axis.
-        NumPy and Python masks must hold 0 and 1 only; the values of a framework array
-        are not read (that would be a host read): any nonzero entry counts as a token.
+        NumPy and Python masks must hold 0 and 1 only. The values of a framework array
+        are not read (that would be a host read): for other values it gives
+        transformers' numbers, the running sum of the mask minus 1, padding where it
+        is 0.
     padding_value : int
         The id written at padding places. 1 by default, as transformers 4's
         ``prepare_inputs_for_generation`` (``masked_fill_(attention_mask == 0, 1)``)

@@ -82,6 +82,15 @@ def test_input_ids_match_roberta():
         assert_equal(P.from_input_ids(ids, padding_idx, past), want)
 
 
+def test_cu_seqlens_round_trip_through_transformers_flash_attention_kwargs():
+    torch = pytest.importorskip("torch")
+    fa = pytest.importorskip("transformers.modeling_flash_attention_utils")
+    for cu in ([0, 3, 5], [0, 1, 2, 9], [0, 7]):
+        ids = P.from_cu_seqlens(torch.tensor(cu), total_length=cu[-1])
+        (cu_q, _), _ = fa.prepare_fa_kwargs_from_position_ids(ids[None])
+        assert_equal(cu_q, torch.tensor(cu, dtype=torch.int32))
+
+
 def _vision_modules():
     pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
