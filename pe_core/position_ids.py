@@ -70,23 +70,24 @@ def _namespace(
         if obj.size == 0 and obj.dtype.kind == "f":
             obj = obj.astype(np.int64)  # an empty list
         source = "numpy"
-    values = obj if source == "numpy" else None
+    xp = _lookup(source)
+    values = obj if xp.numpy_arrays else None
     if values is not None and (values.dtype == object or values.dtype.kind not in "biuf"):
         raise TypeError(
             f"{what} must be an array of booleans or integers. Received dtype: {values.dtype}"
         )
     if backend is not None:
-        name = canonical_backend(backend)
-        if name != source:
+        target = _lookup(canonical_backend(backend))
+        if target is not xp:
             if values is None:
                 raise TypeError(
-                    f"{what} is a {source} array and backend={name!r} was asked for: pe_core "
-                    "does not move a framework's array to another framework (that would read "
-                    "it back to the host). Pass a NumPy array, or call with backend=None."
+                    f"{what} is a {xp.name} array and backend={target.name!r} was asked for: "
+                    "pe_core does not move a framework's array to another framework (that "
+                    "would read it back to the host). Pass a NumPy array, or call with "
+                    "backend=None."
                 )
-            xp = _lookup(name)
-            return xp, xp.asarray(_fit_host(values, xp, what)), values
-    return _lookup(source), obj, values
+            return target, target.asarray(_fit_host(values, target, what)), values
+    return xp, obj, values
 
 
 def _fit_host(values: np.ndarray, xp: Namespace, what: str) -> np.ndarray:
