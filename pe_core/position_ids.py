@@ -110,11 +110,12 @@ _KINDS: dict[Any, str] = {}
 
 def _kind(xp: Namespace, x: Any, what: str, allowed: str = "bool or int") -> str:
     """``'bool'`` or ``'int'``: the kind of ``x``'s dtype, refused otherwise."""
-    kind = _KINDS.get(x.dtype)
-    if kind is None:
+    if xp.is_tracing():  # a tracer (torch.compile) may not hash every key of the cache
         kind = xp.kind(xp.dtype_of(x))
-        if not xp.is_tracing():  # a tracer (torch.compile) may not see a dict change
-            _KINDS[x.dtype] = kind
+    else:
+        kind = _KINDS.get(x.dtype)
+        if kind is None:
+            kind = _KINDS[x.dtype] = xp.kind(xp.dtype_of(x))
     if kind not in allowed.split(" or "):
         wanted = "booleans or integers" if "bool" in allowed else "integers"
         raise TypeError(f"{what} must be an array of {wanted}. Received dtype: {xp.dtype_of(x)}")
@@ -136,13 +137,14 @@ _WIDE: dict[tuple[Namespace, bool], tuple[str, Any]] = {}
 def _wide(xp: Namespace) -> tuple[str, Any]:
     """The output dtype: int64, or int32 where the backend has no int64 now (JAX
     without x64), as ``(name, dtype object)``."""
+    if xp.is_tracing():
+        name = "int64" if xp.supports("int64") else "int32"
+        return name, xp.dtype(name)
     key = (xp, xp.supports("int64"))
     wide = _WIDE.get(key)
     if wide is None:
         name = "int64" if key[1] else "int32"
-        wide = (name, xp.dtype(name))
-        if not xp.is_tracing():
-            _WIDE[key] = wide
+        wide = _WIDE[key] = (name, xp.dtype(name))
     return wide
 
 
