@@ -16,7 +16,8 @@ from static shapes, so the functions run under ``jax.jit``, ``torch.compile`` an
 * :func:`from_cu_seqlens`: a position per token of packed sequences given their
   cumulative lengths (flash-attention's varlen ``cu_seqlens``);
 * :func:`from_patch_attention_mask`: NaViT's fractional buckets of Idefics2, Idefics3
-  and SmolVLM, for images of any size on a fixed ``num_patches_per_side`` grid.
+  and SmolVLM, for images of any size on a fixed ``num_patches_per_side`` grid;
+* :func:`from_table_cells`: TAPAS's count that restarts in every table cell.
 
 >>> from pe_core import position_ids
 >>> position_ids.from_attention_mask([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]]).tolist()
@@ -44,6 +45,7 @@ __all__ = [
     "from_cu_seqlens",
     "from_input_ids",
     "from_patch_attention_mask",
+    "from_table_cells",
     "navit_bucket_table",
 ]
 
@@ -410,6 +412,86 @@ def from_cu_seqlens(
     # The value checks, on the device: no synchronisation, -1 everywhere if they fail.
     bad = xp.sum(cu[1:] < cu[:-1], 0, dtype) + xp.astype(cu[0] != 0, dtype)
     return xp.where(bad == 0, out, -1)
+
+
+# --------------------------------------------------------------------------- table cells
+
+
+def from_table_cells(
+    token_type_ids: Any,
+    *,
+    max_position_embeddings: int | None = None,
+    backend: BackendLike | None = None,
+) -> Array:
+    """TAPAS's position ids with ``reset_position_index_per_cell``: the count restarts
+    in every table cell.
+
+    Token ``t`` gets ``t - f``, where ``f`` is the first token of its cell: the first
+    token of the same row with the same column id and row id. The question and the
+    padding (column 0, row 0) form one cell that starts at 0, so they keep their
+    absolute positions. With ``max_position_embeddings`` the ids are capped at
+    ``max_position_embeddings - 1``. These are the ``position_ids`` of transformers'
+    ``TapasEmbeddings.forward`` for a config with ``reset_position_index_per_cell=True``
+    (its ``reduce_min`` over the product of the column and row index maps), without
+    needing the type vocabulary sizes.
+
+    Parameters
+    ----------
+    token_type_ids : array of int, shape (..., seq, k), k >= 3
+        TAPAS's token types: ``[..., 1]`` is the column id and ``[..., 2]`` the row id
+        (the other types are not used).
+    max_position_embeddings : int, optional
+        The position table's size (TAPAS's config, 1024 by default there): ids are at
+        most one less. No cap by default.
+    backend : str, optional
+        As for :func:`from_attention_mask`.
+
+    Returns
+    -------
+    array of int, shape (..., seq)
+        int64 (int32 on JAX without x64), on the ids' backend and device.
+
+    Raises
+    ------
+    TypeError
+        Ids that are not integers; a non-integer ``max_position_embeddings``.
+    ValueError
+        Fewer than 2 axes or fewer than 3 token types; ``max_position_embeddings < 1``.
+
+    Notes
+    -----
+    Cells are found by comparing every pair of tokens of a sequence, ``(..., seq,
+    seq)`` booleans: 262 144 per sequence of TAPAS's 512 tokens.
+
+    Examples
+    --------
+    >>> types = [[[0, 0, 0], [0, 0, 0], [0, 1, 0], [0, 1, 1], [0, 1, 1], [0, 2, 1]]]
+    >>> from_table_cells(types).tolist()  # question, header of column 1, two cells
+    [[0, 1, 0, 0, 1, 0]]
+    """
+    xp, types, _ = _namespace(token_type_ids, backend, "token_type_ids")
+    _kind(xp, types, "token_type_ids", "int")
+    shape = _rank(types, "token_type_ids", 2, "(..., seq, k) with k >= 3")
+    if shape[-1] is not None and shape[-1] < 3:
+        raise ValueError(
+            "token_type_ids must have shape (..., seq, k) with k >= 3 (column ids at [..., 1], "
+            f"row ids at [..., 2]). Received: shape {shape}"
+        )
+    cap = None
+    if max_position_embeddings is not None:
+        cap = positive_int(max_position_embeddings, "max_position_embeddings") - 1
+    _, dtype = _wide(xp)
+    seq = int(shape[-2])
+    column, row = types[..., 1], types[..., 2]
+    same = (xp.expand_dims(column, -1) == xp.expand_dims(column, -2)) & (
+        xp.expand_dims(row, -1) == xp.expand_dims(row, -2)
+    )  # (..., seq, seq): token i and token j share a cell
+    # the first token of i's cell: the number of tokens before the first match
+    first = xp.sum(xp.cumsum(same, -1, dtype) == 0, -1, dtype)
+    out = xp.arange(seq, dtype, like=types) - first
+    if cap is not None and cap < seq - 1:  # ids never exceed seq - 1 otherwise
+        out = xp.fill_where(out, out > cap, cap)
+    return out
 
 
 # --------------------------------------------------------------------------- NaViT buckets

@@ -91,6 +91,48 @@ def test_cu_seqlens_round_trip_through_transformers_flash_attention_kwargs():
         assert_equal(cu_q, torch.tensor(cu, dtype=torch.int32))
 
 
+def _table_token_types(batch: int, seq: int) -> np.ndarray:
+    """TAPAS-like token types (batch, seq, 7): a question (column 0, row 0), then table
+    cells of 1-4 tokens in row-major order, then padding (0, 0)."""
+    types = np.zeros((batch, seq, 7), dtype=np.int64)
+    for b in range(batch):
+        t = 3 + b
+        row, column = 0, 1
+        while t < seq - 2:
+            width = int(RNG.integers(1, 5))
+            types[b, t : t + width, 1] = column
+            types[b, t : t + width, 2] = row
+            t += width
+            column += 1
+            if column > 3:
+                row, column = row + 1, 1
+    return types
+
+
+def test_table_cells_match_tapas_embeddings():
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    tapas = pytest.importorskip("transformers.models.tapas.modeling_tapas")
+    types = torch.as_tensor(_table_token_types(3, 40))
+    for max_positions in (64, 12):
+        config = transformers.TapasConfig(
+            vocab_size=10,
+            hidden_size=4,
+            max_position_embeddings=max_positions,
+            type_vocab_sizes=[3, 4, 20, 2, 2, 2, 2],
+            reset_position_index_per_cell=True,
+        )
+        module = tapas.TapasEmbeddings(config)
+        seen = []
+        module.position_embeddings.register_forward_pre_hook(
+            lambda m, args, seen=seen: seen.append(args[0])
+        )
+        with torch.no_grad():
+            module(input_ids=torch.zeros(types.shape[:2], dtype=torch.long), token_type_ids=types)
+        got = P.from_table_cells(types, max_position_embeddings=max_positions)
+        assert_equal(got, seen[0])
+
+
 def _vision_modules():
     pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -215,6 +257,11 @@ def test_every_function_on_every_backend(backend):
         got = P.from_cu_seqlens(positions_on(backend, np.array(cu)), total_length=total)
         assert_equal(got, _cu_reference(cu, total).astype(wide), backend=backend, dtype=wide)
 
+    types = _table_token_types(2, 12)
+    want = P.from_table_cells(types, max_position_embeddings=3)
+    got = P.from_table_cells(positions_on(backend, types), max_position_embeddings=3)
+    assert_equal(got, want.astype(wide), backend=backend, dtype=wide)
+
     masks = _image_masks(9, 7, [(9, 7), (3, 5), (1, 1), (0, 0), (6, 2)])
     for n, rule in ((4, "transformers"), (3, "transformers4"), (5, "exact")):
         want = P.from_patch_attention_mask(masks, n, rule=rule)
@@ -245,12 +292,14 @@ def test_framework_arrays_are_not_read_on_the_host(name):
     mask = positions_on(name, _padded_masks())
     cu = positions_on(name, np.array([0, 3, 5]))
     patches = xp.asarray(_image_masks(5, 4, [(5, 4), (2, 3)]))
+    types = positions_on(name, _table_token_types(1, 8))
     P.from_patch_attention_mask(patches, 4)  # tables placed before the guard
     with force_device_path(), forbid_host_reads(name):
         P.from_attention_mask(mask)
         P.from_input_ids(mask, 0)
         P.from_cu_seqlens(cu, total_length=5)
         P.from_patch_attention_mask(patches, 4)
+        P.from_table_cells(types, max_position_embeddings=3)
 
 
 def test_invalid_cu_seqlens_on_a_framework_become_minus_one(backend):
@@ -265,12 +314,13 @@ def test_invalid_cu_seqlens_on_a_framework_become_minus_one(backend):
 # --------------------------------------------------------------------------- traced modes
 
 
-def _all_four(mask, ids, cu, patches):
+def _all_five(mask, ids, cu, patches, types):
     return (
         P.from_attention_mask(mask),
         P.from_input_ids(ids, 1, 2),
         P.from_cu_seqlens(cu, total_length=7),
         P.from_patch_attention_mask(patches, 3),
+        P.from_table_cells(types, max_position_embeddings=4),
     )
 
 
@@ -280,13 +330,15 @@ def _inputs(backend: str):
     ids = np.where(mask == 1, 5, 1)
     cu = np.array([0, 3, 5])
     patches = _image_masks(6, 5, [(6, 5), (2, 4), (5, 1)])
+    types = _table_token_types(2, 10)
     arrays = (
         positions_on(backend, mask),
         positions_on(backend, ids),
         positions_on(backend, cu),
         xp.asarray(patches),
+        positions_on(backend, types),
     )
-    return arrays, _all_four(mask, ids, cu, patches)
+    return arrays, _all_five(mask, ids, cu, patches, types)
 
 
 @pytest.mark.parametrize(
@@ -303,7 +355,7 @@ def test_traced(backend, compiler):
         pytest.skip(f"{backend} not installed")
     xp = get_namespace(backend)
     arrays, want = _inputs(backend)
-    got = xp.under_compiler(compiler, _all_four)(*arrays)
+    got = xp.under_compiler(compiler, _all_five)(*arrays)
     for g, w in zip(got, want, strict=True):
         assert_equal(g, w.astype(_wide(backend)), backend=backend, dtype=_wide(backend))
 
@@ -312,6 +364,21 @@ def test_traced(backend, compiler):
 
 
 BAD_INPUT = [
+    (ValueError, "k >= 3 (column ids", P.from_table_cells, (np.zeros((1, 4, 2), np.int64),), {}),
+    (
+        ValueError,
+        "(..., seq, k) with k >= 3. Received: shape (4,)",
+        P.from_table_cells,
+        ([1, 2, 3, 4],),
+        {},
+    ),
+    (
+        ValueError,
+        "max_position_embeddings must be an integer >= 1. Received: 0",
+        P.from_table_cells,
+        (np.zeros((1, 4, 3), np.int64),),
+        {"max_position_embeddings": 0},
+    ),
     (TypeError, "Received dtype: float64", P.from_attention_mask, ([[1.0, 0.0]],), {}),
     (TypeError, "attention_mask must be an array. Received: 1", P.from_attention_mask, (1,), {}),
     (
