@@ -9,6 +9,8 @@ first time they are used, and the framework layers live in ``pe_core.layers.torc
 (3, 8)
 """
 
+from pe_core import position_ids
+
 from pe_core._kernel.inputs import LowPrecisionPositionsWarning
 from pe_core.alibi import alibi_bias, alibi_slopes
 from pe_core.codes import binary_encode, learned_table_init, normalized_positions
@@ -77,4 +79,5 @@ __all__ = [
     "apply_rope_mixed",
     "rope_angles",
     "rope_mixed_angles",
+    "position_ids",
 ]

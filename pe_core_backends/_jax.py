@@ -231,5 +231,15 @@ class JaxNamespace(Namespace):
     ) -> AbstractContextManager[None]:
         return _jax_host_reads.guard(error)
 
+    # -- position ids from data (pe_core.position_ids) ---------------------------------
+    def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
+        return jnp.cumsum(x, axis=axis, dtype=dtype)
+
+    def sum(self, x: Any, axis: int, dtype: Any) -> Any:
+        return jnp.sum(x, axis=axis, dtype=dtype)
+
+    def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
+        return jnp.searchsorted(sorted_sequence, values, side=side)
+
 
 NAMESPACE = JaxNamespace()

@@ -425,3 +425,24 @@ class Namespace:
         :func:`pe_core.host_reads.forbid_host_reads` for what counts as a read.
         """
         raise NotImplementedError(f"backend {self.name!r} cannot guard host reads")
+
+    # -- position ids from data (pe_core.position_ids) ---------------------------------
+    def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
+        """Running sums of ``x`` (booleans or integers) along ``axis`` in integer ``dtype``
+        (a dtype object of this backend): ``out[..., i] = x[..., 0] + ... + x[..., i]``."""
+        raise NotImplementedError(f"backend {self.name!r} has no cumsum")
+
+    def sum(self, x: Any, axis: int, dtype: Any) -> Any:
+        """The sum of ``x`` (booleans or integers) along ``axis`` (removed) in ``dtype``."""
+        raise NotImplementedError(f"backend {self.name!r} has no sum")
+
+    def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
+        """Insertion points of ``values`` into the 1-D ascending ``sorted_sequence`` (same
+        dtype), as ``numpy.searchsorted``: for ``side="right"`` the number of entries
+        ``<= value``. Integer indices of this backend's index dtype."""
+        raise NotImplementedError(f"backend {self.name!r} has no searchsorted")
+
+    def fill_where(self, x: Any, condition: Any, value: int) -> Any:
+        """``x`` with the Python number ``value`` where ``condition`` holds. ``x`` must be a
+        new array the caller owns: mutable backends may write into it."""
+        return self.where(condition, self.asarray(value, dtype=x.dtype), x)

@@ -139,5 +139,15 @@ class NumpyNamespace(Namespace):
         windows = np.lib.stride_tricks.sliding_window_view(values, cols, axis=-1)
         return np.ascontiguousarray(windows[..., ::-1, :])
 
+    # -- position ids from data (pe_core.position_ids) ---------------------------------
+    def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
+        return np.cumsum(x, axis=axis, dtype=dtype)
+
+    def sum(self, x: Any, axis: int, dtype: Any) -> Any:
+        return np.sum(x, axis=axis, dtype=dtype)
+
+    def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
+        return np.searchsorted(sorted_sequence, values, side=side)  # type: ignore[call-overload]
+
 
 NAMESPACE = NumpyNamespace()

@@ -138,5 +138,15 @@ class TensorflowNamespace(Namespace):
         rank = len(x.shape)
         return tf.transpose(x, [*range(rank - 2), rank - 1, rank - 2])
 
+    # -- position ids from data (pe_core.position_ids) ---------------------------------
+    def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
+        return tf.math.cumsum(tf.cast(x, dtype), axis=axis)
+
+    def sum(self, x: Any, axis: int, dtype: Any) -> Any:
+        return tf.math.reduce_sum(tf.cast(x, dtype), axis=axis)
+
+    def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
+        return tf.searchsorted(sorted_sequence, values, side=side, out_type=tf.int64)
+
 
 NAMESPACE = TensorflowNamespace()

@@ -220,5 +220,18 @@ class TorchNamespace(Namespace):
     ) -> AbstractContextManager[None]:
         return _torch_host_reads.guard(error)
 
+    # -- position ids from data (pe_core.position_ids) ---------------------------------
+    def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
+        return torch.cumsum(x, dim=axis, dtype=dtype)
+
+    def sum(self, x: Any, axis: int, dtype: Any) -> Any:
+        return torch.sum(x, dim=axis, dtype=dtype)
+
+    def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
+        return torch.searchsorted(sorted_sequence, values, right=side == "right")
+
+    def fill_where(self, x: Any, condition: Any, value: int) -> Any:
+        return x.masked_fill_(condition, value)
+
 
 NAMESPACE = TorchNamespace()

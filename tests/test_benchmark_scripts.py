@@ -101,6 +101,17 @@ def test_gpu_tiny_prints_every_row():
         assert "sync check skipped" in output
 
 
+@pytest.mark.slow
+def test_position_ids_quick_prints_every_row():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    output = run_module("benchmarks.position_ids", "--quick", timeout=300)
+    rows = {(cells[0], cells[1]) for cells in table_rows(output)}
+    calls = ("from_attention_mask (padding 1)", "from_attention_mask (padding 0)", "from_input_ids")
+    expected = {(call, size) for call in calls for size in ("1 x 16", "8 x 512")}
+    assert expected <= rows, output
+
+
 def test_trainable_quick_prints_every_row():
     pytest.importorskip("torch")
     output = run_module("benchmarks.trainable", "--quick", timeout=240)
