@@ -17,6 +17,17 @@ from pe_core.frequency import frequencies
 from pe_core.nd import grid, grid_encoding
 from pe_core.presets import PRESET_SOURCES, PRESETS
 from pe_core.relative import relative_matrix, shift
+from pe_core.relative_index import (
+    clipped_relative_position,
+    deberta_log_bucket,
+    deberta_relative_position,
+    esmfold_relative_bins,
+    levit_attention_offsets,
+    num_relative_distance,
+    relative_position_bias,
+    relative_position_index,
+    swinv2_coords_table,
+)
 from pe_core.rope import apply_rope
 from pe_core.rope_layout import rope_permutation
 from pe_core.rope_nd import mrope_position_ids, rope_sections
@@ -38,19 +49,28 @@ __all__ = [
     "alibi_slopes",
     "apply_rope",
     "binary_encode",
+    "clipped_relative_position",
+    "deberta_log_bucket",
+    "deberta_relative_position",
     "encode",
+    "esmfold_relative_bins",
     "frequencies",
     "grid",
     "grid_encoding",
     "learned_table_init",
+    "levit_attention_offsets",
     "mrope_position_ids",
     "normalized_positions",
     "ntk_aware_base",
+    "num_relative_distance",
     "relative_matrix",
+    "relative_position_bias",
+    "relative_position_index",
     "rope_frequencies",
     "rope_permutation",
     "rope_sections",
     "shift",
+    "swinv2_coords_table",
     "t5_bucket_matrix",
     "t5_relative_bias",
     "t5_relative_bucket",

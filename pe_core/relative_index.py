@@ -7,7 +7,8 @@ builds each one once on the host from Python sizes (static under ``jax.jit``,
 backend asked for (int64; int32 on JAX without x64, the widest integer it has):
 
 * :func:`relative_position_index`: Swin's window index and BEiT's, class token
-  included (``prefix_tokens=1``); :func:`num_relative_distance` is its table's length;
+  included (``prefix_tokens=1``); :func:`num_relative_distance` is its table's length
+  and :func:`relative_position_bias` the gathered bias ``(heads, N, N)``;
 * :func:`swinv2_coords_table`: SwinV2's log-spaced continuous coordinates;
 * :func:`clipped_relative_position`: Shaw et al.'s clipped distance index
   (W2V-BERT, SpeechT5, Granite Speech), with its own left and right limits;
@@ -45,6 +46,7 @@ __all__ = [
     "esmfold_relative_bins",
     "levit_attention_offsets",
     "num_relative_distance",
+    "relative_position_bias",
     "relative_position_index",
     "swinv2_coords_table",
 ]
@@ -101,7 +103,7 @@ def _place(xp: Any, host: np.ndarray, like: Any = None, what: str = "the table")
                 f"(enable jax_enable_x64 for int64). Received values from {host.min()} to "
                 f"{host.max()}"
             )
-    host = np.ascontiguousarray(host.astype(wide, copy=False))
+    host = np.array(host, dtype=wide)  # a writable, contiguous copy
     return xp.from_host(host, like=like if backend_of(like) == xp.name else None)
 
 
@@ -250,6 +252,56 @@ def relative_position_index(
     n = height * width + prefix
     _check_size(n * n, "relative_position_index")
     return _place(xp, _window_index(height, width, prefix), like)
+
+
+def relative_position_bias(
+    table: Array, window_size: int | tuple[int, int], *, prefix_tokens: int = 0
+) -> Array:
+    """The Swin (or BEiT) attention bias: the learned table gathered by the index.
+
+    ``bias[h, i, j] = table[relative_position_index(window_size)[i, j], h]``, the
+    ``relative_position_bias`` of transformers' ``SwinSelfAttention`` and
+    ``BeitRelativePositionBias`` (before the ``unsqueeze(0)``).
+
+    Parameters
+    ----------
+    table : array
+        The learned ``(num_relative_distance(window_size, prefix_tokens=...), heads)``
+        table (``relative_position_bias_table``) of any backend; gradients flow to it
+        (a gather).
+    window_size, prefix_tokens
+        As for :func:`relative_position_index`.
+
+    Returns
+    -------
+    array
+        ``(heads, N, N)`` on the table's backend and device, in its dtype: add it to the
+        scores ``(batch, heads, N, N)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = np.arange(18.0).reshape(9, 2)  # row r, head h -> 2 r + h
+    >>> relative_position_bias(table, 2)[1].tolist()
+    [[9.0, 7.0, 3.0, 1.0], [11.0, 9.0, 5.0, 3.0], [15.0, 13.0, 9.0, 7.0], [17.0, 15.0, 11.0, 9.0]]
+    """
+    rows = num_relative_distance(window_size, prefix_tokens=prefix_tokens)
+    source = backend_of(table)
+    if source is None:
+        table = np.asarray(table)
+        source = "numpy"
+    shape = tuple(table.shape)
+    if len(shape) != 2 or shape[0] != rows:
+        raise ValueError(
+            f"table must have shape (num_relative_distance, heads) = ({rows}, heads) for "
+            f"window_size={window_size!r}, prefix_tokens={prefix_tokens!r}. Received: shape {shape}"
+        )
+    xp = get_namespace(source)
+    height, width = _window(window_size)
+    n = height * width + _prefix(prefix_tokens)
+    flat = _place(xp, _window_index(height, width, _prefix(prefix_tokens)).reshape(-1), table)
+    gathered = xp.matrix_transpose(xp.take(table, flat, axis=0))  # (heads, N * N)
+    return xp.reshape(gathered, (int(shape[1]), n, n))
 
 
 # --------------------------------------------------------------------------- SwinV2
@@ -468,7 +520,9 @@ def levit_attention_offsets(
             )
     xp = _int_namespace(backend, like)
     _check_size(out * out * res * res, "levit_attention_offsets")
-    qy, qx = (a.reshape(-1) * step for a in np.meshgrid(np.arange(out), np.arange(out), indexing="ij"))
+    qy, qx = (
+        a.reshape(-1) * step for a in np.meshgrid(np.arange(out), np.arange(out), indexing="ij")
+    )
     ky, kx = (a.reshape(-1) for a in np.meshgrid(np.arange(res), np.arange(res), indexing="ij"))
     host = np.abs(qy[:, None] - ky[None, :]) * res + np.abs(qx[:, None] - kx[None, :])
     return _place(xp, host, like)
@@ -530,7 +584,9 @@ def esmfold_relative_bins(residue_index: Any, bins: int, *, mask: Any = None) ->
             "mask must have the shape of residue_index. Received: "
             f"{tuple(mask.shape)} and {tuple(index.shape)}"
         )
-    keep = (xp.expand_dims(mask, -2) != 0) & (xp.expand_dims(mask, -1) != 0)
+    if xp.kind(xp.dtype_of(mask)) != "bool":
+        mask = mask != 0
+    keep = xp.expand_dims(mask, -2) & xp.expand_dims(mask, -1)
     return xp.where(keep, diff, xp.zeros_like(diff))
 
 
