@@ -36,7 +36,7 @@ import numpy as np
 from pe_core._kernel.inputs import check_request_size, choose_backend
 from pe_core.typing import Array, BackendLike
 from pe_core.validation import choice, positive_int
-from pe_core_backends import backend_of, get_namespace
+from pe_core_backends import backend_of, canonical_backend, get_namespace
 
 __all__ = [
     "DEBERTA_ARITHMETICS",
@@ -104,7 +104,37 @@ def _place(xp: Any, host: np.ndarray, like: Any = None, what: str = "the table")
                 f"{host.max()}"
             )
     host = np.array(host, dtype=wide)  # a writable, contiguous copy
-    return xp.from_host(host, like=like if backend_of(like) == xp.name else None)
+    return xp.from_host(host, like=like)
+
+
+def _anchor(xp: Any, like: Any) -> Any:
+    """``like`` when it is an array of ``xp`` (whose device a new table follows)."""
+    return like if like is not None and backend_of(like) == xp.name else None
+
+
+def _host_values(kind: str, *args: Any) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+    """The table ``kind`` as plain Python data: its shape and its values."""
+    table = _TABLES[kind](*args)
+    return tuple(int(n) for n in table.shape), tuple(table.ravel().tolist())
+
+
+def _table(xp: Any, kind: str, args: tuple[Any, ...], like: Any, dtype: str | None = None) -> Any:
+    """The host table ``_TABLES[kind](*args)`` as an array of ``xp``: integers as
+    :func:`_place` gives them, or ``dtype``. While a compiler traces (``torch.compile``)
+    the table is built once, outside the trace, and embedded as a constant."""
+    if not xp.is_tracing():
+        host = _TABLES[kind](*args)
+        if dtype is None:
+            return _place(xp, host, like)
+        return xp.from_host(np.array(host, dtype=dtype), like=like)
+    shape, values = xp.host_constant(_host_values, kind, *args)
+    name = dtype or _wide(xp)
+    if name == "int32" and values and (min(values) < -(2**31) or max(values) >= 2**31):
+        raise ValueError(
+            f"the table does not fit in int32, the widest integer of backend {xp.name!r} now "
+            "(enable jax_enable_x64 for int64)"
+        )
+    return xp.reshape(xp.asarray(values, dtype=xp.dtype(name), like=like), shape)
 
 
 def _check_size(n_elements: int, what: str) -> None:
@@ -251,11 +281,15 @@ def relative_position_index(
     xp = _int_namespace(backend, like)
     n = height * width + prefix
     _check_size(n * n, "relative_position_index")
-    return _place(xp, _window_index(height, width, prefix), like)
+    return _table(xp, "window", (height, width, prefix), _anchor(xp, like))
 
 
 def relative_position_bias(
-    table: Array, window_size: int | tuple[int, int], *, prefix_tokens: int = 0
+    table: Array,
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: BackendLike | None = None,
 ) -> Array:
     """The Swin (or BEiT) attention bias: the learned table gathered by the index.
 
@@ -271,6 +305,9 @@ def relative_position_bias(
         (a gather).
     window_size, prefix_tokens
         As for :func:`relative_position_index`.
+    backend : str, optional
+        The table's backend, when the caller knows it (found from the table otherwise;
+        the layers pass theirs, which ``torch.compile`` needs for a ``Parameter``).
 
     Returns
     -------
@@ -286,7 +323,7 @@ def relative_position_bias(
     [[9.0, 7.0, 3.0, 1.0], [11.0, 9.0, 5.0, 3.0], [15.0, 13.0, 9.0, 7.0], [17.0, 15.0, 11.0, 9.0]]
     """
     rows = num_relative_distance(window_size, prefix_tokens=prefix_tokens)
-    source = backend_of(table)
+    source = canonical_backend(backend) if backend is not None else backend_of(table)
     if source is None:
         table = np.asarray(table)
         source = "numpy"
@@ -299,7 +336,7 @@ def relative_position_bias(
     xp = get_namespace(source)
     height, width = _window(window_size)
     n = height * width + _prefix(prefix_tokens)
-    flat = _place(xp, _window_index(height, width, _prefix(prefix_tokens)).reshape(-1), table)
+    flat = xp.reshape(_table(xp, "window", (height, width, _prefix(prefix_tokens)), table), (-1,))
     gathered = xp.matrix_transpose(xp.take(table, flat, axis=0))  # (heads, N * N)
     return xp.reshape(gathered, (int(shape[1]), n, n))
 
@@ -364,10 +401,9 @@ def swinv2_coords_table(
     name = choice(dtype, "dtype", ("float32", "float64"))
     xp = _int_namespace(backend, like)
     _check_size((2 * height - 1) * (2 * width - 1) * 2, "swinv2_coords_table")
-    host = _coords_table(height, width, scale).astype(name)
     if name == "float64" and not xp.supports("float64"):
         raise ValueError(f"backend {xp.name!r} has no float64 now. Received: dtype={dtype!r}")
-    return xp.from_host(host, like=like if backend_of(like) == xp.name else None)
+    return _table(xp, "swinv2", (height, width, scale), _anchor(xp, like), dtype=name)
 
 
 @functools.lru_cache(maxsize=32)
@@ -455,11 +491,17 @@ def clipped_relative_position(
         raise TypeError(f"query_minus_key must be True or False. Received: {query_minus_key!r}")
     xp = _int_namespace(backend, like)
     _check_size(q_len * k_len, "clipped_relative_position")
+    args = (q_len, k_len, left, right, shift, bool(query_minus_key))
+    return _table(xp, "clipped", args, _anchor(xp, like))
+
+
+def _clipped_host(
+    q_len: int, k_len: int, left: int, right: int, shift: int, reverse: bool
+) -> np.ndarray:
     distance = np.arange(k_len)[None, :] - np.arange(q_len)[:, None]
-    if query_minus_key:
+    if reverse:
         distance = -distance
-    host = np.clip(distance, -left, right) + shift
-    return _place(xp, host, like)
+    return np.clip(distance, -left, right) + shift
 
 
 # --------------------------------------------------------------------------- LeViT
@@ -520,12 +562,15 @@ def levit_attention_offsets(
             )
     xp = _int_namespace(backend, like)
     _check_size(out * out * res * res, "levit_attention_offsets")
+    return _table(xp, "levit", (res, step, out), _anchor(xp, like))
+
+
+def _levit_host(res: int, step: int, out: int) -> np.ndarray:
     qy, qx = (
         a.reshape(-1) * step for a in np.meshgrid(np.arange(out), np.arange(out), indexing="ij")
     )
     ky, kx = (a.reshape(-1) for a in np.meshgrid(np.arange(res), np.arange(res), indexing="ij"))
-    host = np.abs(qy[:, None] - ky[None, :]) * res + np.abs(qx[:, None] - kx[None, :])
-    return _place(xp, host, like)
+    return np.abs(qy[:, None] - ky[None, :]) * res + np.abs(qx[:, None] - kx[None, :])
 
 
 # --------------------------------------------------------------------------- ESMFold
@@ -845,7 +890,7 @@ def deberta_log_bucket(
     limit = 2**63 if name == "int64" else 2**31
     thresholds = xp.host_constant(_thresholds, mid, int(max_position), arithmetic, limit)
     count = len(thresholds)
-    negated = xp.asarray(np.array([-t for t in thresholds] or [0], dtype=name))
+    negated = xp.asarray(tuple(-t for t in thresholds) or (0,), dtype=xp.dtype(name), like=rel)
     if xp.compile_eager_kernels and not xp.is_tracing() and not xp.is_traced(rel):
         return _compiled_bucket_kernel(xp.name, mid, count)(rel, negated)
     return _bucket_kernel(xp, rel, mid, negated, count)
@@ -895,12 +940,31 @@ def deberta_relative_position(
             raise TypeError(f"{name} must be an integer (<= 0 for no buckets). Received: {value!r}")
     xp = _int_namespace(backend, like)
     _check_size(q_len * k_len, "deberta_relative_position")
-    distance = np.arange(q_len)[:, None] - np.arange(k_len)[None, :]
+    mid = 0
     if bucket_size > 0 and max_position > 0:
         mid = _check_deberta(bucket_size, max_position, arithmetic)
-        limit = 2**63 if xp.supports("int64") else 2**31
-        thresholds = np.array(_thresholds(mid, int(max_position), arithmetic, limit), np.int64)
+    limit = 2**63 if xp.supports("int64") else 2**31
+    args = (q_len, k_len, mid, int(max_position), arithmetic, limit)
+    return _table(xp, "deberta", args, _anchor(xp, like))
+
+
+def _deberta_host(
+    q_len: int, k_len: int, mid: int, max_position: int, arithmetic: str, limit: int
+) -> np.ndarray:
+    distance = np.arange(q_len)[:, None] - np.arange(k_len)[None, :]
+    if mid:  # log buckets
+        thresholds = np.array(_thresholds(mid, max_position, arithmetic, limit), np.int64)
         size = np.abs(distance)
         steps = np.searchsorted(thresholds, size, side="right")
         distance = np.where(size <= mid, distance, np.sign(distance) * (mid + steps))
-    return _place(xp, distance, like)
+    return distance
+
+
+#: The host tables, by name (see :func:`_table`).
+_TABLES = {
+    "window": _window_index,
+    "swinv2": _coords_table,
+    "clipped": _clipped_host,
+    "levit": _levit_host,
+    "deberta": _deberta_host,
+}

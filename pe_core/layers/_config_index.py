@@ -79,9 +79,11 @@ class RelativePositionBiasConfig(LayerConfig):
         rows = num_relative_distance(self.window_size, prefix_tokens=self.prefix_tokens)
         return rows, self.n_heads
 
-    def _bias(self, table: Any) -> Any:
-        """The bias ``(n_heads, N, N)`` of the learned ``table``."""
-        return relative_position_bias(table, self.window_size, prefix_tokens=self.prefix_tokens)
+    def _bias(self, table: Any, backend: str) -> Any:
+        """The bias ``(n_heads, N, N)`` of the learned ``table`` of ``backend``."""
+        return relative_position_bias(
+            table, self.window_size, prefix_tokens=self.prefix_tokens, backend=backend
+        )
 
     def _layer_config(self) -> dict[str, Any]:
         return self.bias_config()

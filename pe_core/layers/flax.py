@@ -647,7 +647,7 @@ class RelativePositionBias(RelativePositionBiasConfig, _NNXModule):
         self.relative_position_bias_table = nnx.Param(jnp.zeros(self.table_shape()))
 
     def __call__(self) -> jax.Array:
-        return cast(jax.Array, self._bias(self.relative_position_bias_table[...]))
+        return cast(jax.Array, self._bias(self.relative_position_bias_table[...], "jax"))
 
 
 class LinenRelativePositionBias(RelativePositionBiasConfig, _LinenModule):
@@ -675,4 +675,4 @@ class LinenRelativePositionBias(RelativePositionBiasConfig, _LinenModule):
         table = self.param(
             "relative_position_bias_table", nn.initializers.zeros, self.table_shape()
         )
-        return cast(jax.Array, self._bias(table))
+        return cast(jax.Array, self._bias(table, "jax"))

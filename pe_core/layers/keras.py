@@ -531,7 +531,7 @@ class RelativePositionBias(RelativePositionBiasConfig, _Layer):
         """The bias ``(n_heads, N, N)``."""
         if not self.built:
             self.build()
-        return self._bias(self.relative_position_bias_table.value)
+        return self._bias(self.relative_position_bias_table.value, keras.backend.backend())
 
     def call(self, attention_scores: Any) -> Any:
         heads, q_len, k_len = scores_shape(tuple(attention_scores.shape))

@@ -648,4 +648,4 @@ class RelativePositionBias(RelativePositionBiasConfig, _Module):
 
     def forward(self) -> torch.Tensor:
         """The bias ``(n_heads, N, N)``."""
-        return cast(torch.Tensor, self._bias(self.relative_position_bias_table))
+        return cast(torch.Tensor, self._bias(self.relative_position_bias_table, "torch"))
