@@ -51,6 +51,7 @@ FIGURES: dict[str, Callable[[], Any]] = {
     "figures/rope_scores.png": lambda: plots.plot_rope_scores(64, 48),
     "figures/rope_sections.png": lambda: plots.plot_rope_sections(),
     "figures/alibi.png": lambda: plots.plot_alibi(8, 16),
+    "figures/swin_index.png": lambda: plots.plot_swin_index(3),
 }
 
 

@@ -29,6 +29,7 @@ import decimal
 import functools
 import math
 import numbers
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -141,16 +142,21 @@ def _check_size(n_elements: int, what: str) -> None:
     check_request_size(n_elements, "int64", what=what, extra_bytes=16 * n_elements)
 
 
+def _holds_bool(obj: Any) -> bool:
+    """Whether a (nested) list or tuple holds a Python bool."""
+    if isinstance(obj, bool):
+        return True
+    return isinstance(obj, (list, tuple)) and any(_holds_bool(v) for v in obj)
+
+
 def _as_integers(obj: Any, xp: Any, what: str) -> Any:
     """``obj`` (Python integers, NumPy or any backend's integer array) as an integer
     array of ``xp``: int32 or int64 (int64 for host input, int32 on JAX without x64)."""
     source = backend_of(obj)
     if source is None:
-        if isinstance(obj, (bool, np.bool_)) or (
-            isinstance(obj, (list, tuple)) and any(isinstance(v, bool) for v in np.ravel(obj))
-        ):
-            raise TypeError(f"{what} must be integers, not booleans. Received: {obj!r}")
         array = np.asarray(obj)
+        if array.dtype.kind == "b" or _holds_bool(obj):
+            raise TypeError(f"{what} must be integers, not booleans. Received: {obj!r}")
         if array.size == 0:
             array = array.astype(np.int64)
         if array.dtype.kind not in "iu":
@@ -207,8 +213,8 @@ def _prefix(value: object) -> int:
 
 @functools.lru_cache(maxsize=32)
 def _window_index(height: int, width: int, prefix: int) -> np.ndarray:
-    rows, cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
-    rows, cols = rows.reshape(-1), cols.reshape(-1)  # row-major tokens of the window
+    grid_rows, grid_cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
+    rows, cols = grid_rows.reshape(-1), grid_cols.reshape(-1)  # row-major tokens
     d_row = rows[:, None] - rows[None, :] + (height - 1)
     d_col = cols[:, None] - cols[None, :] + (width - 1)
     index = d_row * (2 * width - 1) + d_col
@@ -961,7 +967,7 @@ def _deberta_host(
 
 
 #: The host tables, by name (see :func:`_table`).
-_TABLES = {
+_TABLES: dict[str, Callable[..., np.ndarray]] = {
     "window": _window_index,
     "swinv2": _coords_table,
     "clipped": _clipped_host,
