@@ -680,7 +680,8 @@ def plot_swin_index(window_size: int = 3, *, prefix_tokens: int = 0) -> Figure:
     image = ax.imshow(index, cmap="viridis", interpolation="nearest")
     for i in range(n):
         for j in range(n):
-            ax.text(j, i, str(index[i, j]), ha="center", va="center", fontsize=7, color="w")
+            color = "k" if index[i, j] > 0.6 * index.max() else "w"  # legible on yellow
+            ax.text(j, i, str(index[i, j]), ha="center", va="center", fontsize=7, color=color)
     ax.set_xlabel("key token s = r' W + c'")
     ax.set_ylabel("query token t = r W + c")
     _integer_ticks(ax)

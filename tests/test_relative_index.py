@@ -619,3 +619,14 @@ def test_exports() -> None:
     for name in ("relative_position_index", "deberta_log_bucket", "num_relative_distance"):
         assert name in pe_core.__all__ and getattr(pe_core, name) is not None
     assert to_numpy(pe_core.relative_position_index(1)).tolist() == [[0]]
+
+
+def test_swin_index_figure() -> None:
+    pytest.importorskip("matplotlib")
+    from pe_core import plots
+
+    fig = plots.plot_swin_index(2, prefix_tokens=1)
+    labels = [int(text.get_text()) for text in fig.axes[0].texts]
+    assert labels == relative_position_index(2, prefix_tokens=1).ravel().tolist()
+    with pytest.raises(ValueError, match="at most 6"):
+        plots.plot_swin_index(7)
