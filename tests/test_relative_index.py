@@ -139,6 +139,62 @@ def test_index_tables_on_every_backend(backend: str) -> None:
     assert_equal(got, positions_on(backend, expected))
 
 
+def _timm_gen_relative_position_index(q_size, class_token=False):
+    """timm ``layers/pos_embed_rel.py`` ``gen_relative_position_index`` (k_size=None),
+    restated line by line (timm is not installed)."""
+    import torch
+    import torch.nn.functional as F
+
+    coords = torch.stack(
+        torch.meshgrid([torch.arange(q_size[0]), torch.arange(q_size[1])], indexing="ij")
+    ).flatten(1)
+    relative_coords = coords[:, :, None] - coords[:, None, :]
+    relative_coords = relative_coords.permute(1, 2, 0)
+    num_relative_distance = (2 * q_size[0] - 1) * (2 * q_size[1] - 1) + 3
+    _, relative_position_index = torch.unique(
+        relative_coords.reshape(-1, 2), return_inverse=True, dim=0
+    )
+    relative_position_index = relative_position_index.view(relative_coords.shape[:2])
+    if class_token:
+        relative_position_index = F.pad(relative_position_index, [1, 0, 1, 0])
+        relative_position_index[0, 0:] = num_relative_distance - 3
+        relative_position_index[0:, 0] = num_relative_distance - 2
+        relative_position_index[0, 0] = num_relative_distance - 1
+    return relative_position_index.numpy()
+
+
+def _timm_maxvit_tf_bias(table, height, width):
+    """timm ``RelPosBiasTf.get_bias`` (MaxViT's TensorFlow layout): the one-hot lookups
+    of ``generate_lookup_tensor`` and ``reindex_2d_einsum_lookup``, restated."""
+    import torch
+
+    def lookup(length):
+        ret = torch.zeros(length, length, 2 * length - 1, dtype=torch.float64)
+        for i in range(length):
+            for x in range(length):
+                ret[i, x, x - i + length - 1] = 1
+        return ret
+
+    out = torch.einsum("nhw,ixh->nixw", table, lookup(height))
+    out = torch.einsum("nixw,jyw->nijxy", out, lookup(width))
+    return out.reshape(table.shape[0], height * width, height * width)
+
+
+@pytest.mark.parametrize("window", [(1, 1), (2, 3), (4, 4)])
+def test_timm_and_maxvit_indices(window: tuple[int, int]) -> None:
+    torch = pytest.importorskip("torch")
+    for prefix in (0, 1):
+        theirs = _timm_gen_relative_position_index(window, class_token=bool(prefix))
+        np.testing.assert_array_equal(relative_position_index(window, prefix_tokens=prefix), theirs)
+    # MaxViT (TF layout): table (heads, 2 Wh - 1, 2 Ww - 1), key - query: the transpose.
+    rows = num_relative_distance(window)
+    table = torch.randn(2, 2 * window[0] - 1, 2 * window[1] - 1, dtype=torch.float64)
+    theirs = _timm_maxvit_tf_bias(table, *window).numpy()
+    flat = table.reshape(2, rows).T.numpy()  # (rows, heads)
+    ours = relative_position_bias(flat, window)
+    np.testing.assert_array_equal(ours.transpose(0, 2, 1), theirs)
+
+
 # --------------------------------------------------------------------------- SwinV2
 
 
