@@ -801,6 +801,18 @@ def _thresholds(mid: int, max_position: int, arithmetic: str, limit: int) -> tup
     return _deberta_thresholds(mid, max_position, arithmetic, limit)
 
 
+def _negated(mid: int, max_position: int, arithmetic: str, limit: int) -> tuple[int, ...]:
+    """The thresholds negated (descending), one placeholder when there are none."""
+    return tuple(-t for t in _thresholds(mid, max_position, arithmetic, limit)) or (0,)
+
+
+@functools.lru_cache(maxsize=32)
+def _negated_array(
+    mid: int, max_position: int, arithmetic: str, limit: int, dtype: str
+) -> np.ndarray:
+    return np.array(_negated(mid, max_position, arithmetic, limit), dtype=dtype)
+
+
 def _bucket_kernel(xp: Any, rel: Any, mid: int, negated: Any, count: int) -> Any:
     """DeBERTa's buckets of the integer array ``rel``: a binary search of ``-|rel|``
     among the negated thresholds (descending), integer operations only."""
@@ -894,9 +906,13 @@ def deberta_log_bucket(
     rel = _as_integers(relative_pos, xp, "relative_pos")
     name = xp.dtype_of(rel)
     limit = 2**63 if name == "int64" else 2**31
-    thresholds = xp.host_constant(_thresholds, mid, int(max_position), arithmetic, limit)
-    count = len(thresholds)
-    negated = xp.asarray(tuple(-t for t in thresholds) or (0,), dtype=xp.dtype(name), like=rel)
+    if xp.is_tracing():  # torch.compile: the thresholds are built outside the trace
+        values = xp.host_constant(_negated, mid, int(max_position), arithmetic, limit)
+        negated = xp.asarray(values, dtype=xp.dtype(name), like=rel)
+    else:
+        host = _negated_array(mid, int(max_position), arithmetic, limit, name)
+        negated = xp.asarray(host, like=rel)
+    count = len(_thresholds(mid, int(max_position), arithmetic, limit))
     if xp.compile_eager_kernels and not xp.is_tracing() and not xp.is_traced(rel):
         return _compiled_bucket_kernel(xp.name, mid, count)(rel, negated)
     return _bucket_kernel(xp, rel, mid, negated, count)
