@@ -806,6 +806,10 @@ def _negated(mid: int, max_position: int, arithmetic: str, limit: int) -> tuple[
     return tuple(-t for t in _thresholds(mid, max_position, arithmetic, limit)) or (0,)
 
 
+def _count(mid: int, max_position: int, arithmetic: str, limit: int) -> int:
+    return len(_thresholds(mid, max_position, arithmetic, limit))
+
+
 @functools.lru_cache(maxsize=32)
 def _negated_array(
     mid: int, max_position: int, arithmetic: str, limit: int, dtype: str
@@ -906,13 +910,13 @@ def deberta_log_bucket(
     rel = _as_integers(relative_pos, xp, "relative_pos")
     name = xp.dtype_of(rel)
     limit = 2**63 if name == "int64" else 2**31
+    config = (mid, int(max_position), arithmetic, limit)
     if xp.is_tracing():  # torch.compile: the thresholds are built outside the trace
-        values = xp.host_constant(_negated, mid, int(max_position), arithmetic, limit)
-        negated = xp.asarray(values, dtype=xp.dtype(name), like=rel)
+        negated = xp.asarray(xp.host_constant(_negated, *config), dtype=xp.dtype(name), like=rel)
+        count = xp.host_constant(_count, *config)
     else:
-        host = _negated_array(mid, int(max_position), arithmetic, limit, name)
-        negated = xp.asarray(host, like=rel)
-    count = len(_thresholds(mid, int(max_position), arithmetic, limit))
+        negated = xp.asarray(_negated_array(*config, name), like=rel)
+        count = _count(*config)
     if xp.compile_eager_kernels and not xp.is_tracing() and not xp.is_traced(rel):
         return _compiled_bucket_kernel(xp.name, mid, count)(rel, negated)
     return _bucket_kernel(xp, rel, mid, negated, count)
