@@ -53,6 +53,7 @@ FIGURES: dict[str, Callable[[], Any]] = {
     "figures/alibi.png": lambda: plots.plot_alibi(8, 16),
     "figures/timesteps.png": lambda: plots.plot_timestep_embedding(256, 1000),
     "figures/fourier.png": lambda: plots.plot_fourier_features(32, 4.0),
+    "figures/swin_index.png": lambda: plots.plot_swin_index(3),
 }
 
 

@@ -25,6 +25,19 @@ from pe_core.frequency import frequencies
 from pe_core.nd import grid, grid_encoding
 from pe_core.presets import PRESET_SOURCES, PRESETS
 from pe_core.relative import relative_matrix, shift
+
+
+from pe_core.relative_index import (
+    clipped_relative_position,
+    deberta_log_bucket,
+    deberta_relative_position,
+    esmfold_relative_bins,
+    levit_attention_offsets,
+    num_relative_distance,
+    relative_position_bias,
+    relative_position_index,
+    swinv2_coords_table,
+)
 from pe_core.rope import apply_rope
 from pe_core.rope_layout import rope_permutation
 from pe_core.rope_nd import mrope_position_ids, rope_sections
@@ -80,4 +93,13 @@ __all__ = [
     "rope_angles",
     "rope_mixed_angles",
     "position_ids",
+    "clipped_relative_position",
+    "deberta_log_bucket",
+    "deberta_relative_position",
+    "esmfold_relative_bins",
+    "levit_attention_offsets",
+    "num_relative_distance",
+    "relative_position_bias",
+    "relative_position_index",
+    "swinv2_coords_table",
 ]

@@ -60,6 +60,9 @@ from pe_core.frequency import frequencies
 from pe_core.nd import grid
 from pe_core.presets import resolve_spec
 from pe_core.relative import relative_matrix
+
+
+from pe_core.relative_index import relative_position_index
 from pe_core.rope_nd import pair_axes
 from pe_core.spec import Spec
 from pe_core.timestep import timestep_embedding
@@ -84,6 +87,7 @@ __all__ = [
     "plot_similarity_by_distance",
     "plot_spectrum",
     "plot_timestep_embedding",
+    "plot_swin_index",
 ]
 
 #: What to install for plotting.
@@ -657,6 +661,47 @@ def plot_alibi(n_heads: int = 8, length: int = 16) -> Figure:
     right.legend(fontsize="x-small", ncols=2)
     right.grid(alpha=0.3)
     fig.suptitle(f"ALiBi: a linear penalty on distance ({n_heads} heads)")
+    return fig
+
+
+def plot_swin_index(window_size: int = 3, *, prefix_tokens: int = 0) -> Figure:
+    """Swin's relative position index of a window, each cell labelled with its table
+    row (:func:`pe_core.relative_index.relative_position_index`).
+
+    Parameters
+    ----------
+    window_size : int
+        Side of the square window (1 to 6: the labels must stay legible).
+    prefix_tokens : int
+        0 (Swin) or 1 (BEiT's class token first).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = plot_swin_index(2)
+    >>> len(fig.axes[0].texts)
+    16
+    """
+    side = _check_int("window_size", window_size, 1)
+    if side > 6:
+        raise ValueError(f"window_size must be at most 6 (legible labels). Received: {side}")
+    index = np.asarray(relative_position_index(side, prefix_tokens=prefix_tokens))
+    n = index.shape[0]
+    fig, ax = _figure(1, width=6.4, height=5.6)
+    image = ax.imshow(index, cmap="viridis", interpolation="nearest")
+    for i in range(n):
+        for j in range(n):
+            color = "k" if index[i, j] > 0.6 * index.max() else "w"  # legible on yellow
+            ax.text(j, i, str(index[i, j]), ha="center", va="center", fontsize=7, color=color)
+    ax.set_xlabel("key token s = r' W + c'")
+    ax.set_ylabel("query token t = r W + c")
+    _integer_ticks(ax)
+    fig.colorbar(image, ax=ax, label="row of the learned table")
+    cls = " and a class token" if prefix_tokens else ""
+    ax.set_title(f"Swin's relative position index: a {side} x {side} window{cls}")
     return fig
 
 

@@ -101,6 +101,20 @@ def test_gpu_tiny_prints_every_row():
         assert "sync check skipped" in output
 
 
+def test_relative_index_quick_prints_every_row():
+    output = run_module("benchmarks.relative_index", "--quick", timeout=240)
+    rows = {(cells[0], cells[1]) for cells in table_rows(output)}
+    expected = {("DeBERTa buckets, exact (128 x 128)", "numpy")}
+    if installed("torch") and installed("transformers"):
+        expected |= {
+            ("DeBERTa buckets, exact (128 x 128)", "torch"),
+            ("DeBERTa buckets, float32 (128 x 128)", "torch"),
+            ("BEiT index, 14 x 14 window and class token", "torch"),
+            ("Swin bias, 7 x 7 window, 4 heads", "torch"),
+        }
+    assert expected <= rows, sorted(expected - rows)
+
+
 @pytest.mark.slow
 def test_position_ids_quick_prints_every_row():
     pytest.importorskip("torch")

@@ -19,7 +19,7 @@ import pytest
 
 LAYERS = Path(__file__).resolve().parent.parent / "pe_core" / "layers"
 #: Bottom to top: a module may import only the modules before it.
-ORDER = ("_checks", "_config", "_config_nd", "_tables", "__init__")
+ORDER = ("_checks", "_config", "_config_nd", "_config_index", "_tables", "__init__")
 FRAMEWORK_FILES = ("torch", "flax", "keras")
 
 

@@ -42,6 +42,9 @@ from pe_core.layers._config import (
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
 )
+
+
+from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
 from pe_core.layers._tables import placed_patch_table, placed_rows
 from pe_core.nd import grid
@@ -66,6 +69,8 @@ __all__ = [
     "SinusoidalPatchEncoding",
     "T5RelativeBias",
     "Timesteps",
+    "LinenRelativePositionBias",
+    "RelativePositionBias",
 ]
 
 Offset = int | jax.Array
@@ -702,6 +707,64 @@ class LinenRotaryEmbeddingND(RotaryEmbeddingNDConfig, _LinenModule):
         self, q: jax.Array, k: jax.Array, positions: Any = None
     ) -> tuple[jax.Array, jax.Array]:
         return _rope_nd(self, q, k, positions)
+
+
+class RelativePositionBias(RelativePositionBiasConfig, _NNXModule):
+    """Swin's (and BEiT's) learned relative position bias of a window (NNX), with
+    :func:`pe_core.relative_index.relative_position_bias`.
+
+    Parameters
+    ----------
+    window_size, n_heads, prefix_tokens
+        As for :class:`~pe_core.layers._config_index.RelativePositionBiasConfig`.
+
+    Notes
+    -----
+    ``__call__()`` returns the bias ``(n_heads, N, N)``, ``N = Wh * Ww +
+    prefix_tokens``. The table is the ``nnx.Param`` ``relative_position_bias_table``
+    ``(num_relative_distance, n_heads)``, zeros at first.
+
+    Examples
+    --------
+    >>> layer = RelativePositionBias((2, 3), 2, prefix_tokens=1)
+    >>> layer.relative_position_bias_table.shape, layer().shape
+    ((18, 2), (2, 7, 7))
+    """
+
+    def __init__(self, window_size: Any, n_heads: int, *, prefix_tokens: int = 0) -> None:
+        super().__init__(window_size, n_heads, prefix_tokens=prefix_tokens)
+        self.relative_position_bias_table = nnx.Param(jnp.zeros(self.table_shape()))
+
+    def __call__(self) -> jax.Array:
+        return cast(jax.Array, self._bias(self.relative_position_bias_table[...], "jax"))
+
+
+class LinenRelativePositionBias(RelativePositionBiasConfig, _LinenModule):
+    """Swin's (and BEiT's) learned relative position bias (linen); the twin of
+    :class:`RelativePositionBias`: the param ``relative_position_bias_table``
+    ``(num_relative_distance, n_heads)``, zeros at first, and ``__call__()``.
+
+    Examples
+    --------
+    >>> import jax
+    >>> layer = LinenRelativePositionBias(2, 4)
+    >>> variables = layer.init(jax.random.key(0))
+    >>> variables["params"]["relative_position_bias_table"].shape
+    (9, 4)
+    >>> layer.apply(variables).shape
+    (4, 4, 4)
+    """
+
+    window_size: Any
+    n_heads: int
+    prefix_tokens: int = 0
+
+    @nn.compact
+    def __call__(self) -> jax.Array:
+        table = self.param(
+            "relative_position_bias_table", nn.initializers.zeros, self.table_shape()
+        )
+        return cast(jax.Array, self._bias(table, "jax"))
 
 
 # ------------------------------------------------------------------ timestep embeddings

@@ -41,6 +41,7 @@ from pe_core.layers._config import (
     T5RelativeBiasConfig,
     host_dtype,
 )
+from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
 from pe_core.layers._tables import placed_patch_table, placed_rows
 from pe_core.spec import Spec
@@ -48,6 +49,7 @@ from pe_core_backends import Namespace, get_namespace
 
 __all__ = [
     "AlibiBias",
+    "RelativePositionBias",
     "RotaryEmbedding",
     "RotaryEmbeddingND",
     "SinusoidalEncoding",
@@ -507,3 +509,56 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _PairLayer):
         if positions is not None:
             positions = ops.convert_to_tensor(positions)
         return self._rotate(query, positions), self._rotate(key, positions)
+
+
+@keras.saving.register_keras_serializable(package="pe_core")
+class RelativePositionBias(RelativePositionBiasConfig, _Layer):
+    """Swin's (and BEiT's) learned relative position bias of a window, with
+    :func:`pe_core.relative_index.relative_position_bias`.
+
+    Parameters
+    ----------
+    window_size, n_heads, prefix_tokens
+        As for :class:`~pe_core.layers._config_index.RelativePositionBiasConfig`.
+    **kwargs
+        ``keras.layers.Layer`` arguments.
+
+    Notes
+    -----
+    ``call(attention_scores)`` returns ``attention_scores + bias`` for scores
+    ``(batch, n_heads, N, N)``; :meth:`bias` returns the bias ``(n_heads, N, N)``
+    itself, the numbers of the PyTorch and Flax layers for the same table. The weight
+    ``relative_position_bias_table`` is ``(num_relative_distance, n_heads)``, zeros at
+    first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> layer = RelativePositionBias(2, 3)
+    >>> tuple(layer(np.zeros((1, 3, 4, 4), "float32")).shape), tuple(layer.bias().shape)
+    ((1, 3, 4, 4), (3, 4, 4))
+    """
+
+    def build(self, input_shape: Any = None) -> None:
+        self.relative_position_bias_table = self.add_weight(
+            shape=self.table_shape(), initializer="zeros", name="relative_position_bias_table"
+        )
+        self.built = True
+
+    def bias(self) -> Any:
+        """The bias ``(n_heads, N, N)``."""
+        if not self.built:
+            self.build()
+        return self._bias(self.relative_position_bias_table.value, keras.backend.backend())
+
+    def call(self, attention_scores: Any) -> Any:
+        heads, q_len, k_len = scores_shape(tuple(attention_scores.shape))
+        check_features(heads, self.n_heads, "n_heads")
+        n = self.window_size[0] * self.window_size[1] + self.prefix_tokens
+        for length, name in ((q_len, "query_length"), (k_len, "key_length")):
+            if length is not None and length != n:
+                raise ValueError(
+                    f"attention_scores must have {name} N = Wh * Ww + prefix_tokens = {n}. "
+                    f"Received: shape {tuple(attention_scores.shape)}"
+                )
+        return attention_scores + ops.cast(self.bias(), _dtype_name(attention_scores))

@@ -48,6 +48,9 @@ from pe_core.layers._config import (
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
 )
+
+
+from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
 from pe_core.layers._tables import pe_table_problem, sequence_bucket
 from pe_core.nd import grid
@@ -63,6 +66,7 @@ __all__ = [
     "SinusoidalPatchEncoding",
     "T5RelativeBias",
     "Timesteps",
+    "RelativePositionBias",
 ]
 
 #: An offset: an int (symbolic under ``torch.compile``) or a tensor of per-example offsets.
@@ -685,6 +689,38 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _Module):
         if positions is None and torch.compiler.is_compiling():
             positions = torch.as_tensor(self.grid_positions(x.shape[-2]), device=x.device)
         return self._rotate(x, positions)
+
+
+class RelativePositionBias(RelativePositionBiasConfig, _Module):
+    """Swin's (and BEiT's) learned relative position bias of a window, with
+    :func:`pe_core.relative_index.relative_position_bias`.
+
+    Parameters
+    ----------
+    window_size, n_heads, prefix_tokens
+        As for :class:`~pe_core.layers._config_index.RelativePositionBiasConfig`.
+
+    Notes
+    -----
+    ``forward()`` returns the bias ``(n_heads, N, N)``, ``N = Wh * Ww +
+    prefix_tokens``, to add to the scores ``(batch, n_heads, N, N)``. The table is the
+    parameter ``relative_position_bias_table`` ``(num_relative_distance, n_heads)``,
+    named as in Swin and BEiT, so ``load_state_dict`` takes theirs; it starts at zeros.
+
+    Examples
+    --------
+    >>> layer = RelativePositionBias(7, 3)
+    >>> layer.relative_position_bias_table.shape, layer().shape
+    (torch.Size([169, 3]), torch.Size([3, 49, 49]))
+    """
+
+    def __init__(self, window_size: Any, n_heads: int, *, prefix_tokens: int = 0) -> None:
+        super().__init__(window_size, n_heads, prefix_tokens=prefix_tokens)
+        self.relative_position_bias_table = nn.Parameter(torch.zeros(self.table_shape()))
+
+    def forward(self) -> torch.Tensor:
+        """The bias ``(n_heads, N, N)``."""
+        return cast(torch.Tensor, self._bias(self.relative_position_bias_table, "torch"))
 
 
 # ------------------------------------------------------------------ timestep embeddings
