@@ -17,6 +17,7 @@ from pe_core.frequency import frequencies
 from pe_core.nd import grid, grid_encoding
 from pe_core.presets import PRESET_SOURCES, PRESETS
 from pe_core.relative import relative_matrix, shift
+from pe_core.resample import resample_pos_embed
 from pe_core.rope import apply_rope
 from pe_core.rope_layout import rope_permutation
 from pe_core.rope_nd import mrope_position_ids, rope_sections
@@ -47,6 +48,7 @@ __all__ = [
     "normalized_positions",
     "ntk_aware_base",
     "relative_matrix",
+    "resample_pos_embed",
     "rope_frequencies",
     "rope_permutation",
     "rope_sections",

@@ -421,3 +421,9 @@ class Namespace:
         :func:`pe_core.host_reads.forbid_host_reads` for what counts as a read.
         """
         raise NotImplementedError(f"backend {self.name!r} cannot guard host reads")
+
+    # -- matrix products (pe_core.resample) ---------------------------------------------
+    def matmul(self, a: Any, b: Any) -> Any:
+        """``a @ b`` (the Array API's ``matmul``): batch axes broadcast, also between
+        operands of different ranks (a matrix times a stack of matrices)."""
+        return a @ b

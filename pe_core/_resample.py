@@ -1,0 +1,168 @@
+"""The engine of :mod:`pe_core.resample`: PyTorch's interpolation weights, built on the
+host, applied as matrix products on any backend.
+
+``torch.nn.functional.interpolate(x, size, mode, align_corners=False, antialias)`` in
+``"bilinear"`` and ``"bicubic"`` mode is separable: each output axis is a weighted sum
+along one input axis, with weights that depend only on the two sizes. This module
+writes those weights as a dense ``(out, in)`` matrix in float64, exactly as PyTorch's
+CPU kernels define them (``aten/src/ATen/native/UpSample.h`` and
+``cpu/UpSampleKernel.cpp``):
+
+* the scale is ``in / out`` (the ``size=`` semantics: no ``scale_factor``);
+* without antialiasing, output ``i`` reads the source coordinate
+  ``(i + 0.5) * scale - 0.5``. Linear weights clamp it at ``0`` first, take
+  ``i0 = min(floor(x), in - 1)``, ``l = clip(x - i0, 0, 1)`` and weigh ``i0`` by
+  ``1 - l`` and ``min(i0 + 1, in - 1)`` by ``l``. Cubic weights use Keys' kernel
+  with ``A = -0.75`` on the four taps ``i0 - 1 .. i0 + 2``, each index clamped into
+  ``[0, in - 1]`` (the border row repeated);
+* with antialiasing (``_upsample_*_aa``, Pillow's filter), output ``i`` is centred on
+  ``c = scale * (i + 0.5)``; the filter (triangle for linear, Keys with ``A = -0.5``
+  for cubic) is stretched by ``scale`` when downsampling (support
+  ``interp_size / 2 * max(scale, 1)``), evaluated on the inputs
+  ``xmin = max(int(c - support + 0.5), 0) .. min(int(c + support + 0.5), in) - 1`` at
+  ``(j - c + 0.5) / max(scale, 1)`` and normalised to sum to one.
+
+The matrices are cached per ``(in, out, mode, antialias)`` on the host, and placed on
+the table's device once through :mod:`pe_core.device_tables`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from pe_core import device_tables
+from pe_core_backends import Namespace
+
+#: Modes and their tap counts (PyTorch's ``interp_size``).
+INTERP_SIZE = {"bilinear": 2, "bicubic": 4}
+
+
+def _cubic1(x: float, a: float) -> float:
+    return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+
+
+def _cubic2(x: float, a: float) -> float:
+    return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
+
+
+def _aa_filter(x: float, mode: str) -> float:
+    x = abs(x)
+    if mode == "bilinear":
+        return 1.0 - x if x < 1.0 else 0.0
+    if x < 1.0:
+        return _cubic1(x, -0.5)
+    if x < 2.0:
+        return _cubic2(x, -0.5)
+    return 0.0
+
+
+@functools.lru_cache(maxsize=512)
+def _weights(in_size: int, out_size: int, mode: str, antialias: bool) -> np.ndarray:
+    w = np.zeros((out_size, in_size), dtype=np.float64)
+    scale = in_size / out_size
+    if antialias:
+        support = INTERP_SIZE[mode] * 0.5 * (scale if scale >= 1.0 else 1.0)
+        invscale = 1.0 / scale if scale >= 1.0 else 1.0
+        for i in range(out_size):
+            center = scale * (i + 0.5)
+            xmin = max(int(center - support + 0.5), 0)
+            xmax = min(int(center + support + 0.5), in_size)
+            taps = [_aa_filter((j - center + 0.5) * invscale, mode) for j in range(xmin, xmax)]
+            total = math.fsum(taps)
+            for j, tap in zip(range(xmin, xmax), taps, strict=True):
+                w[i, j] = tap / total if total != 0.0 else tap
+        return w
+    for i in range(out_size):
+        real = scale * (i + 0.5) - 0.5
+        if mode == "bilinear":
+            real = max(real, 0.0)
+        i0 = min(math.floor(real), in_size - 1)
+        lam = min(max(real - i0, 0.0), 1.0)
+        if mode == "bilinear":
+            w[i, i0] += 1.0 - lam
+            w[i, min(i0 + 1, in_size - 1)] += lam
+            continue
+        a = -0.75
+        coeffs = (_cubic2(lam + 1.0, a), _cubic1(lam, a), _cubic1(1.0 - lam, a))
+        coeffs += (_cubic2(2.0 - lam, a),)
+        for k, c in enumerate(coeffs):
+            w[i, min(max(i0 - 1 + k, 0), in_size - 1)] += c
+    return w
+
+
+def weights(in_size: int, out_size: int, mode: str, antialias: bool) -> np.ndarray:
+    """The float64 ``(out_size, in_size)`` matrix of PyTorch's 1-D interpolation weights
+    (a read-only array from a cache).
+
+    >>> weights(2, 4, "bilinear", False).tolist()
+    [[1.0, 0.0], [0.75, 0.25], [0.25, 0.75], [0.0, 1.0]]
+    >>> (7 * weights(4, 2, "bilinear", True)).round(12).tolist()  # triangle widened by 2
+    [[3.0, 3.0, 1.0, 0.0], [0.0, 1.0, 3.0, 3.0]]
+    """
+    out = _weights(in_size, out_size, mode, antialias)
+    out.flags.writeable = False
+    return out
+
+
+@functools.lru_cache(maxsize=512)
+def _host_matrix(in_size: int, out_size: int, mode: str, antialias: bool, dtype: str) -> np.ndarray:
+    # writable: torch.from_numpy refuses nothing but warns on read-only arrays; never
+    # handed out, only read by matrix products
+    return _weights(in_size, out_size, mode, antialias).astype(dtype)
+
+
+def placed_weights(
+    xp: Namespace, in_size: int, out_size: int, mode: str, antialias: bool, like: Any, dtype: str
+) -> Any:
+    """The weight matrix as ``xp``'s array of ``dtype`` on ``like``'s device: from the
+    device cache for concrete arrays, a constant of the trace while tracing."""
+
+    def build() -> np.ndarray:
+        return _host_matrix(in_size, out_size, mode, antialias, dtype)
+
+    traced = xp.is_tracing() or xp.is_traced(like)
+    key = None if traced else ("resample weights", in_size, out_size, mode, antialias)
+    if traced:
+        return device_tables.place(xp, build(), like, dtype)
+    return device_tables.cached(xp, key, like, dtype, build, private=True)
+
+
+def working_dtype(xp: Namespace, dtype_name: str) -> str:
+    """float64 tables resample in float64, every other float dtype in float32."""
+    return "float64" if dtype_name == "float64" else "float32"
+
+
+def resize_grid(
+    xp: Namespace,
+    grid: Any,
+    old: tuple[int, int],
+    new: tuple[int, int],
+    mode: str,
+    antialias: bool,
+) -> Any:
+    """``grid`` of shape ``(N, H, W, C)`` resized to ``(N, h, w, C)`` in its own dtype
+    (computed in the working dtype: float32 for float16/bfloat16)."""
+    (h_in, w_in), (h_out, w_out) = old, new
+    n, channels = xp.shape(grid)[0], xp.shape(grid)[-1]
+    name = xp.dtype_of(grid)
+    work = working_dtype(xp, name)
+    x = grid if name == work else xp.astype(grid, xp.dtype(work))
+    # the cheaper order first: (H then W) costs h_out*W*(H + w_out), (W then H) H*w_out*(W + h_out)
+    h_first = h_out * w_in * (h_in + w_out) <= h_in * w_out * (w_in + h_out)
+    for axis in ("h", "w") if h_first else ("w", "h"):
+        if axis == "h" and h_in != h_out:
+            wh = placed_weights(xp, h_in, h_out, mode, antialias, x, work)
+            rows = xp.shape(x)[2]
+            x = xp.reshape(
+                xp.matmul(wh, xp.reshape(x, (n, h_in, rows * channels))), (n, h_out, rows, channels)
+            )
+            h_in = h_out
+        elif axis == "w" and w_in != w_out:
+            ww = placed_weights(xp, w_in, w_out, mode, antialias, x, work)
+            x = xp.matmul(ww, x)  # (w_out, w_in) @ (N, H, w_in, C), broadcast over N, H
+            w_in = w_out
+    return x if name == work else xp.astype(x, xp.dtype(name))
