@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from pe_core import device_tables
-from pe_core_backends import Namespace
+from pe_core_backends import Namespace, get_namespace
 
 #: Modes and their tap counts (PyTorch's ``interp_size``).
 INTERP_SIZE = {"bilinear": 2, "bicubic": 4}
@@ -87,8 +88,8 @@ def _weights(in_size: int, out_size: int, mode: str, antialias: bool) -> np.ndar
             w[i, min(i0 + 1, in_size - 1)] += lam
             continue
         a = -0.75
-        coeffs = (_cubic2(lam + 1.0, a), _cubic1(lam, a), _cubic1(1.0 - lam, a))
-        coeffs += (_cubic2(2.0 - lam, a),)
+        x2 = 1.0 - lam
+        coeffs = (_cubic2(lam + 1.0, a), _cubic1(lam, a), _cubic1(x2, a), _cubic2(x2 + 1.0, a))
         for k, c in enumerate(coeffs):
             w[i, min(max(i0 - 1 + k, 0), in_size - 1)] += c
     return w
@@ -110,25 +111,59 @@ def weights(in_size: int, out_size: int, mode: str, antialias: bool) -> np.ndarr
 
 @functools.lru_cache(maxsize=512)
 def _host_matrix(in_size: int, out_size: int, mode: str, antialias: bool, dtype: str) -> np.ndarray:
-    # writable: torch.from_numpy refuses nothing but warns on read-only arrays; never
-    # handed out, only read by matrix products
+    # writable (torch.from_numpy warns on read-only arrays); never handed out, only read
     return _weights(in_size, out_size, mode, antialias).astype(dtype)
+
+
+@functools.lru_cache(maxsize=512)
+def _rows(in_size: int, out_size: int, mode: str, antialias: bool) -> tuple[tuple[float, ...], ...]:
+    """The weights as plain Python data, for tracing compilers to embed as a constant."""
+    return tuple(tuple(row) for row in _weights(in_size, out_size, mode, antialias).tolist())
+
+
+def _rows_constant(
+    in_size: int, out_size: int, mode: str, antialias: bool
+) -> tuple[tuple[float, ...], ...]:
+    # a plain function (not the cache wrapper) so torch.compile can embed its result
+    return _rows(in_size, out_size, mode, antialias)
 
 
 def placed_weights(
     xp: Namespace, in_size: int, out_size: int, mode: str, antialias: bool, like: Any, dtype: str
 ) -> Any:
     """The weight matrix as ``xp``'s array of ``dtype`` on ``like``'s device: from the
-    device cache for concrete arrays, a constant of the trace while tracing."""
+    device cache for concrete arrays, a constant of the trace while tracing (built by
+    :meth:`~pe_core_backends.Namespace.host_constant`, which ``torch.compile`` runs once
+    instead of tracing into it)."""
+    if xp.is_tracing() or xp.is_traced(like):
+        rows = xp.host_constant(_rows_constant, in_size, out_size, mode, antialias)
+        return xp.asarray(rows, dtype=xp.dtype(dtype), like=like)
 
     def build() -> np.ndarray:
         return _host_matrix(in_size, out_size, mode, antialias, dtype)
 
-    traced = xp.is_tracing() or xp.is_traced(like)
-    key = None if traced else ("resample weights", in_size, out_size, mode, antialias)
-    if traced:
-        return device_tables.place(xp, build(), like, dtype)
+    key = ("resample weights", in_size, out_size, mode, antialias)
     return device_tables.cached(xp, key, like, dtype, build, private=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _program(backend: str, kernel: Callable[..., Any], static: tuple[Any, ...]) -> Any:
+    xp = get_namespace(backend)
+    return xp.compile(lambda *arrays: kernel(xp, *arrays, *static))
+
+
+def run(
+    xp: Namespace, kernel: Callable[..., Any], arrays: tuple[Any, ...], static: tuple[Any, ...]
+) -> Any:
+    """``kernel(xp, *arrays, *static)``; on backends that compile every eager operation
+    on its own (JAX), as one compiled program per ``static`` configuration."""
+    if (
+        xp.compile_eager_kernels
+        and not xp.is_tracing()
+        and not any(xp.is_traced(a) for a in arrays)
+    ):
+        return _program(xp.name, kernel, static)(*arrays)
+    return kernel(xp, *arrays, *static)
 
 
 def working_dtype(xp: Namespace, dtype_name: str) -> str:
@@ -166,3 +201,126 @@ def resize_grid(
             x = xp.matmul(ww, x)  # (w_out, w_in) @ (N, H, w_in, C), broadcast over N, H
             w_in = w_out
     return x if name == work else xp.astype(x, xp.dtype(name))
+
+
+# -- the kernels of pe_core.resample: kernel(xp, *arrays, *static sizes) -------------------
+def pos_embed_kernel(
+    xp: Namespace,
+    table: Any,
+    prefix: int,
+    old: tuple[int, int],
+    new: tuple[int, int],
+    mode: str,
+    antialias: bool,
+) -> Any:
+    """``(N, prefix + old_h * old_w, C)`` -> ``(N, prefix + new_h * new_w, C)``."""
+    n, _, channels = xp.shape(table)
+    grid = xp.reshape(table[:, prefix:] if prefix else table, (n, old[0], old[1], channels))
+    out = resize_grid(xp, grid, old, new, mode, antialias)
+    out = xp.reshape(out, (n, new[0] * new[1], channels))
+    return xp.concat([table[:, :prefix], out], axis=1) if prefix else out
+
+
+def naflex_kernel(
+    xp: Namespace,
+    table: Any,
+    pairs: tuple[tuple[int, int], ...],
+    length: int,
+    mode: str,
+    antialias: bool,
+) -> Any:
+    """``(H, W, C)`` -> ``(B, length, C)``: each image's grid, padded with its first row."""
+    height, width, channels = xp.shape(table)
+    grid = xp.expand_dims(table, 0)
+    blocks = []
+    for h, w in pairs:
+        rows = xp.reshape(
+            resize_grid(xp, grid, (height, width), (h, w), mode, antialias), (h * w, channels)
+        )
+        if length > h * w:
+            rows = xp.concat([rows, xp.broadcast_to(rows[:1], (length - h * w, channels))], axis=0)
+        blocks.append(rows)
+    return xp.stack(blocks, axis=0)
+
+
+def flat_bias_kernel(
+    xp: Namespace,
+    table: Any,
+    extra: int,
+    old: tuple[int, int],
+    new: tuple[int, int],
+    mode: str,
+    antialias: bool,
+) -> Any:
+    """``(old_h * old_w + extra, heads)`` -> ``(new_h * new_w + extra, heads)``."""
+    rows, heads = xp.shape(table)
+    grid = xp.reshape(table[: rows - extra] if extra else table, (1, old[0], old[1], heads))
+    out = xp.reshape(resize_grid(xp, grid, old, new, mode, antialias), (new[0] * new[1], heads))
+    return xp.concat([out, table[rows - extra :]], axis=0) if extra else out
+
+
+def cube_bias_kernel(
+    xp: Namespace, table: Any, new: tuple[int, int], mode: str, antialias: bool
+) -> Any:
+    """``(heads, H, W)`` -> ``(heads, h, w)``."""
+    heads, src_h, src_w = xp.shape(table)
+    out = resize_grid(xp, xp.expand_dims(table, -1), (src_h, src_w), new, mode, antialias)
+    return xp.reshape(out, (heads, new[0], new[1]))
+
+
+def rel_index(q_size: int, k_size: int) -> np.ndarray:
+    """SAM's index of query ``i`` and key ``j`` into the ``2 max(q, k) - 1`` offsets."""
+    q_coords = np.arange(q_size)[:, None] * max(k_size / q_size, 1.0)
+    k_coords = np.arange(k_size)[None, :] * max(q_size / k_size, 1.0)
+    relative = (q_coords - k_coords) + (k_size - 1) * max(q_size / k_size, 1.0)
+    return relative.astype(np.int64)  # truncation, as torch's .long()
+
+
+def rel_pos_kernel(xp: Namespace, rel_pos: Any, q_size: int, k_size: int) -> Any:
+    """SAM's ``get_rel_pos``: ``(L, C)`` -> ``(q_size, k_size, C)``."""
+    length, channels = xp.shape(rel_pos)
+    needed = 2 * max(q_size, k_size) - 1
+    table = rel_pos
+    if length != needed:
+        grid = xp.reshape(rel_pos, (1, length, 1, channels))
+        resized = resize_grid(xp, grid, (length, 1), (needed, 1), "bilinear", False)
+        table = xp.reshape(resized, (needed, channels))
+    wide = xp.dtype("int64" if xp.supports("int64") else "int32")
+    index = xp.asarray(rel_index(q_size, k_size), dtype=wide, like=rel_pos)
+    return xp.take(table, index, axis=0)
+
+
+def decomposed_kernel(
+    xp: Namespace,
+    query: Any,
+    rel_pos_h: Any,
+    rel_pos_w: Any,
+    q_size: tuple[int, int],
+    k_size: tuple[int, int],
+) -> Any:
+    """The bias ``(B, q_h, q_w, k_h, k_w)`` of SAM's decomposed relative positions."""
+    (qh, qw), (kh, kw) = q_size, k_size
+    batch, _, dim = xp.shape(query)
+    r_h = rel_pos_kernel(xp, rel_pos_h, qh, kh)  # (qh, kh, C)
+    r_w = rel_pos_kernel(xp, rel_pos_w, qw, kw)  # (qw, kw, C)
+    q = xp.expand_dims(xp.reshape(query, (batch, qh, qw, dim)), 3)  # (B, qh, qw, 1, C)
+    # (B, qh, qw, 1, C) @ (qh, 1, C, kh): batch axes (B, qh, qw) against (qh, 1)
+    rel_h = xp.matmul(q, xp.expand_dims(xp.matrix_transpose(r_h), 1))[:, :, :, 0]
+    rel_w = xp.matmul(q, xp.matrix_transpose(r_w))[:, :, :, 0]  # against (qw,)
+    return xp.expand_dims(rel_h, -1) + xp.expand_dims(rel_w, -2)
+
+
+def add_decomposed_kernel(
+    xp: Namespace,
+    attn: Any,
+    query: Any,
+    rel_pos_h: Any,
+    rel_pos_w: Any,
+    q_size: tuple[int, int],
+    k_size: tuple[int, int],
+) -> Any:
+    """``attn`` ``(B, q_h * q_w, k_h * k_w)`` plus the decomposed bias."""
+    batch, rows, cols = xp.shape(attn)
+    bias = decomposed_kernel(xp, query, rel_pos_h, rel_pos_w, q_size, k_size)
+    out = xp.reshape(attn, (batch, q_size[0], q_size[1], k_size[0], k_size[1])) + bias
+    return xp.reshape(out, (batch, rows, cols))

@@ -206,13 +206,7 @@ def resample_pos_embed(
             )
     if old == new:
         return table
-    grid = xp.reshape(table[:, prefix:] if prefix else table, (n, old[0], old[1], channels))
-    out = xp.reshape(
-        _resample.resize_grid(xp, grid, old, new, mode, aa), (n, new[0] * new[1], channels)
-    )
-    if prefix:
-        out = xp.concat([table[:, :prefix], out], axis=1)
-    return out
+    return _resample.run(xp, _resample.pos_embed_kernel, (table,), (prefix, old, new, mode, aa))
 
 
 def interpolate_pos_encoding(
@@ -318,22 +312,13 @@ def resize_naflex_pos_embed(
     >>> resize_naflex_pos_embed(table, [(8, 12), (16, 6)], 100).shape
     (2, 100, 4)
     """
-    xp, (height, width, channels) = _array(table, "table", 3)
+    xp, _ = _array(table, "table", 3)
     mode = _mode(interpolation)
     aa = _flag(antialias, "antialias")
     pairs = _shapes(spatial_shapes)
     longest = max(h * w for h, w in pairs)
     length = positive_int(max_length, "max_length", minimum=longest, what="the largest h * w")
-    grid = xp.expand_dims(table, 0)
-    blocks = []
-    for h, w in pairs:
-        resized = _resample.resize_grid(xp, grid, (height, width), (h, w), mode, aa)
-        rows = xp.reshape(resized, (h * w, channels))
-        if length > h * w:
-            pad = xp.broadcast_to(rows[:1], (length - h * w, channels))
-            rows = xp.concat([rows, pad], axis=0)
-        blocks.append(rows)
-    return xp.stack(blocks, axis=0)
+    return _resample.run(xp, _resample.naflex_kernel, (table,), (tuple(pairs), length, mode, aa))
 
 
 # -- relative tables --------------------------------------------------------------------
@@ -394,7 +379,7 @@ def resize_rel_pos_bias_table(
                 "num_extra_tokens must be 0 for a (heads, H, W) table. "
                 f"Received: num_extra_tokens={extra}"
             )
-        heads, src_h, src_w = shape
+        _, src_h, src_w = shape
         if old_window_size is not None:
             oh, ow = _size(old_window_size, "old_window_size")
             if (2 * oh - 1, 2 * ow - 1) != (src_h, src_w):
@@ -404,10 +389,8 @@ def resize_rel_pos_bias_table(
                 )
         if (src_h, src_w) == new:
             return table
-        grid = xp.expand_dims(table, -1)  # (heads, H, W, 1): each head a grid of one channel
-        out = _resample.resize_grid(xp, grid, (src_h, src_w), new, mode, aa)
-        return xp.reshape(out, (heads, new[0], new[1]))
-    rows, heads = shape
+        return _resample.run(xp, _resample.cube_bias_kernel, (table,), (new, mode, aa))
+    rows = shape[0]
     if rows < extra:
         raise ValueError(
             f"table has {rows} rows, fewer than num_extra_tokens={extra}. Received: shape {shape}"
@@ -426,20 +409,7 @@ def resize_rel_pos_bias_table(
             )
     if old == new:
         return table
-    body = table[: rows - extra] if extra else table
-    grid = xp.reshape(body, (1, old[0], old[1], heads))
-    out = xp.reshape(_resample.resize_grid(xp, grid, old, new, mode, aa), (new[0] * new[1], heads))
-    if extra:
-        out = xp.concat([out, table[rows - extra :]], axis=0)
-    return out
-
-
-def _rel_index(q_size: int, k_size: int) -> np.ndarray:
-    """SAM's index of query ``i`` and key ``j`` into the ``2 max(q, k) - 1`` offsets."""
-    q_coords = np.arange(q_size)[:, None] * max(k_size / q_size, 1.0)
-    k_coords = np.arange(k_size)[None, :] * max(q_size / k_size, 1.0)
-    relative = (q_coords - k_coords) + (k_size - 1) * max(q_size / k_size, 1.0)
-    return relative.astype(np.int64)  # truncation, as torch's .long()
+    return _resample.run(xp, _resample.flat_bias_kernel, (table,), (extra, old, new, mode, aa))
 
 
 def get_rel_pos(q_size: int, k_size: int, rel_pos: Any) -> Any:
@@ -461,16 +431,8 @@ def get_rel_pos(q_size: int, k_size: int, rel_pos: Any) -> Any:
     """
     q = positive_int(q_size, "q_size")
     k = positive_int(k_size, "k_size")
-    xp, (length, channels) = _array(rel_pos, "rel_pos", 2)
-    needed = 2 * max(q, k) - 1
-    table = rel_pos
-    if length != needed:
-        grid = xp.reshape(rel_pos, (1, length, 1, channels))
-        resized = _resample.resize_grid(xp, grid, (length, 1), (needed, 1), "bilinear", False)
-        table = xp.reshape(resized, (needed, channels))
-    index = _rel_index(q, k)
-    wide = xp.dtype("int64" if xp.supports("int64") else "int32")
-    return xp.take(table, xp.asarray(index, dtype=wide, like=rel_pos), axis=0)
+    xp, _ = _array(rel_pos, "rel_pos", 2)
+    return _resample.run(xp, _resample.rel_pos_kernel, (rel_pos,), (q, k))
 
 
 def decomposed_rel_pos(
@@ -511,19 +473,23 @@ def decomposed_rel_pos(
             f"query has {n_query} rows, q_size {(qh, qw)} needs {qh * qw}. "
             f"Received: shape {(batch, n_query, dim)}"
         )
-    r_h = get_rel_pos(qh, kh, rel_pos_h)  # (qh, kh, C)
-    r_w = get_rel_pos(qw, kw, rel_pos_w)  # (qw, kw, C)
-    for name, r in (("rel_pos_h", r_h), ("rel_pos_w", r_w)):
-        if xp.shape(r)[-1] != dim:
-            raise ValueError(
-                f"{name} has {xp.shape(r)[-1]} channels, the query {dim}. "
-                f"Received: shape {tuple(xp.shape(r))}"
+    _check_rel_pos(xp, query, dim, rel_pos_h, rel_pos_w)
+    return _resample.run(
+        xp, _resample.decomposed_kernel, (query, rel_pos_h, rel_pos_w), ((qh, qw), (kh, kw))
+    )
+
+
+def _check_rel_pos(xp: Namespace, query: Any, dim: int, *tables: Any) -> None:
+    for name, table in zip(("rel_pos_h", "rel_pos_w"), tables, strict=True):
+        other, shape = _array(table, name, 2)
+        if other.name != xp.name:
+            raise TypeError(
+                f"{name} must be a {xp.name} array like the query. Received: a {other.name} array"
             )
-    q = xp.expand_dims(xp.reshape(query, (batch, qh, qw, dim)), 3)  # (B, qh, qw, 1, C)
-    # (B, qh, qw, 1, C) @ (qh, 1, C, kh): batch axes (B, qh, qw) against (qh, 1)
-    rel_h = xp.matmul(q, xp.expand_dims(xp.matrix_transpose(r_h), 1))[:, :, :, 0]
-    rel_w = xp.matmul(q, xp.matrix_transpose(r_w))[:, :, :, 0]  # against (qw,)
-    return xp.expand_dims(rel_h, -1) + xp.expand_dims(rel_w, -2)
+        if shape[1] != dim:
+            raise ValueError(
+                f"{name} has {shape[1]} channels, the query {dim}. Received: shape {shape}"
+            )
 
 
 def add_decomposed_rel_pos(
@@ -554,9 +520,20 @@ def add_decomposed_rel_pos(
             f"attn must be (B, {qh * qw}, {kh * kw}) for q_size {(qh, qw)} and k_size "
             f"{(kh, kw)}. Received: shape {(batch, rows, cols)}"
         )
-    bias = decomposed_rel_pos(query, rel_pos_h, rel_pos_w, (qh, qw), (kh, kw))
-    out = xp.reshape(attn, (batch, qh, qw, kh, kw)) + bias
-    return xp.reshape(out, (batch, rows, cols))
+    other, (q_batch, n_query, dim) = _array(query, "query", 3)
+    if other.name != xp.name or (q_batch, n_query) != (batch, qh * qw):
+        raise ValueError(
+            f"query must be a {xp.name} array of shape ({batch}, {qh * qw}, C) for attn "
+            f"{(batch, rows, cols)}. Received: a {other.name} array of shape "
+            f"{(q_batch, n_query, dim)}"
+        )
+    _check_rel_pos(xp, query, dim, rel_pos_h, rel_pos_w)
+    return _resample.run(
+        xp,
+        _resample.add_decomposed_kernel,
+        (attn, query, rel_pos_h, rel_pos_w),
+        ((qh, qw), (kh, kw)),
+    )
 
 
 # -- loading checkpoints ----------------------------------------------------------------
