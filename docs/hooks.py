@@ -51,6 +51,7 @@ FIGURES: dict[str, Callable[[], Any]] = {
     "figures/rope_scores.png": lambda: plots.plot_rope_scores(64, 48),
     "figures/rope_sections.png": lambda: plots.plot_rope_sections(),
     "figures/alibi.png": lambda: plots.plot_alibi(8, 16),
+    "figures/resample_gap.png": lambda: plots.plot_resample_gap(14, 32, 768),
 }
 
 

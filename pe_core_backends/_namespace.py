@@ -427,3 +427,10 @@ class Namespace:
         """``a @ b`` (the Array API's ``matmul``): batch axes broadcast, also between
         operands of different ranks (a matrix times a stack of matrices)."""
         return a @ b
+
+    def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:
+        """The framework's own image resize of ``x`` ``(N, H, W, C)`` to ``(N, *size, C)``
+        (``method`` ``"bilinear"`` or ``"bicubic"``): ``F.interpolate`` with
+        ``align_corners=False`` for PyTorch, ``jax.image.resize``, ``tf.image.resize``.
+        For comparisons (the resampling page); pe_core's own resampling does not use it."""
+        raise NotImplementedError(f"backend {self.name!r} has no image resize of its own")

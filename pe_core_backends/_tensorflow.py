@@ -137,5 +137,8 @@ class TensorflowNamespace(Namespace):
         rank = len(x.shape)
         return tf.transpose(x, [*range(rank - 2), rank - 1, rank - 2])
 
+    def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:
+        return tf.image.resize(x, size, method=method, antialias=antialias)
+
 
 NAMESPACE = TensorflowNamespace()

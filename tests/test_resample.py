@@ -496,3 +496,20 @@ def test_bad_input_is_refused_by_name(call, error, words: str) -> None:
 def test_framework_spatial_shapes_are_refused() -> None:
     with pytest.raises(TypeError, match="spatial_shapes must be static"):
         resample.resize_naflex_pos_embed(torch.ones(4, 4, 2), torch.tensor([[2, 2]]), 4)
+
+
+# -- the numbers of the resampling page -----------------------------------------------------
+def test_resample_gaps_measure_what_the_page_says() -> None:
+    """tf.image.resize's bicubic (Keys, A = -0.5) is far from torch's; bilinear is not;
+    pe_core is within float32 rounding everywhere."""
+    pytest.importorskip("tensorflow")
+    from pe_core import plots
+
+    gaps, patch_gap = plots.resample_gaps(6, 9, 8, backends=("torch", "tensorflow"))
+    assert patch_gap is None
+    for setting, _, _ in plots.RESAMPLE_SETTINGS:
+        for method in ("pe_core, NumPy float32", "pe_core on tensorflow"):
+            assert gaps[method][setting] < 1e-6, (method, setting)
+        assert gaps["F.interpolate float32"][setting] < 1e-5
+    assert gaps["tf.image.resize"]["bicubic, up"] > 1e-3
+    assert gaps["tf.image.resize"]["bilinear, up"] < 1e-5
