@@ -665,9 +665,10 @@ RESAMPLE_SETTINGS = (
 
 #: The frameworks whose own resize :func:`resample_gaps` measures, with its label.
 RESIZERS = (
-    ("torch", "F.interpolate float32"),
-    ("jax", "jax.image.resize"),
-    ("tensorflow", "tf.image.resize"),
+    # (backend, label, pe_core measured there too, its bicubic gap mapped per patch)
+    ("torch", "F.interpolate float32", False, False),
+    ("jax", "jax.image.resize", True, True),
+    ("tensorflow", "tf.image.resize", True, False),
 )
 
 
@@ -711,16 +712,16 @@ def resample_gaps(
         ours = resample_pos_embed(source32, size, num_prefix_tokens=0, interpolation=mode)
         record("pe_core, NumPy float32", setting, np.asarray(ours, np.float64), reference)
         grid_ref = reference.reshape(1, size, size, channels)
-        for backend, label in RESIZERS:
+        for backend, label, ours_there, mapped in RESIZERS:
             if not (is_installed(backend) if backends is None else backend in backends):
                 continue
             xp = get_namespace(backend)
             image = xp.asarray(source32.reshape(1, side, side, channels))
             theirs = xp.to_numpy(xp.image_resize(image, (size, size), mode, False))
             record(label, setting, theirs.astype(np.float64), grid_ref)
-            if backend == "jax" and setting == "bicubic, up":
+            if mapped and setting == "bicubic, up":
                 patch_gap = np.abs(theirs - grid_ref)[0].max(axis=-1) / np.abs(grid_ref).max()
-            if backend != "torch":
+            if ours_there:
                 placed = resample_pos_embed(
                     xp.asarray(source32), size, num_prefix_tokens=0, interpolation=mode
                 )

@@ -255,7 +255,7 @@ def interpolate_pos_encoding(
 def _shapes(spatial_shapes: Any) -> list[tuple[int, int]]:
     """Static ``(h, w)`` pairs from a sequence of pairs or a NumPy ``(B, 2)`` array."""
     source = backend_of(spatial_shapes)
-    if source not in (None, "numpy"):
+    if source is not None and not get_namespace(source).numpy_arrays:
         raise TypeError(
             "spatial_shapes must be static sizes: a sequence of (h, w) pairs or a NumPy "
             f"array, not a {source} array (its values would be read from the device). "
