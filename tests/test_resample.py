@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pytest
 from conftest import assert_close, to_numpy
+from hypothesis import given
+from hypothesis import strategies as st
 
 import pe_core
 from pe_core import resample
@@ -144,6 +146,18 @@ def test_weights_are_torchs(mode: str, aa: bool) -> None:
         eye = torch.eye(a, dtype=torch.float64)[None, None]  # resized along H only
         ref = F.interpolate(eye, size=(b, a), mode=mode, align_corners=False, antialias=aa)
         np.testing.assert_allclose(weights(a, b, mode, aa), ref[0, 0].numpy(), atol=1e-14)
+
+
+@given(
+    st.integers(1, 48),
+    st.integers(1, 48),
+    st.sampled_from(MODES),
+)
+def test_weights_are_torchs_for_any_sizes(a: int, b: int, mode_aa: tuple[str, bool]) -> None:
+    mode, aa = mode_aa
+    eye = torch.eye(a, dtype=torch.float64)[None, None]
+    ref = F.interpolate(eye, size=(b, a), mode=mode, align_corners=False, antialias=aa)
+    np.testing.assert_allclose(weights(a, b, mode, aa), ref[0, 0].numpy(), atol=1e-13)
 
 
 def test_weights_rows_sum_to_one_and_are_cached() -> None:
