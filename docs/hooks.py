@@ -54,6 +54,7 @@ FIGURES: dict[str, Callable[[], Any]] = {
     "figures/timesteps.png": lambda: plots.plot_timestep_embedding(256, 1000),
     "figures/fourier.png": lambda: plots.plot_fourier_features(32, 4.0),
     "figures/swin_index.png": lambda: plots.plot_swin_index(3),
+    "figures/resample_gap.png": lambda: plots.plot_resample_gap(14, 32, 768),
 }
 
 

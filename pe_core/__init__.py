@@ -27,6 +27,9 @@ from pe_core.presets import PRESET_SOURCES, PRESETS
 from pe_core.relative import relative_matrix, shift
 
 
+from pe_core.resample import resample_pos_embed
+
+
 from pe_core.relative_index import (
     clipped_relative_position,
     deberta_log_bucket,
@@ -102,4 +105,5 @@ __all__ = [
     "relative_position_bias",
     "relative_position_index",
     "swinv2_coords_table",
+    "resample_pos_embed",
 ]

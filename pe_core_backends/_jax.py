@@ -231,6 +231,14 @@ class JaxNamespace(Namespace):
     ) -> AbstractContextManager[None]:
         return _jax_host_reads.guard(error)
 
+    def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:
+        return jax.image.resize(
+            x,
+            (x.shape[0], *size, x.shape[-1]),
+            method="cubic" if method == "bicubic" else "linear",
+            antialias=antialias,
+        )
+
     # -- position ids from data (pe_core.position_ids) ---------------------------------
     def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
         return jnp.cumsum(x, axis=axis, dtype=dtype)

@@ -426,6 +426,19 @@ class Namespace:
         """
         raise NotImplementedError(f"backend {self.name!r} cannot guard host reads")
 
+    # -- matrix products (pe_core.resample) ---------------------------------------------
+    def matmul(self, a: Any, b: Any) -> Any:
+        """``a @ b`` (the Array API's ``matmul``): batch axes broadcast, also between
+        operands of different ranks (a matrix times a stack of matrices)."""
+        return a @ b
+
+    def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:
+        """The framework's own image resize of ``x`` ``(N, H, W, C)`` to ``(N, *size, C)``
+        (``method`` ``"bilinear"`` or ``"bicubic"``): ``F.interpolate`` with
+        ``align_corners=False`` for PyTorch, ``jax.image.resize``, ``tf.image.resize``.
+        For comparisons (the resampling page); pe_core's own resampling does not use it."""
+        raise NotImplementedError(f"backend {self.name!r} has no image resize of its own")
+
     # -- position ids from data (pe_core.position_ids) ---------------------------------
     def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
         """Running sums of ``x`` (booleans or integers) along ``axis`` in integer ``dtype``

@@ -138,6 +138,9 @@ class TensorflowNamespace(Namespace):
         rank = len(x.shape)
         return tf.transpose(x, [*range(rank - 2), rank - 1, rank - 2])
 
+    def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:
+        return tf.image.resize(x, size, method=method, antialias=antialias)
+
     # -- position ids from data (pe_core.position_ids) ---------------------------------
     def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
         return tf.math.cumsum(tf.cast(x, dtype), axis=axis)

@@ -220,6 +220,13 @@ class TorchNamespace(Namespace):
     ) -> AbstractContextManager[None]:
         return _torch_host_reads.guard(error)
 
+    def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:
+        nchw = x.permute(0, 3, 1, 2)
+        out = torch.nn.functional.interpolate(
+            nchw, size=size, mode=method, align_corners=False, antialias=antialias
+        )
+        return out.permute(0, 2, 3, 1)
+
     # -- position ids from data (pe_core.position_ids) ---------------------------------
     def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
         return torch.cumsum(x, dim=axis, dtype=dtype)

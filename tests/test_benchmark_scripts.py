@@ -101,6 +101,17 @@ def test_gpu_tiny_prints_every_row():
         assert "sync check skipped" in output
 
 
+def test_resample_quick_prints_every_row():
+    pytest.importorskip("torch")
+    output = run_module("benchmarks.resample", "--quick", timeout=240)
+    rows = table_rows(output)
+    assert rows[0][:2] == ["case (torch, CPU, eager)", "threads"]
+    cases = {(cells[0], cells[1]) for cells in rows[1:]}
+    for case in ("14x14 -> 32x32, C=768, bicubic", "32x32 -> 14x14, C=768, bicubic, antialias"):
+        assert {(case, "1"), (case, "2")} <= cases, sorted(cases)
+    assert all(cells[5].endswith("×") and cells[6].endswith("×") for cells in rows[1:])
+
+
 def test_relative_index_quick_prints_every_row():
     output = run_module("benchmarks.relative_index", "--quick", timeout=240)
     rows = {(cells[0], cells[1]) for cells in table_rows(output)}

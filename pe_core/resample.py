@@ -1,0 +1,585 @@
+"""Learned position tables resampled to a new grid, with PyTorch's numbers on every backend.
+
+A ViT trained at 224 px has a ``14 x 14`` table of learned position embeddings; run it at
+512 px and the table must be resized to ``32 x 32``. Model code does this with
+``torch.nn.functional.interpolate`` (timm ``resample_abs_pos_embed``, transformers
+``interpolate_pos_encoding``), and ports to JAX or TensorFlow usually reach for
+``jax.image.resize`` or ``tf.image.resize``, which compute other numbers (the documentation's page
+"Resampling learned tables" measures how far). Here the resize is PyTorch's: its 1-D weights are
+built on the host in float64 from the static sizes (:mod:`pe_core._resample`) and
+applied to the table as two matrix products in the table's own framework, so NumPy,
+JAX, PyTorch and TensorFlow give ``F.interpolate``'s values (``align_corners=False``,
+``bilinear`` or ``bicubic``, ``antialias`` on or off) within float32 rounding, eager,
+traced (``jax.jit``, ``torch.compile``, ``tf.function``) and under autograd.
+
+The functions:
+
+* :func:`resample_pos_embed`: timm's ``resample_abs_pos_embed`` (prefix rows kept, the
+  grid resized);
+* :func:`interpolate_pos_encoding`: transformers' ``ViTEmbeddings.interpolate_pos_encoding``
+  (the grid of an image of ``height x width`` pixels);
+* :func:`resize_naflex_pos_embed`: SigLIP2's per-image NaFlex resize
+  (``Siglip2VisionEmbeddings.resize_positional_embeddings``);
+* :func:`resize_rel_pos_bias_table`: a relative-position bias table for a new window
+  (timm ``resize_rel_pos_bias_table_simple``; BEiT's ``interpolate_pos_encoding`` with
+  ``interpolation="bilinear"``);
+* :func:`get_rel_pos`, :func:`decomposed_rel_pos` and :func:`add_decomposed_rel_pos`:
+  SAM / ViTDet decomposed relative positions;
+* :func:`pos_embed_load_hook`: a PyTorch ``load_state_dict`` pre-hook that resamples a
+  checkpoint's table to the model's grid.
+
+Every size is a Python integer (static); the tables stay where they are (no host read).
+
+>>> import numpy as np
+>>> table = np.arange(1 + 2 * 2, dtype=np.float32).reshape(1, 5, 1)  # a class row, 2x2 grid
+>>> resample_pos_embed(table, (4, 4), interpolation="bilinear")[0, :, 0].tolist()[:5]
+[0.0, 1.0, 1.25, 1.75, 2.0]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from pe_core import _resample
+from pe_core.validation import choice, is_integer, positive_int
+from pe_core_backends import Namespace, backend_of, get_namespace
+
+__all__ = [
+    "INTERPOLATIONS",
+    "add_decomposed_rel_pos",
+    "decomposed_rel_pos",
+    "get_rel_pos",
+    "interpolate_pos_encoding",
+    "pos_embed_load_hook",
+    "resample_pos_embed",
+    "resize_naflex_pos_embed",
+    "resize_rel_pos_bias_table",
+]
+
+#: The interpolation modes (``torch.nn.functional.interpolate``'s names).
+INTERPOLATIONS = ("bicubic", "bilinear")
+
+
+# -- argument checks --------------------------------------------------------------------
+def _array(x: Any, name: str, ndim: int | tuple[int, ...]) -> tuple[Namespace, tuple[int, ...]]:
+    """The namespace and static shape of a floating array ``x`` of rank ``ndim``."""
+    source = backend_of(x)
+    if source is None:
+        raise TypeError(
+            f"{name} must be an array (NumPy, JAX, PyTorch or TensorFlow). "
+            f"Received: {type(x).__name__}"
+        )
+    xp = get_namespace(source)
+    ranks = (ndim,) if isinstance(ndim, int) else ndim
+    shape = xp.shape(x)
+    if len(shape) not in ranks:
+        want = " or ".join(str(r) for r in ranks)
+        raise ValueError(f"{name} must have {want} axes. Received: shape {tuple(shape)}")
+    if any(not is_integer(n) for n in shape):
+        raise ValueError(f"{name} must have a static shape. Received: shape {tuple(shape)}")
+    dtype = xp.dtype_of(x)
+    if xp.kind(dtype) != "float":
+        raise TypeError(f"{name} must have a floating dtype. Received: dtype {dtype}")
+    return xp, tuple(int(n) for n in shape)
+
+
+def _size(value: object, name: str) -> tuple[int, int]:
+    """An ``int`` (a square) or a pair of ints ``>= 1`` as ``(h, w)``."""
+    if is_integer(value):
+        n = positive_int(value, name)
+        return n, n
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return (
+            positive_int(value[0], f"{name}[0]"),
+            positive_int(value[1], f"{name}[1]"),
+        )
+    raise TypeError(f"{name} must be an integer or a pair (h, w) of integers. Received: {value!r}")
+
+
+def _mode(interpolation: object) -> str:
+    return choice(interpolation, "interpolation", INTERPOLATIONS)
+
+
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False. Received: {value!r}")
+    return bool(value)
+
+
+def _square_side(n: int, name: str, what: str) -> int:
+    side = math.isqrt(n)
+    if side * side != n:
+        raise ValueError(
+            f"{name} is needed: {what} ({n}) is not a square number of rows. Received: {name}=None"
+        )
+    return side
+
+
+# -- absolute tables --------------------------------------------------------------------
+def resample_pos_embed(
+    table: Any,
+    new_size: int | Sequence[int],
+    *,
+    old_size: int | Sequence[int] | None = None,
+    num_prefix_tokens: int = 1,
+    interpolation: str = "bicubic",
+    antialias: bool = False,
+) -> Any:
+    """A learned position table ``(N, prefix + old_h * old_w, C)`` resized to the grid
+    ``new_size``: ``(N, prefix + new_h * new_w, C)`` (timm's ``resample_abs_pos_embed``).
+
+    The first ``num_prefix_tokens`` rows (class and register tokens) are kept as they are;
+    the others, read as a row-major ``(old_h, old_w)`` grid, are resized with
+    ``torch.nn.functional.interpolate(grid, size=new_size, mode=interpolation,
+    align_corners=False, antialias=antialias)`` and flattened back.
+
+    Parameters
+    ----------
+    table : array
+        ``(N, L, C)`` from NumPy, JAX, PyTorch or TensorFlow (any float dtype; float16
+        and bfloat16 are resampled in float32 and rounded once).
+    new_size : int or (int, int)
+        The new grid ``(new_h, new_w)``; an int is a square.
+    old_size : int or (int, int), optional
+        The table's grid; by default the square with ``old_h * old_w = L - prefix``
+        (an error when ``L - prefix`` is not a square).
+    num_prefix_tokens : int
+        Leading rows that are not on the grid, >= 0 (1: a class token).
+    interpolation : {"bicubic", "bilinear"}
+    antialias : bool
+        PyTorch's ``antialias``: when shrinking, the filter is widened by the shrink
+        factor (Pillow's resampling); no effect when enlarging except at the borders.
+
+    Returns
+    -------
+    array
+        The resized table, same framework, device and dtype as ``table``. When the grid
+        does not change, ``table`` itself.
+
+    Raises
+    ------
+    TypeError
+        ``table`` is not an array of a float dtype; sizes are not integers.
+    ValueError
+        ``table`` is not 3-D, has fewer rows than the prefix, its rows do not fill
+        ``old_size``; an unknown interpolation.
+
+    Notes
+    -----
+    timm returns the table unchanged whenever the row count stays and the new grid is
+    square (even from a non-square ``old_size``), and resamples float64 tables in
+    float32; here the grid is always resized from ``old_size``, and float64 tables in
+    float64 (``F.interpolate``'s numbers for float64 inputs).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = np.random.default_rng(0).normal(size=(1, 1 + 14 * 14, 8)).astype(np.float32)
+    >>> resample_pos_embed(table, 32).shape
+    (1, 1025, 8)
+    >>> resample_pos_embed(table, (16, 8), interpolation="bilinear", antialias=True).shape
+    (1, 129, 8)
+    """
+    xp, (n, rows, channels) = _array(table, "table", 3)
+    new = _size(new_size, "new_size")
+    prefix = positive_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
+    mode = _mode(interpolation)
+    aa = _flag(antialias, "antialias")
+    if rows < prefix:
+        raise ValueError(
+            f"table has {rows} rows, fewer than num_prefix_tokens={prefix}. "
+            f"Received: shape {(n, rows, channels)}"
+        )
+    if old_size is None:
+        side = _square_side(rows - prefix, "old_size", "the table minus its prefix rows")
+        old = (side, side)
+    else:
+        old = _size(old_size, "old_size")
+        if old[0] * old[1] != rows - prefix:
+            raise ValueError(
+                f"old_size {old} holds {old[0] * old[1]} rows, the table "
+                f"{rows - prefix} after its {prefix} prefix rows. Received: old_size={old_size!r}"
+            )
+    if old == new:
+        return table
+    return _resample.run(xp, _resample.pos_embed_kernel, (table,), (prefix, old, new, mode, aa))
+
+
+def interpolate_pos_encoding(
+    table: Any,
+    height: int,
+    width: int,
+    patch_size: int | Sequence[int],
+    *,
+    num_prefix_tokens: int = 1,
+    interpolation: str = "bicubic",
+) -> Any:
+    """A ViT position table ``(1, prefix + S * S, C)`` for an image of ``height x width``
+    pixels: the grid resized to ``(height // patch_h, width // patch_w)``.
+
+    transformers' ``ViTEmbeddings.interpolate_pos_encoding`` (and DeiT's, DINOv2-like
+    models with ``interpolation``): bicubic ``F.interpolate`` with
+    ``size=(new_h, new_w)``, ``align_corners=False``, the class row kept.
+
+    Parameters
+    ----------
+    table : array
+        ``(N, prefix + S * S, C)``, a square grid of ``S * S`` rows.
+    height, width : int
+        The image size in pixels (>= one patch).
+    patch_size : int or (int, int)
+        The patch size ``(patch_h, patch_w)``.
+    num_prefix_tokens : int
+        Rows before the grid (1: the class token).
+    interpolation : {"bicubic", "bilinear"}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = np.zeros((1, 1 + 14 * 14, 4), np.float32)
+    >>> interpolate_pos_encoding(table, 384, 512, 16).shape  # a 24 x 32 grid
+    (1, 769, 4)
+    """
+    ph, pw = _size(patch_size, "patch_size")
+    h = positive_int(height, "height", minimum=ph, what="pixels, at least one patch")
+    w = positive_int(width, "width", minimum=pw, what="pixels, at least one patch")
+    return resample_pos_embed(
+        table, (h // ph, w // pw), num_prefix_tokens=num_prefix_tokens, interpolation=interpolation
+    )
+
+
+def _shapes(spatial_shapes: Any) -> list[tuple[int, int]]:
+    """Static ``(h, w)`` pairs from a sequence of pairs or a NumPy ``(B, 2)`` array."""
+    source = backend_of(spatial_shapes)
+    if source is not None and not get_namespace(source).numpy_arrays:
+        raise TypeError(
+            "spatial_shapes must be static sizes: a sequence of (h, w) pairs or a NumPy "
+            f"array, not a {source} array (its values would be read from the device). "
+            f"Received: {type(spatial_shapes).__name__}"
+        )
+    try:
+        pairs = [tuple(p) for p in spatial_shapes]
+    except TypeError:
+        raise TypeError(
+            f"spatial_shapes must be a sequence of (h, w) pairs. Received: {spatial_shapes!r}"
+        ) from None
+    if not pairs:
+        raise ValueError("spatial_shapes must hold at least one (h, w) pair. Received: []")
+    return [_size(list(p), f"spatial_shapes[{i}]") for i, p in enumerate(pairs)]
+
+
+def resize_naflex_pos_embed(
+    table: Any,
+    spatial_shapes: Any,
+    max_length: int,
+    *,
+    interpolation: str = "bilinear",
+    antialias: bool = True,
+) -> Any:
+    """SigLIP2's NaFlex position embeddings: one ``(h_i, w_i)`` grid per image, padded.
+
+    transformers' ``Siglip2VisionEmbeddings.resize_positional_embeddings``: the
+    ``(H, W, C)`` table is resized to each image's ``(h_i, w_i)`` (bilinear,
+    ``antialias=True``, ``align_corners=False``), flattened row-major into the first
+    ``h_i * w_i`` rows of a ``(max_length, C)`` block; the remaining rows repeat the
+    first row of that image's grid (transformers' padding).
+
+    Parameters
+    ----------
+    table : array
+        ``(H, W, C)``.
+    spatial_shapes : sequence of (int, int) or NumPy array
+        ``(B, 2)``: each image's patch grid. Static sizes (not a framework array).
+    max_length : int
+        Rows per image, at least every ``h_i * w_i``.
+    interpolation : {"bilinear", "bicubic"}
+    antialias : bool
+
+    Returns
+    -------
+    array
+        ``(B, max_length, C)`` in the table's framework and dtype (transformers upcasts
+        to float32 on the CPU and casts back: the same rounding here).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = np.ones((16, 16, 4), np.float32)
+    >>> resize_naflex_pos_embed(table, [(8, 12), (16, 6)], 100).shape
+    (2, 100, 4)
+    """
+    xp, _ = _array(table, "table", 3)
+    mode = _mode(interpolation)
+    aa = _flag(antialias, "antialias")
+    pairs = _shapes(spatial_shapes)
+    longest = max(h * w for h, w in pairs)
+    length = positive_int(max_length, "max_length", minimum=longest, what="the largest h * w")
+    return _resample.run(xp, _resample.naflex_kernel, (table,), (tuple(pairs), length, mode, aa))
+
+
+# -- relative tables --------------------------------------------------------------------
+def resize_rel_pos_bias_table(
+    table: Any,
+    new_window_size: int | Sequence[int],
+    *,
+    old_window_size: int | Sequence[int] | None = None,
+    num_extra_tokens: int = 0,
+    interpolation: str = "bicubic",
+    antialias: bool = False,
+) -> Any:
+    """A relative-position bias table resized to a new attention window.
+
+    A window ``(Wh, Ww)`` has ``(2 Wh - 1) x (2 Ww - 1)`` relative offsets. The table is
+    either flat, ``(offsets + num_extra_tokens, heads)`` with the offsets row-major and
+    the extra rows (BEiT's three class-token biases) last, or ``(heads, 2 Wh - 1,
+    2 Ww - 1)`` (TF MaxViT). The offset grid is resized with ``F.interpolate``
+    (``align_corners=False``); extra rows are kept.
+
+    This is timm's ``resize_rel_pos_bias_table_simple`` (bicubic); BEiT's
+    ``BeitRelativePositionBias(interpolate_pos_encoding=True)`` in transformers is
+    ``interpolation="bilinear", num_extra_tokens=3`` (square windows: transformers reads
+    the grid as ``(width, height)``, which differs for non-square ones).
+
+    Parameters
+    ----------
+    table : array
+        ``(rows, heads)`` or ``(heads, 2 Wh - 1, 2 Ww - 1)``.
+    new_window_size : int or (int, int)
+        The new window ``(Wh, Ww)``.
+    old_window_size : int or (int, int), optional
+        The table's window; by default the square one the table's rows fill (flat
+        tables) or the 3-D table's own grid.
+    num_extra_tokens : int
+        Flat tables: rows after the offset grid, >= 0.
+    interpolation : {"bicubic", "bilinear"}
+    antialias : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = np.zeros((13 * 13 + 3, 12), np.float32)  # BEiT, window 7 x 7, 12 heads
+    >>> resize_rel_pos_bias_table(table, 12, num_extra_tokens=3).shape
+    (532, 12)
+    >>> resize_rel_pos_bias_table(np.zeros((4, 13, 13), np.float32), (8, 6)).shape
+    (4, 15, 11)
+    """
+    xp, shape = _array(table, "table", (2, 3))
+    wh, ww = _size(new_window_size, "new_window_size")
+    new = (2 * wh - 1, 2 * ww - 1)
+    mode = _mode(interpolation)
+    aa = _flag(antialias, "antialias")
+    extra = positive_int(num_extra_tokens, "num_extra_tokens", minimum=0)
+    if len(shape) == 3:
+        if extra:
+            raise ValueError(
+                "num_extra_tokens must be 0 for a (heads, H, W) table. "
+                f"Received: num_extra_tokens={extra}"
+            )
+        _, src_h, src_w = shape
+        if old_window_size is not None:
+            oh, ow = _size(old_window_size, "old_window_size")
+            if (2 * oh - 1, 2 * ow - 1) != (src_h, src_w):
+                raise ValueError(
+                    f"old_window_size {(oh, ow)} has {(2 * oh - 1, 2 * ow - 1)} offsets, "
+                    f"the table {(src_h, src_w)}. Received: old_window_size={old_window_size!r}"
+                )
+        if (src_h, src_w) == new:
+            return table
+        return _resample.run(xp, _resample.cube_bias_kernel, (table,), (new, mode, aa))
+    rows = shape[0]
+    if rows < extra:
+        raise ValueError(
+            f"table has {rows} rows, fewer than num_extra_tokens={extra}. Received: shape {shape}"
+        )
+    if old_window_size is None:
+        side = _square_side(rows - extra, "old_window_size", "the table minus its extra rows")
+        old = (side, side)
+    else:
+        oh, ow = _size(old_window_size, "old_window_size")
+        old = (2 * oh - 1, 2 * ow - 1)
+        if old[0] * old[1] != rows - extra:
+            raise ValueError(
+                f"old_window_size {(oh, ow)} has {old[0] * old[1]} offsets, the table "
+                f"{rows - extra} rows before its {extra} extra rows. "
+                f"Received: old_window_size={old_window_size!r}"
+            )
+    if old == new:
+        return table
+    return _resample.run(xp, _resample.flat_bias_kernel, (table,), (extra, old, new, mode, aa))
+
+
+def get_rel_pos(q_size: int, k_size: int, rel_pos: Any) -> Any:
+    """SAM / ViTDet relative positions along one axis: ``(q_size, k_size, C)``.
+
+    ``rel_pos`` ``(L, C)`` holds one embedding per offset; when ``L`` differs from the
+    ``2 max(q_size, k_size) - 1`` offsets needed it is resized by 1-D linear
+    interpolation (``F.interpolate(mode="linear")``, ``align_corners=False``). Query
+    ``i`` and key ``j`` then read the offset ``i * max(k/q, 1) - j * max(q/k, 1) +
+    (k - 1) * max(q/k, 1)``, truncated (the shorter axis's coordinates scaled up).
+    transformers' ``SamVisionAttention.get_rel_pos``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rel = np.arange(7, dtype=np.float32)[:, None]  # offsets -3 .. 3 of a 4-long axis
+    >>> get_rel_pos(4, 4, rel)[..., 0].tolist()[0]  # query 0: offsets 0, -1, -2, -3
+    [3.0, 2.0, 1.0, 0.0]
+    """
+    q = positive_int(q_size, "q_size")
+    k = positive_int(k_size, "k_size")
+    xp, _ = _array(rel_pos, "rel_pos", 2)
+    return _resample.run(xp, _resample.rel_pos_kernel, (rel_pos,), (q, k))
+
+
+def decomposed_rel_pos(
+    query: Any,
+    rel_pos_h: Any,
+    rel_pos_w: Any,
+    q_size: Sequence[int],
+    k_size: Sequence[int],
+) -> Any:
+    """SAM / ViTDet decomposed relative-position bias ``(B, q_h, q_w, k_h, k_w)``.
+
+    ``bias[b, i, j, k, l] = q[b, i, j] . Rh[i, k] + q[b, i, j] . Rw[j, l]`` with ``Rh =
+    get_rel_pos(q_h, k_h, rel_pos_h)`` and ``Rw = get_rel_pos(q_w, k_w, rel_pos_w)``
+    (MViTv2): transformers' ``SamVisionAttention.get_decomposed_rel_pos``.
+
+    Parameters
+    ----------
+    query : array
+        ``(B, q_h * q_w, C)``, row-major over the query grid.
+    rel_pos_h, rel_pos_w : array
+        ``(L_h, C)``, ``(L_w, C)``: embeddings per offset along each axis.
+    q_size, k_size : (int, int)
+        The query and key grids.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q = np.ones((2, 4 * 4, 8), np.float32)
+    >>> r = np.ones((7, 8), np.float32)
+    >>> decomposed_rel_pos(q, r, r, (4, 4), (4, 4)).shape
+    (2, 4, 4, 4, 4)
+    """
+    qh, qw = _size(q_size, "q_size")
+    kh, kw = _size(k_size, "k_size")
+    xp, (batch, n_query, dim) = _array(query, "query", 3)
+    if n_query != qh * qw:
+        raise ValueError(
+            f"query has {n_query} rows, q_size {(qh, qw)} needs {qh * qw}. "
+            f"Received: shape {(batch, n_query, dim)}"
+        )
+    _check_rel_pos(xp, query, dim, rel_pos_h, rel_pos_w)
+    return _resample.run(
+        xp, _resample.decomposed_kernel, (query, rel_pos_h, rel_pos_w), ((qh, qw), (kh, kw))
+    )
+
+
+def _check_rel_pos(xp: Namespace, query: Any, dim: int, *tables: Any) -> None:
+    for name, table in zip(("rel_pos_h", "rel_pos_w"), tables, strict=True):
+        other, shape = _array(table, name, 2)
+        if other.name != xp.name:
+            raise TypeError(
+                f"{name} must be a {xp.name} array like the query. Received: a {other.name} array"
+            )
+        if shape[1] != dim:
+            raise ValueError(
+                f"{name} has {shape[1]} channels, the query {dim}. Received: shape {shape}"
+            )
+
+
+def add_decomposed_rel_pos(
+    attn: Any,
+    query: Any,
+    rel_pos_h: Any,
+    rel_pos_w: Any,
+    q_size: Sequence[int],
+    k_size: Sequence[int],
+) -> Any:
+    """Attention logits ``(B, q_h * q_w, k_h * k_w)`` plus :func:`decomposed_rel_pos`
+    (segment-anything's ``add_decomposed_rel_pos``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q = np.ones((2, 16, 8), np.float32)
+    >>> add_decomposed_rel_pos(np.zeros((2, 16, 16), np.float32), q,
+    ...                        np.ones((7, 8), np.float32), np.ones((7, 8), np.float32),
+    ...                        (4, 4), (4, 4))[0, 0, 0]
+    np.float32(16.0)
+    """
+    qh, qw = _size(q_size, "q_size")
+    kh, kw = _size(k_size, "k_size")
+    xp, (batch, rows, cols) = _array(attn, "attn", 3)
+    if (rows, cols) != (qh * qw, kh * kw):
+        raise ValueError(
+            f"attn must be (B, {qh * qw}, {kh * kw}) for q_size {(qh, qw)} and k_size "
+            f"{(kh, kw)}. Received: shape {(batch, rows, cols)}"
+        )
+    other, (q_batch, n_query, dim) = _array(query, "query", 3)
+    if other.name != xp.name or (q_batch, n_query) != (batch, qh * qw):
+        raise ValueError(
+            f"query must be a {xp.name} array of shape ({batch}, {qh * qw}, C) for attn "
+            f"{(batch, rows, cols)}. Received: a {other.name} array of shape "
+            f"{(q_batch, n_query, dim)}"
+        )
+    _check_rel_pos(xp, query, dim, rel_pos_h, rel_pos_w)
+    return _resample.run(
+        xp,
+        _resample.add_decomposed_kernel,
+        (attn, query, rel_pos_h, rel_pos_w),
+        ((qh, qw), (kh, kw)),
+    )
+
+
+# -- loading checkpoints ----------------------------------------------------------------
+def pos_embed_load_hook(
+    name: str = "pos_embed",
+    *,
+    num_prefix_tokens: int = 1,
+    interpolation: str = "bicubic",
+    antialias: bool = False,
+) -> Callable[..., None]:
+    """A PyTorch ``load_state_dict`` pre-hook that resamples a checkpoint's position table
+    to the grid of the model's own.
+
+    Register it with ``module.register_load_state_dict_pre_hook(hook)`` on the module
+    that owns the parameter ``name`` (shape ``(1, prefix + h * w, C)``, a square grid):
+    a checkpoint table with another square grid is resized with
+    :func:`resample_pos_embed` before it is copied in, so a model built for 448 px loads
+    a 224 px checkpoint.
+
+    Examples
+    --------
+    >>> hook = pos_embed_load_hook("pos_embed")
+    >>> callable(hook)
+    True
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty string. Received: {name!r}")
+    positive_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
+    _mode(interpolation)
+    _flag(antialias, "antialias")
+
+    def hook(module: Any, state_dict: Any, prefix: str, *_: Any) -> None:
+        key = prefix + name
+        if key not in state_dict:
+            return
+        loaded, target = state_dict[key], getattr(module, name)
+        want, have = tuple(target.shape), tuple(loaded.shape)
+        if want == have:
+            return
+        new_side = _square_side(want[1] - num_prefix_tokens, "a square grid", f"the model's {name}")
+        state_dict[key] = resample_pos_embed(
+            loaded,
+            new_side,
+            num_prefix_tokens=num_prefix_tokens,
+            interpolation=interpolation,
+            antialias=antialias,
+        )
+
+    return hook
