@@ -272,6 +272,28 @@ def test_encode_inside_tf_function() -> None:
 
 
 @inner
+def test_fourier_features_layer() -> None:
+    from pe_core.layers.keras import FourierFeatures
+
+    x = np.random.default_rng(0).uniform(-1, 1, (4, 3)).astype("float32")
+    f32 = (np.random.default_rng(2).normal(size=(3, 5)) * 20.0).astype(np.float32)
+    want = np.asarray(pe_core.fourier_features(x, f32, dtype="float64"))
+    layer = FourierFeatures(3, 5, scale=20.0, seed=2, trainable=True)
+    np.testing.assert_array_equal(numpy_of(layer.frequencies), f32)
+    np.testing.assert_allclose(numpy_of(layer(ops.convert_to_tensor(x))), want, atol=2e-6)
+    assert len(layer.trainable_weights) == 1
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, layer(inputs))
+    np.testing.assert_allclose(model.predict(x, verbose=0), want, atol=2e-6)
+    clone = FourierFeatures.from_config(layer.get_config())
+    assert clone.get_config()["order"] == "sin_cos" and clone.num_frequencies == 5
+    fixed = FourierFeatures(3, 5, scale=20.0, seed=2, order="cos_sin")
+    assert not fixed.trainable_weights
+    flipped = np.concatenate([want[:, 5:], want[:, :5]], -1)
+    np.testing.assert_allclose(numpy_of(fixed(ops.convert_to_tensor(x))), flipped, atol=2e-6)
+
+
+@inner
 def test_rotary_trainable_frequencies() -> None:
     """``trainable_frequencies=True``: a trainable ``frequencies`` weight, equal to the
     fixed layer at initialisation within the float32 bound, saved in the config, and

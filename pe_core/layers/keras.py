@@ -27,6 +27,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from pe_core.fourier import fourier_features
+
 from pe_core.layers._checks import (
     check_features,
     check_sequence_input,
@@ -35,6 +37,7 @@ from pe_core.layers._checks import (
 )
 from pe_core.layers._config import (
     AlibiBiasConfig,
+    FourierFeaturesConfig,
     LayerConfig,
     RotaryEmbeddingConfig,
     SinusoidalEncodingConfig,
@@ -55,6 +58,7 @@ __all__ = [
     "SinusoidalEncoding",
     "SinusoidalPatchEncoding",
     "T5RelativeBias",
+    "FourierFeatures",
 ]
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -384,6 +388,68 @@ class T5RelativeBias(T5RelativeBiasConfig, _Layer):
 
 
 @keras.saving.register_keras_serializable(package="pe_core")
+class FourierFeatures(FourierFeaturesConfig, _Layer):
+    """Random Fourier features of :func:`pe_core.fourier_features` (Keras 3); the twin of
+    the PyTorch and Flax ``FourierFeatures``.
+
+    Parameters
+    ----------
+    in_features, num_frequencies, scale, trainable, order, seed
+        As for :class:`~pe_core.layers.FourierFeaturesConfig`.
+    **kwargs
+        ``keras.layers.Layer`` arguments.
+
+    Notes
+    -----
+    ``call(coords)`` maps ``(..., in_features)`` to ``(..., 2 * num_frequencies)`` with
+    the float32 weight ``frequencies`` (NumPy's ``default_rng(seed)`` draw, the same
+    matrix as the other frameworks'), trainable when ``trainable``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> layer = FourierFeatures(2, 3)
+    >>> tuple(layer(np.zeros((4, 2), "float32")).shape)
+    (4, 6)
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        num_frequencies: int,
+        *,
+        scale: float = 1.0,
+        trainable: bool = False,
+        order: str = "sin_cos",
+        seed: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.pop("trainable", None)
+        super().__init__(
+            in_features,
+            num_frequencies,
+            scale=scale,
+            trainable=trainable,
+            order=order,
+            seed=seed,
+            **kwargs,
+        )
+        self.frequencies = self.add_weight(
+            shape=(self.in_features, self.num_frequencies),
+            initializer=keras.initializers.Constant(self.initial_frequencies()),
+            trainable=self.trainable,
+            dtype="float32",
+            name="frequencies",
+        )
+
+    def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
+        return (*tuple(input_shape)[:-1], 2 * self.num_frequencies)
+
+    def call(self, coords: Any) -> Any:
+        _floating_dtype(coords)
+        return fourier_features(coords, self.frequencies.value, order=self.order)
+
+
 class AlibiBias(AlibiBiasConfig, _Layer):
     """ALiBi: adds :func:`pe_core.alibi_bias` to attention scores (keras-hub's interface).
 
