@@ -253,7 +253,9 @@ def test_every_function_on_every_backend(backend):
     got = P.from_input_ids(positions_on(backend, ids), 1, 4)
     assert_equal(got, want.astype(wide), backend=backend, dtype=wide)
 
-    for cu, total in (([0, 3, 5], 5), ([0, 2, 2, 3], 6), ([0, 4, 9], 7), ([0], 3), ([0, 3], 0)):
+    cases = (([0, 3, 5], 5), ([0, 2, 2, 3], 6), ([0, 4, 9], 7), ([0], 3), ([0, 3], 0))
+    # the edge cases on NumPy; two shapes elsewhere (eager JAX compiles every shape)
+    for cu, total in cases if backend == "numpy" else cases[1:3]:
         got = P.from_cu_seqlens(positions_on(backend, np.array(cu)), total_length=total)
         assert_equal(got, _cu_reference(cu, total).astype(wide), backend=backend, dtype=wide)
 
