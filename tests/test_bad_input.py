@@ -57,7 +57,9 @@ def test_complex_positions() -> None:
 
 
 def test_unknown_preset() -> None:
-    with pytest.raises(ValueError, match=r"Unknown preset 'bert'. Expected one of: fairseq, flax"):
+    with pytest.raises(
+        ValueError, match=r"Unknown preset 'bert'. Expected one of: .*fairseq, flax"
+    ):
         pe_core.encode([0], 4, spec="bert")
 
 

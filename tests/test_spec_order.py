@@ -160,7 +160,7 @@ def test_positional_encodings_nd_odd_channels() -> None:
     [(32, (4, 3), 2, 1.875, 1.0), (64, (5, 2), 3, 1.0, 2.0), (48, 3, 1, 1.0, 1.0)],
 )
 def test_cogvideox_matches_diffusers(d, size, frames, spatial, temporal) -> None:
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from diffusers.models.embeddings import get_3d_sincos_pos_embed
 
     theirs = get_3d_sincos_pos_embed(d, size, frames, spatial, temporal, output_type="pt").numpy()
@@ -183,7 +183,6 @@ def test_cogvideox_matches_diffusers(d, size, frames, spatial, temporal) -> None
     )
     assert_close(ours64.reshape(theirs.shape), theirs, atol=1e-6, rtol=0, dtype="float64")
     assert pe_core.nd.axis_widths(d, "cogvideox") == (d // 4, 3 * d // 8, 3 * d // 8)
-    del torch
 
 
 def test_cogvideox_patch_embed_buffer() -> None:
@@ -345,8 +344,6 @@ def test_jax_jit_and_tf_function() -> None:
     expected = nd_reference(video, 32, pe_core.PRESETS["cogvideox"])
     jitted = jax.jit(lambda c: pe_core.encode(c, 32, spec="cogvideox"))
     assert_close(jitted(jax.numpy.asarray(video)), expected, atol=ATOL32)
-    fn = tf.function(lambda c: pe_core.encode(c, 32, spec="cogvideox"), jit_compile=True)
-    assert_close(fn(tf.constant(video)), expected, atol=ATOL32)
 
 
 def test_torch_compile_and_autograd() -> None:
@@ -368,9 +365,7 @@ def test_torch_compile_and_autograd() -> None:
 @pytest.mark.parametrize(
     ("spec", "d", "t"),
     [
-        (Spec(order="cos_sin"), 8, 13),
         (Spec(order="cos_sin", layout="split", odd_d="zero_pad"), 9, -40),
-        ("musicgen", 16, 1000),
         ("cogvideox", 32, (2, -3, 5)),
         ("timm_sincos_2d", 16, (7, -1)),
         (Spec(axes=3, axis_shares=(2, 1, 1), odd_d="zero_pad", order="cos_sin"), 19, (1, 2, 3)),
