@@ -346,3 +346,54 @@ def test_device_path_reads_nothing_back(name):
         got = timestep_embedding(t, 11, flip_sin_to_cos=True, downscale_freq_shift=0, scale=1e3)
     want = truth(np.array([0.25, 3.5, 999.0], np.float32), 11, True, 0.0, 1e3, 1e4)
     assert_close(got, want, atol=1e-6, backend=name, dtype="float32")
+
+
+_KERAS_SCRIPT = """
+import numpy as np, keras
+from pe_core.layers.keras import Timesteps
+from pe_core import timestep_embedding
+t = np.array([0.0, 0.4, 0.999], np.float32)
+layer = Timesteps(21, True, 0, scale=1000)
+want = timestep_embedding(t, 21, flip_sin_to_cos=True, downscale_freq_shift=0, scale=1000, dtype="float64")
+got = keras.ops.convert_to_numpy(layer(keras.ops.convert_to_tensor(t)))
+assert got.dtype == np.float32 and np.abs(got - want).max() < 1e-6, np.abs(got - want).max()
+inp = keras.Input(shape=(), dtype="float32")
+model = keras.Model(inp, Timesteps(21, True, 0, scale=1000)(inp))
+got = model.predict(t, verbose=0)
+assert np.abs(got - want).max() < 1e-6
+clone = Timesteps.from_config(layer.get_config())
+assert clone.get_config() == layer.get_config() and not layer.weights
+try:
+    Timesteps(8, True, 4)
+except ValueError as e:
+    assert "downscale_freq_shift" in str(e)
+else:
+    raise AssertionError("no error")
+print("keras ok", keras.backend.backend())
+"""
+
+
+def test_keras_layer_in_a_subprocess():
+    """Keras picks its backend at import: the layer runs in one subprocess (JAX backend):
+    eager, in a functional model, get_config round trip, refusal at construction."""
+    pytest.importorskip("keras")
+    pytest.importorskip("jax")
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
+    result = subprocess.run(
+        [sys.executable, "-c", _KERAS_SCRIPT],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "keras ok jax" in result.stdout
