@@ -16,6 +16,10 @@ timesteps is how ``t * W_i`` is kept exact:
   that brings every frequency to at most half a turn per unit: the kernel's
   fractional step (``u * f`` with ``|f| <= 1/2``) is then exact to float rounding,
   at ``scale=1000`` too (QwenImage, AuraFlow: ``W_0 = 1000`` rad per unit, 159 turns).
+* Integer timesteps in host memory within ``[0, TIMESTEP_TABLE_ROWS)`` (the steps of
+  DDPM-style schedulers) are rows of a cached table of the timesteps ``0 .. rows - 1``
+  (:func:`table_for`), built once per configuration by the float64 pass below:
+  every row is bit for bit the row that pass computes for that timestep alone.
 * Timesteps known on the host take the float64 pass of the small calls where the
   turns ``|t| * max|W| / 2pi`` stay below
   :data:`~pe_core._kernel.routes.SMALL_MAX_TURNS` (the float64 product's and the
@@ -29,6 +33,8 @@ from __future__ import annotations
 import decimal
 import functools
 import math
+import threading
+from collections import OrderedDict
 from fractions import Fraction
 from typing import Any, NamedTuple, cast
 
@@ -49,7 +55,13 @@ from pe_core._kernel.inputs import (
     working_dtype,
 )
 from pe_core._kernel.placement import Positions, host_view, prepare_positions
-from pe_core._kernel.routes import FEW_POSITIONS, MAX_KERNEL_FLOAT, SMALL_MAX_TURNS
+from pe_core._kernel.routes import (
+    FEW_POSITIONS,
+    MAX_KERNEL_FLOAT,
+    SMALL_MAX_TURNS,
+    TIMESTEP_TABLE_MIN_ROWS,
+    TIMESTEP_TABLE_ROWS,
+)
 from pe_core.validation import finite_real, positive_int
 from pe_core_backends import Namespace, backend_of, get_namespace
 
@@ -237,19 +249,35 @@ def _cached_device_fields(key: tuple[int, float, float, float], k: int) -> tuple
 
 
 def few_timesteps(timesteps: Any, plan: Plan) -> Any | None:
-    """The float32 embedding of a few host timesteps (a denoising step), or ``None``.
+    """The float32 embedding of host timesteps the lane takes, or ``None``.
 
-    Up to :data:`~pe_core._kernel.routes.FEW_POSITIONS` timesteps given as a NumPy
-    array or an array the host reads without a copy (a CPU tensor), finite, within
-    the small calls' turns: the float64 pass of :func:`_small_table` with no other
-    dispatch. Anything else gives ``None`` and takes :func:`embed`.
+    Integer timesteps in ``[0, TIMESTEP_TABLE_ROWS)`` given as a Python ``int``, a
+    NumPy array or an array the host reads without a copy (a CPU tensor) are rows of
+    the configuration's table (:func:`table_for`), once it is built; up to
+    :data:`~pe_core._kernel.routes.FEW_POSITIONS` other such timesteps, finite,
+    within the small calls' turns, take the float64 pass of :func:`_small_table`
+    with no other dispatch. Anything else gives ``None`` and takes :func:`embed`.
     """
+    if type(timesteps) is int:
+        entry = table_for(plan, 1, timesteps, timesteps)
+        return None if entry is None else entry.host[timesteps].copy()
     values, xp = host_view(timesteps)
     if values is None or values.dtype.kind not in "iuf" or values.dtype.itemsize < 4:
         return None
-    if not 0 < values.size <= FEW_POSITIONS:
+    n = values.size
+    if n == 0:
         return None
-    listed = values.ravel().tolist()
+    listed = values.ravel().tolist() if n <= FEW_POSITIONS else None
+    if values.dtype.kind != "f":
+        if listed is None:
+            low, high = int(values.min()), int(values.max())
+        else:
+            low, high = min(listed), max(listed)
+        entry = table_for(plan, n, low, high)
+        if entry is not None:
+            return _gather(entry, values, xp, timesteps, plan)
+    if listed is None:
+        return None
     total = math.fsum(map(abs, listed))  # inf or NaN for a non-finite value
     if not total * plan.max_turns <= SMALL_MAX_TURNS:
         return None
@@ -257,6 +285,98 @@ def few_timesteps(timesteps: Any, plan: Plan) -> Any | None:
     if values.ndim != 1:
         table = table.reshape(*values.shape, plan.dim)
     return table if xp is None else xp.from_host(table, like=timesteps)
+
+
+# -- the table of integer timesteps ------------------------------------------------------
+
+#: Most bytes the cached tables hold together (float32 ``(rows, dim)`` host tables; the
+#: CPU framework arrays made from them share their memory), and most tables held: the
+#: least recently used go first. ``64 MiB`` holds three tables of 4096 rows at
+#: ``dim=1280``, or twelve of 1024 rows.
+TABLE_BUDGET_BYTES = 64 * 2**20
+TABLE_MAX_ENTRIES = 16
+
+
+class Table(NamedTuple):
+    """A cached table: the rows of the timesteps ``0 .. rows - 1``, float32."""
+
+    host: np.ndarray  #: ``(rows, dim)`` float32
+    placed: dict[str, Any]  #: backend name -> that backend's CPU array of ``host``
+
+
+_TABLES: OrderedDict[tuple[Any, ...], Table] = OrderedDict()
+#: Rows asked for so far per configuration without a table that covers them.
+_DEMAND: dict[tuple[Any, ...], int] = {}
+_TABLE_LOCK = threading.Lock()
+
+
+def table_for(plan: Plan, n: int, low: int, high: int) -> Table | None:
+    """The cached table that holds the timesteps ``low .. high`` (integers), else ``None``.
+
+    A configuration's table has :data:`~pe_core._kernel.routes.TIMESTEP_TABLE_MIN_ROWS`
+    rows when ``high`` is below that, else
+    :data:`~pe_core._kernel.routes.TIMESTEP_TABLE_ROWS`; it is built (by
+    :func:`_small_pass`, the route these timesteps take without it) once the calls
+    of this configuration have asked for as many rows (``n`` per call) as it has, so
+    that a few timesteps per call keep the float64 pass until building pays. Only
+    where every row is inside the small calls' turns, so that each row is the one
+    that pass gives.
+
+    >>> plan = make_plan(8, True, 0.0, 1.0, 10000.0)
+    >>> table_for(plan, 1, 0, 5) is None  # one row asked for: not built yet
+    True
+    >>> table_for(plan, 2000, 0, 999).host.shape
+    (1024, 8)
+    """
+    if low < 0 or high >= TIMESTEP_TABLE_ROWS:
+        return None
+    key = (plan.key, plan.dim, plan.flip)
+    with _TABLE_LOCK:
+        found = _TABLES.get(key)
+        if found is not None and high < found.host.shape[0]:
+            _TABLES.move_to_end(key)
+            return found
+        rows = TIMESTEP_TABLE_MIN_ROWS if high < TIMESTEP_TABLE_MIN_ROWS else TIMESTEP_TABLE_ROWS
+        if not rows * plan.max_turns <= SMALL_MAX_TURNS:
+            return None
+        demand = _DEMAND.get(key, 0) + n
+        if demand < rows:
+            if len(_DEMAND) >= 256:
+                _DEMAND.clear()
+            _DEMAND[key] = demand
+            return None
+    host = _small_pass(np.arange(rows, dtype=np.int64), plan)
+    entry = Table(host, {})
+    with _TABLE_LOCK:
+        _DEMAND.pop(key, None)
+        if host.nbytes <= TABLE_BUDGET_BYTES:
+            _TABLES[key] = entry
+            _TABLES.move_to_end(key)
+            held = sum(t.host.nbytes for t in _TABLES.values())
+            while held > TABLE_BUDGET_BYTES or len(_TABLES) > TABLE_MAX_ENTRIES:
+                _, dropped = _TABLES.popitem(last=False)
+                held -= dropped.host.nbytes
+    return entry
+
+
+def clear_tables() -> None:
+    """Drop the cached tables and what was asked for so far."""
+    with _TABLE_LOCK:
+        _TABLES.clear()
+        _DEMAND.clear()
+
+
+def _gather(entry: Table, values: np.ndarray, xp: Namespace | None, like: Any, plan: Plan) -> Any:
+    """The rows ``values`` of ``entry``: NumPy for NumPy timesteps (``xp`` None), else
+    ``xp``'s array, gathered from its CPU array of the table (made once)."""
+    if xp is None:
+        return np.take(entry.host, values, axis=0)
+    table = entry.placed.get(xp.name)
+    if table is None:
+        table = entry.placed[xp.name] = xp.from_host(entry.host, like=like)
+    index = xp.from_host(values.reshape(-1).astype(np.int64, copy=False), like=like)
+    out = xp.take_rows(table, index)
+    return out if values.ndim == 1 else xp.reshape(out, (*values.shape, plan.dim))
 
 
 def _small_table(values: np.ndarray, listed: list[Any], plan: Plan) -> np.ndarray:
@@ -308,12 +428,38 @@ def embed(timesteps: Any, plan: Plan, backend: str | None, dtype: Any) -> Any:
     return _device_embed(xp, positions, plan, out_name)
 
 
+def host_route(
+    values: np.ndarray, max_abs: float, plan: Plan, out_name: str
+) -> tuple[str, Table | None]:
+    """The route of validated host timesteps (a row of the route table) and, for
+    ``"table"``, the table.
+
+    >>> plan = make_plan(8, True, 0.0, 1.0, 10000.0)
+    >>> host_route(np.array([0.5]), 0.5, plan, "float32")
+    ('small', None)
+    >>> host_route(np.array([3]), 3.0, plan, "float64")
+    ('exact_kernel', None)
+    """
+    if out_name != "float32":
+        return "exact_kernel", None
+    if values.dtype.kind in "iu" and values.size and max_abs < TIMESTEP_TABLE_ROWS:
+        entry = table_for(plan, values.size, int(values.min()), int(max_abs))
+        if entry is not None:
+            return "table", entry
+    if max_abs * plan.max_turns <= SMALL_MAX_TURNS:
+        return "small", None
+    return "exact_kernel", None
+
+
 def _host_embed(xp: Namespace, positions: Positions, plan: Plan, out_name: str) -> Any:
     values, max_abs = positions.host, positions.max_abs
     assert values is not None and max_abs is not None
     like = positions.array  # the framework array the values were read from, if any
     flat = values.reshape(-1)
-    if out_name == "float32" and max_abs * plan.max_turns <= SMALL_MAX_TURNS:
+    route, entry = host_route(flat, max_abs, plan, out_name)
+    if entry is not None:
+        table = np.take(entry.host, flat, axis=0)
+    elif route == "small":
         table = _small_pass(flat, plan)
     else:
         turns = host_turns(flat, plan, max_abs)

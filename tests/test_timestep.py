@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pe_core
-from pe_core import timestep_embedding
-from pe_core_backends import force_device_path, get_namespace
+from pe_core import _timestep, timestep_embedding
+from pe_core._kernel.placement import host_view
+from pe_core_backends import backend_of, force_device_path, get_namespace
 
 #: (embedding_dim, flip_sin_to_cos, downscale_freq_shift, scale, max_period, timesteps)
 CONFIGS = {
@@ -346,3 +347,163 @@ def test_device_path_reads_nothing_back(name):
         got = timestep_embedding(t, 11, flip_sin_to_cos=True, downscale_freq_shift=0, scale=1e3)
     want = truth(np.array([0.25, 3.5, 999.0], np.float32), 11, True, 0.0, 1e3, 1e4)
     assert_close(got, want, atol=1e-6, backend=name, dtype="float32")
+
+
+_KERAS_SCRIPT = """
+import numpy as np, keras
+from pe_core.layers.keras import Timesteps
+from pe_core import timestep_embedding
+t = np.array([0.0, 0.4, 0.999], np.float32)
+layer = Timesteps(21, True, 0, scale=1000)
+want = timestep_embedding(t, 21, flip_sin_to_cos=True, downscale_freq_shift=0, scale=1000, dtype="float64")
+got = keras.ops.convert_to_numpy(layer(keras.ops.convert_to_tensor(t)))
+assert got.dtype == np.float32 and np.abs(got - want).max() < 1e-6, np.abs(got - want).max()
+inp = keras.Input(shape=(), dtype="float32")
+model = keras.Model(inp, Timesteps(21, True, 0, scale=1000)(inp))
+got = model.predict(t, verbose=0)
+assert np.abs(got - want).max() < 1e-6
+clone = Timesteps.from_config(layer.get_config())
+assert clone.get_config() == layer.get_config() and not layer.weights
+try:
+    Timesteps(8, True, 4)
+except ValueError as e:
+    assert "downscale_freq_shift" in str(e)
+else:
+    raise AssertionError("no error")
+print("keras ok", keras.backend.backend())
+"""
+
+
+def test_keras_layer_in_a_subprocess():
+    """Keras picks its backend at import: the layer runs in one subprocess (JAX backend):
+    eager, in a functional model, get_config round trip, refusal at construction."""
+    pytest.importorskip("keras")
+    pytest.importorskip("jax")
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
+    result = subprocess.run(
+        [sys.executable, "-c", _KERAS_SCRIPT],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "keras ok jax" in result.stdout
+
+
+# -- integer timesteps: rows of the cached table -----------------------------------------
+
+SD = dict(flip_sin_to_cos=True, downscale_freq_shift=0)
+
+
+@pytest.fixture
+def fresh_tables():
+    _timestep.clear_tables()
+    yield
+    _timestep.clear_tables()
+
+
+@pytest.mark.parametrize(
+    ("dim", "flip", "shift", "scale"),
+    [(320, True, 0.0, 1.0), (33, False, 1.0, 1000.0), (7, True, 0.5, 3.0)],
+)
+def test_table_rows_are_the_computed_rows_bit_for_bit(fresh_tables, dim, flip, shift, scale):
+    """Each row of the table is the row the float64 pass gives for that timestep alone
+    (and in blocks), and within 1e-6 of mpmath."""
+    plan = _timestep.make_plan(dim, flip, shift, scale, 10000.0)
+    table = _timestep.table_for(plan, 4096, 0, 4095)
+    assert table is not None and table.host.shape == (4096, dim)
+    rows = np.arange(4096)
+    alone = [_timestep._small_table(rows[i : i + 1], [i], plan)[0] for i in range(0, 4096, 97)]
+    assert np.array_equal(table.host[::97], np.stack(alone))
+    blocks = np.concatenate(
+        [_timestep._small_table(rows[i : i + 64], [0] * 64, plan) for i in range(0, 4096, 64)]
+    )
+    assert np.array_equal(table.host, blocks)
+    some = np.array([0, 1, 999, 4095])
+    want = truth(some, dim, flip, shift, scale, 10000.0)
+    assert np.abs(table.host[some] - want).max() < 1e-6
+
+
+def test_table_built_once_the_rows_asked_for_reach_its_size(fresh_tables):
+    t = np.random.default_rng(1).integers(0, 1000, 64)
+    before = [timestep_embedding(t, 320, **SD) for _ in range(15)]  # 960 rows asked for
+    assert not _timestep._TABLES
+    after = timestep_embedding(t, 320, **SD)  # 1024: built, then gathered
+    (entry,) = _timestep._TABLES.values()
+    assert entry.host.shape == (1024, 320)
+    for got in (*before, after, timestep_embedding(t, 320, **SD)):
+        assert_equal(got, before[0])
+    after[0] = 7.0  # the caller's copy: the cache is untouched
+    assert_equal(timestep_embedding(t, 320, **SD), before[0])
+    assert len(_timestep._TABLES) == 1  # a hit, not a second table
+
+
+def test_table_bounds_and_fallbacks(fresh_tables):
+    plan = _timestep.make_plan(64, True, 0, 1, 10000)
+    assert _timestep.table_for(plan, 5000, 0, 1023).host.shape == (1024, 64)
+    assert _timestep.table_for(plan, 5000, 0, 1024).host.shape == (4096, 64)
+    assert _timestep.table_for(plan, 5000, -1, 10) is None
+    assert _timestep.table_for(plan, 5000, 0, 4096) is None
+    # too many turns for the small pass at 4096 rows: no table, the exact routes
+    fast = _timestep.make_plan(64, True, 0, 2.0**13, 10000)
+    assert _timestep.table_for(fast, 5000, 0, 4095) is None
+    for t in (np.array([-3, 5] * 3000), np.array([4096, 5] * 3000), np.arange(5000) * 0.5):
+        expected = timestep_embedding(t, 64, dtype="float64", **SD)
+        got = timestep_embedding(t, 64, **SD)
+        assert np.abs(got - expected).max() < 1e-6
+    values = np.array([4096, 5] * 3000)
+    assert _timestep.host_route(values, 4096.0, plan, "float32")[0] == "small"
+    assert _timestep.host_route(values % 4096, 4095.0, plan, "float32")[0] == "table"
+    assert _timestep.host_route(values % 4096, 4095.0, plan, "float64")[0] == "exact_kernel"
+
+
+def test_table_every_integer_dtype_and_shape(fresh_tables):
+    t = np.random.default_rng(2).integers(0, 4096, (2, 3000))
+    plan = _timestep.make_plan(40, True, 0, 1, 10000)
+    computed = _timestep._small_pass(t.reshape(-1), plan).reshape(2, 3000, 40)
+    for dtype in (np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):
+        assert_equal(timestep_embedding(t.astype(dtype), 40, **SD), computed)
+    assert _timestep._TABLES  # built by the first
+    assert_equal(timestep_embedding(int(t[0, 0]), 40, **SD), computed[0, 0])  # Python int
+    assert_equal(timestep_embedding(t.tolist(), 40, **SD), computed)  # Python lists
+    assert_equal(
+        timestep_embedding(np.array(17), 40, **SD), _timestep._small_pass(t[:1] * 0 + 17, plan)[0]
+    )
+    floats = timestep_embedding(t.astype(np.float32), 40, **SD)  # floats: not the table
+    assert_equal(floats, computed)
+
+
+def test_table_returns_each_backends_array(fresh_tables, backend):
+    t = np.random.default_rng(3).integers(0, 1000, 2048)
+    plan = _timestep.make_plan(24, True, 0, 1, 10000)
+    computed = _timestep._small_pass(t, plan)
+    given_t = positions_on(backend, t)
+    for _ in range(3):  # the first call builds, the others are hits
+        got = timestep_embedding(given_t, 24, **SD)
+        assert backend_of(got) == backend and get_namespace(backend).dtype_of(got) == "float32"
+        assert_equal(got, computed)
+    (entry,) = _timestep._TABLES.values()
+    values, xp = host_view(given_t)  # as the lane reads it: without a copy, or not at all
+    if values is not None and xp is not None:
+        assert backend in entry.placed  # the lane gathered from the backend's own table
+
+
+def test_table_cache_is_bounded(fresh_tables, monkeypatch):
+    monkeypatch.setattr(_timestep, "TABLE_MAX_ENTRIES", 2)
+    t = np.arange(1024)
+    for dim in (8, 10, 12):
+        timestep_embedding(t, dim, **SD)
+    assert [key[1] for key in _timestep._TABLES] == [10, 12]  # the oldest went first
+    monkeypatch.setattr(_timestep, "TABLE_BUDGET_BYTES", 1024 * 12 * 4)
+    timestep_embedding(t, 14, **SD)  # alone beyond the budget: computed, not kept
+    assert [key[1] for key in _timestep._TABLES] == [10, 12]

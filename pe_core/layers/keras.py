@@ -48,6 +48,9 @@ from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
 from pe_core.layers._tables import placed_patch_table, placed_rows
 from pe_core.spec import Spec
+
+
+from pe_core.timestep import timestep_embedding
 from pe_core_backends import Namespace, get_namespace
 
 __all__ = [
@@ -59,6 +62,7 @@ __all__ = [
     "SinusoidalPatchEncoding",
     "T5RelativeBias",
     "FourierFeatures",
+    "Timesteps",
 ]
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -575,6 +579,64 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _PairLayer):
         if positions is not None:
             positions = ops.convert_to_tensor(positions)
         return self._rotate(query, positions), self._rotate(key, positions)
+
+
+# ------------------------------------------------------------------ timestep embeddings
+
+
+class Timesteps(keras.layers.Layer):
+    """diffusers' ``Timesteps`` as a Keras layer: :func:`pe_core.timestep_embedding`.
+
+    ``Timesteps(num_channels, flip_sin_to_cos, downscale_freq_shift, scale=1)``;
+    ``call(timesteps)`` returns the float32 ``timesteps.shape + (num_channels,)``
+    embedding on the Keras backend in use, exact at any timestep and scale. No weights;
+    ``get_config`` round-trips. Invalid configurations fail at construction.
+    """
+
+    def __init__(
+        self,
+        num_channels: int,
+        flip_sin_to_cos: bool,
+        downscale_freq_shift: float,
+        scale: float = 1,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        timestep_embedding(  # validates the configuration once
+            0,
+            num_channels,
+            flip_sin_to_cos=flip_sin_to_cos,
+            downscale_freq_shift=downscale_freq_shift,
+            scale=scale,
+        )
+        self.num_channels = num_channels
+        self.flip_sin_to_cos = flip_sin_to_cos
+        self.downscale_freq_shift = downscale_freq_shift
+        self.scale = scale
+
+    def call(self, timesteps: Any) -> Any:
+        backend = keras.backend.backend()
+        return timestep_embedding(
+            timesteps,
+            self.num_channels,
+            flip_sin_to_cos=self.flip_sin_to_cos,
+            downscale_freq_shift=self.downscale_freq_shift,
+            scale=self.scale,
+            backend=backend if backend in _PLACED_BACKENDS else None,
+        )
+
+    def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
+        return (*input_shape, self.num_channels)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update(
+            num_channels=self.num_channels,
+            flip_sin_to_cos=self.flip_sin_to_cos,
+            downscale_freq_shift=self.downscale_freq_shift,
+            scale=self.scale,
+        )
+        return config
 
 
 @keras.saving.register_keras_serializable(package="pe_core")
