@@ -111,13 +111,13 @@ def _inputs(
     if backend is None:
         entry = _CLASSES.get(type(obj))
         if entry is not None:
-            xp, on_host, kinds, wide = entry
+            xp, on_host, kinds, out = entry
             if not xp.is_tracing():
                 kind = kinds.get(obj.dtype)
                 if kind is not None:
-                    if wide is None:
-                        wide = _wide(xp)
-                    return xp, obj, obj if on_host else None, kind, wide[0], wide[1]
+                    if out is None:
+                        out = _wide(xp)
+                    return xp, obj, obj if on_host else None, kind, out[0], out[1]
     xp, arr, host = _namespace(obj, backend, what)
     kind = xp.kind(xp.dtype_of(arr))
     if not xp.is_tracing():
@@ -165,9 +165,10 @@ def _kind(xp: Namespace, x: Any, what: str, allowed: str = "bool or int") -> str
     if xp.is_tracing():  # a tracer (torch.compile) may not hash every key of the cache
         kind = xp.kind(xp.dtype_of(x))
     else:
-        kind = _KINDS.get(x.dtype)
-        if kind is None:
-            kind = _KINDS[x.dtype] = xp.kind(xp.dtype_of(x))
+        cached = _KINDS.get(x.dtype)
+        if cached is None:
+            cached = _KINDS[x.dtype] = xp.kind(xp.dtype_of(x))
+        kind = cached
     if kind not in allowed.split(" or "):
         wanted = "booleans or integers" if "bool" in allowed else "integers"
         raise TypeError(f"{what} must be an array of {wanted}. Received dtype: {xp.dtype_of(x)}")
