@@ -305,9 +305,12 @@ def from_attention_mask(
     [[0, 0, 0, 1], [0, 1, 2, 3]]
     """
     xp, mask, host, kind, wide, dtype = _inputs(attention_mask, backend, "attention_mask")
-    padding_value = _integer(padding_value, "padding_value")
-    _allow(xp, mask, kind, "attention_mask")
-    _rank(mask, "attention_mask", 1, "(..., seq)")
+    if type(padding_value) is not int:
+        padding_value = _integer(padding_value, "padding_value")
+    if kind != "int" and kind != "bool":
+        _allow(xp, mask, kind, "attention_mask")
+    if len(mask.shape) < 1:
+        _rank(mask, "attention_mask", 1, "(..., seq)")
     if host is not None:
         _check_binary(host, "attention_mask")
     if wide == "int32":
@@ -361,8 +364,9 @@ def from_input_ids(
     [[6, 7]]
     """
     xp, ids, _, kind, wide, dtype = _inputs(input_ids, backend, "input_ids")
-    _allow(xp, ids, kind, "input_ids", "int")
-    pad = _integer(padding_idx, "padding_idx")
+    if kind != "int":
+        _allow(xp, ids, kind, "input_ids", "int")
+    pad = padding_idx if type(padding_idx) is int else _integer(padding_idx, "padding_idx")
     past = past_length  # a plain int >= 0 is the common case, without the general check
     if type(past) is not int or past < 0:
         past = positive_int(past_length, "past_length", minimum=0)
