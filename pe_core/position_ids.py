@@ -92,6 +92,56 @@ def _namespace(
     return xp, obj, values
 
 
+#: array class -> its backend's namespace, whether its values are on the host, its
+#: dtypes' kinds (dtypes that passed the host check) and the output dtype where the
+#: backend's int64 support cannot change (``None`` otherwise): filled by eager calls
+_CLASSES: dict[type, tuple[Namespace, bool, dict[Any, str], tuple[str, Any] | None]] = {}
+
+
+def _inputs(
+    obj: Any, backend: BackendLike | None, what: str
+) -> tuple[Namespace, Any, np.ndarray | None, str, str, Any]:
+    """``(namespace, array, host values, kind, output dtype name, output dtype)``: what
+    :func:`_namespace`, :func:`_kind` (its kind not yet checked against what the caller
+    allows: :func:`_allow` does) and :func:`_wide` give, in one pass.
+
+    An eager call with an array of a class and dtype seen before takes a few dict
+    lookups; anything else (Python data, ``backend=``, a trace) the general path.
+    """
+    if backend is None:
+        entry = _CLASSES.get(type(obj))
+        if entry is not None:
+            xp, on_host, kinds, out = entry
+            if not xp.is_tracing():
+                kind = kinds.get(obj.dtype)
+                if kind is not None:
+                    if out is None:
+                        out = _wide(xp)
+                    return xp, obj, obj if on_host else None, kind, out[0], out[1]
+    xp, arr, host = _namespace(obj, backend, what)
+    kind = xp.kind(xp.dtype_of(arr))
+    if not xp.is_tracing():
+        if backend is None and arr is obj:
+            source = backend_of(obj)
+            if source is not None and _lookup(source) is xp:
+                entry = _CLASSES.get(type(obj))
+                if entry is None:
+                    # the base class's int64 support is static (JAX's follows its x64 flag)
+                    static = type(xp).supports is Namespace.supports
+                    entry = (xp, host is not None, {}, _wide(xp) if static else None)
+                    _CLASSES[type(obj)] = entry
+                entry[2][obj.dtype] = kind
+    wide, dtype = _wide(xp)
+    return xp, arr, host, kind, wide, dtype
+
+
+def _allow(xp: Namespace, x: Any, kind: str, what: str, allowed: str = "bool or int") -> None:
+    """Refuse a dtype kind other than ``allowed`` (the message of :func:`_kind`)."""
+    if kind != "int" and (kind != "bool" or allowed == "int"):
+        wanted = "booleans or integers" if "bool" in allowed else "integers"
+        raise TypeError(f"{what} must be an array of {wanted}. Received dtype: {xp.dtype_of(x)}")
+
+
 def _fit_host(values: np.ndarray, xp: Namespace, what: str) -> np.ndarray:
     """Host integers as int64, or int32 where ``xp`` has no int64 (JAX without x64)."""
     if values.dtype.kind not in "iu" or xp.supports("int64"):
@@ -115,9 +165,10 @@ def _kind(xp: Namespace, x: Any, what: str, allowed: str = "bool or int") -> str
     if xp.is_tracing():  # a tracer (torch.compile) may not hash every key of the cache
         kind = xp.kind(xp.dtype_of(x))
     else:
-        kind = _KINDS.get(x.dtype)
-        if kind is None:
-            kind = _KINDS[x.dtype] = xp.kind(xp.dtype_of(x))
+        cached = _KINDS.get(x.dtype)
+        if cached is None:
+            cached = _KINDS[x.dtype] = xp.kind(xp.dtype_of(x))
+        kind = cached
     if kind not in allowed.split(" or "):
         wanted = "booleans or integers" if "bool" in allowed else "integers"
         raise TypeError(f"{what} must be an array of {wanted}. Received dtype: {xp.dtype_of(x)}")
@@ -178,6 +229,9 @@ def _check_binary(values: np.ndarray, what: str) -> None:
     """Host masks hold 0 and 1 only (the first other value is named)."""
     if values.dtype.kind == "b":
         return
+    # integers: as unsigned of the same width, a negative value is above 1 too
+    if not (values.view(f"u{values.dtype.itemsize}") > 1).any():
+        return
     bad = (values != 0) & (values != 1)
     if bad.any():
         index = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -187,12 +241,13 @@ def _check_binary(values: np.ndarray, what: str) -> None:
         )
 
 
-def _rank(x: Any, what: str, ranks: tuple[int, ...] | int, shape_text: str) -> tuple[Any, ...]:
+def _rank(x: Any, what: str, ranks: tuple[int, ...] | int, shape_text: str) -> Any:
     """``x.shape`` (a size may be ``None`` in a TensorFlow trace), its rank checked."""
-    shape = tuple(x.shape)
-    ok = len(shape) >= ranks if isinstance(ranks, int) else len(shape) in ranks
+    shape = x.shape
+    rank = len(shape)
+    ok = rank >= ranks if isinstance(ranks, int) else rank in ranks
     if not ok:
-        raise ValueError(f"{what} must have shape {shape_text}. Received: shape {shape}")
+        raise ValueError(f"{what} must have shape {shape_text}. Received: shape {tuple(shape)}")
     return shape
 
 
@@ -249,13 +304,15 @@ def from_attention_mask(
     >>> from_attention_mask(mask, padding_value=0).tolist()  # transformers 5's generate
     [[0, 0, 0, 1], [0, 1, 2, 3]]
     """
-    xp, mask, host = _namespace(attention_mask, backend, "attention_mask")
-    padding_value = _integer(padding_value, "padding_value")
-    kind = _kind(xp, mask, "attention_mask")
-    _rank(mask, "attention_mask", 1, "(..., seq)")
+    xp, mask, host, kind, wide, dtype = _inputs(attention_mask, backend, "attention_mask")
+    if type(padding_value) is not int:
+        padding_value = _integer(padding_value, "padding_value")
+    if kind != "int" and kind != "bool":
+        _allow(xp, mask, kind, "attention_mask")
+    if len(mask.shape) < 1:
+        _rank(mask, "attention_mask", 1, "(..., seq)")
     if host is not None:
         _check_binary(host, "attention_mask")
-    wide, dtype = _wide(xp)
     if wide == "int32":
         _check_fits(xp, wide, "padding_value", padding_value)
     padding = ~mask if kind == "bool" else mask == 0
@@ -306,12 +363,14 @@ def from_input_ids(
     >>> from_input_ids([[8, 9]], padding_idx=1, past_length=4).tolist()
     [[6, 7]]
     """
-    xp, ids, _ = _namespace(input_ids, backend, "input_ids")
-    _kind(xp, ids, "input_ids", "int")
-    pad = _integer(padding_idx, "padding_idx")
-    past = positive_int(past_length, "past_length", minimum=0)
+    xp, ids, _, kind, wide, dtype = _inputs(input_ids, backend, "input_ids")
+    if kind != "int":
+        _allow(xp, ids, kind, "input_ids", "int")
+    pad = padding_idx if type(padding_idx) is int else _integer(padding_idx, "padding_idx")
+    past = past_length  # a plain int >= 0 is the common case, without the general check
+    if type(past) is not int or past < 0:
+        past = positive_int(past_length, "past_length", minimum=0)
     shape = _rank(ids, "input_ids", 1, "(..., seq)")
-    wide, dtype = _wide(xp)
     if wide == "int32":
         _check_fits(xp, wide, "the largest position id", pad, pad + past + int(shape[-1] or 0))
     keep = ids != pad
@@ -373,19 +432,18 @@ def from_cu_seqlens(
     >>> from_cu_seqlens([0, 2, 2, 3], total_length=5).tolist()  # an empty one, 2 padding
     [0, 1, 0, 0, 1]
     """
-    xp, cu, host = _namespace(cu_seqlens, backend, "cu_seqlens")
-    _kind(xp, cu, "cu_seqlens", "int")
+    xp, cu, host, kind, wide, dtype = _inputs(cu_seqlens, backend, "cu_seqlens")
+    _allow(xp, cu, kind, "cu_seqlens", "int")
     shape = _rank(cu, "cu_seqlens", (1,), "(n + 1,)")
     if shape[0] == 0:
         raise ValueError("cu_seqlens must hold at least one value (its leading 0). Received: []")
-    wide, dtype = _wide(xp)
     if host is not None:
-        values = host.astype(np.int64)
+        values = host.astype(np.int64, copy=False)
         if values[0] != 0:
             raise ValueError(f"cu_seqlens must start at 0. Received: {values[0]} at index 0")
-        steps = np.diff(values)
-        if (steps < 0).any():
-            k = int(np.argmax(steps < 0)) + 1
+        decreases = values[1:] < values[:-1]
+        if decreases.any():
+            k = int(np.argmax(decreases)) + 1
             raise ValueError(
                 "cu_seqlens must be non-decreasing (cumulative lengths). Received: "
                 f"{values[k]} at index {k} after {values[k - 1]}"
@@ -405,8 +463,11 @@ def from_cu_seqlens(
         cu = xp.astype(cu, dtype)
     tokens = xp.arange(total, dtype, like=cu)
     index = xp.searchsorted(cu, tokens, side="right") - 1
-    index = xp.where(index >= 0, index, 0)  # < 0 only where cu_seqlens[0] > 0: flagged below
-    out = tokens - xp.take(cu, xp.astype(index, dtype), axis=0)
+    if host is None:  # checked on the host, cu_seqlens starts at 0 and index is >= 0
+        index = xp.where(index >= 0, index, 0)  # < 0 only where cu_seqlens[0] > 0: flagged
+    if xp.dtype_of(index) != wide:
+        index = xp.astype(index, dtype)
+    out = tokens - xp.take(cu, index, axis=0)
     if host is not None:
         return out
     # The value checks, on the device: no synchronisation, -1 everywhere if they fail.
@@ -475,7 +536,7 @@ def from_table_cells(
     if shape[-1] is not None and shape[-1] < 3:
         raise ValueError(
             "token_type_ids must have shape (..., seq, k) with k >= 3 (column ids at [..., 1], "
-            f"row ids at [..., 2]). Received: shape {shape}"
+            f"row ids at [..., 2]). Received: shape {tuple(shape)}"
         )
     cap = None
     if max_position_embeddings is not None:
