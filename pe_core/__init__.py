@@ -14,6 +14,7 @@ from pe_core.alibi import alibi_bias, alibi_slopes
 from pe_core.codes import binary_encode, learned_table_init, normalized_positions
 from pe_core.encoding import encode
 from pe_core.frequency import frequencies
+from pe_core.funnel import funnel_position_embeds
 from pe_core.nd import grid, grid_encoding
 from pe_core.presets import PRESET_SOURCES, PRESETS
 from pe_core.relative import relative_matrix, shift
@@ -22,6 +23,9 @@ from pe_core.relative_index import (
     deberta_log_bucket,
     deberta_relative_position,
     esmfold_relative_bins,
+    funnel_block_positions,
+    funnel_pooled_positions,
+    funnel_relative_positions,
     levit_attention_offsets,
     num_relative_distance,
     relative_position_bias,
@@ -55,6 +59,10 @@ __all__ = [
     "encode",
     "esmfold_relative_bins",
     "frequencies",
+    "funnel_block_positions",
+    "funnel_pooled_positions",
+    "funnel_position_embeds",
+    "funnel_relative_positions",
     "grid",
     "grid_encoding",
     "learned_table_init",
