@@ -25,7 +25,7 @@ is encoded directly. Its dropout on the sin and cos terms (training only) is not
 >>> from pe_core.funnel import funnel_position_embeds
 >>> blocks = funnel_position_embeds(4, 8, num_blocks=2)
 >>> [tuple(None if e is None else e.shape for e in block) for block in blocks]
-[((8, 8), None), ((6, 8), (8, 8))]
+[((8, 8), None), ((4, 8), (8, 8))]
 """
 
 from __future__ import annotations

@@ -1115,7 +1115,7 @@ def funnel_block_positions(
     Examples
     --------
     >>> [funnel_block_positions(8, b).tolist() for b in range(3)]
-    [[0, 1, 2, 3, 4, 5, 6, 7], [-1, 1, 3, 5], [-3, 1, 5]]
+    [[0, 1, 2, 3, 4, 5, 6, 7], [-1, 1, 3, 5], [-3, 1]]
     """
     n = positive_int(seq_len, "seq_len")
     block = positive_int(block_index, "block_index", minimum=0)
