@@ -20,7 +20,9 @@ one of two inputs:
 
 transformers forms ``p * w`` in the model's dtype and gathers the rows from a table of
 the distances ``-2 seq_len .. 2 seq_len - 1``; here each angle is exact and each distance
-is encoded directly. Its dropout on the sin and cos terms (training only) is not applied.
+is encoded directly (so also where that table is too short and transformers' gather fails:
+with three blocks, ``seq_len`` 1 and 2, and 3, 4, 6 with ``separate_cls`` and no
+``truncate_seq``). Its dropout on the sin and cos terms (training only) is not applied.
 
 >>> from pe_core.funnel import funnel_position_embeds
 >>> blocks = funnel_position_embeds(4, 8, num_blocks=2)
