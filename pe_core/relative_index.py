@@ -995,13 +995,14 @@ def _deberta_host(
 # --------------------------------------------------------------------------- Funnel
 
 
-def _int_list(value: object, name: str, *, allow_empty: bool = False) -> tuple[int, ...]:
+def _int_list(value: object, name: str) -> tuple[int, ...]:
     """A sequence of Python (or NumPy) integers as a tuple of ints; host data only."""
     message = f"{name} must be a non-empty sequence of integers (host data). Received: {value!r}"
-    if backend_of(value) not in (None, "numpy"):
+    source = None if isinstance(value, np.ndarray) else backend_of(value)
+    if source is not None:
         raise TypeError(
             f"{name} must be host integers (a list, range or NumPy array): Funnel's positions "
-            f"fix the sizes of its tables. Received a {backend_of(value)} array"
+            f"fix the sizes of its tables. Received a {source} array"
         )
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise TypeError(message)
@@ -1009,7 +1010,7 @@ def _int_list(value: object, name: str, *, allow_empty: bool = False) -> tuple[i
     for item in items:
         if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Integral):
             raise TypeError(message)
-    if not items and not allow_empty:
+    if not items:
         raise ValueError(message)
     return tuple(int(item) for item in items)
 

@@ -844,6 +844,7 @@ def test_keras_layer_matches_torch() -> None:
             "max_dist = 5, min_dist = 9",
         ),
         (lambda: funnel_pooled_positions([0, 1], 0), ValueError, "block_index"),
+        (lambda: funnel_pooled_positions(range(0), 1), ValueError, "non-empty"),
         (lambda: funnel_pooled_positions([True], 1), TypeError, "integers"),
         (lambda: funnel_pooled_positions([0], 1, separate_cls=1), TypeError, "True or False"),
         (lambda: funnel_block_positions(0, 1), ValueError, "seq_len"),
@@ -888,3 +889,10 @@ def test_swin_index_figure() -> None:
     assert labels == relative_position_index(2, prefix_tokens=1).ravel().tolist()
     with pytest.raises(ValueError, match="at most 6"):
         plots.plot_swin_index(7)
+
+
+def test_funnel_positions_refuse_framework_arrays() -> None:
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match=r"must be host integers.*torch"):
+        funnel_relative_positions(torch.arange(3), 1)
+    assert funnel_relative_positions(np.arange(3), 1).tolist() == [3, 2, 1, 0, -1, -2]
