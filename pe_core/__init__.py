@@ -22,6 +22,7 @@ from pe_core.fourier import (
     perceiver_positions,
 )
 from pe_core.frequency import frequencies
+from pe_core.funnel import funnel_position_embeds
 from pe_core.nd import grid, grid_encoding
 from pe_core.presets import PRESET_SOURCES, PRESETS
 from pe_core.relative import relative_matrix, shift
@@ -35,6 +36,9 @@ from pe_core.relative_index import (
     deberta_log_bucket,
     deberta_relative_position,
     esmfold_relative_bins,
+    funnel_block_positions,
+    funnel_pooled_positions,
+    funnel_relative_positions,
     levit_attention_offsets,
     num_relative_distance,
     relative_position_bias,
@@ -71,6 +75,10 @@ __all__ = [
     "encode",
     "fourier_features",
     "frequencies",
+    "funnel_block_positions",
+    "funnel_pooled_positions",
+    "funnel_position_embeds",
+    "funnel_relative_positions",
     "grid",
     "grid_encoding",
     "learned_table_init",

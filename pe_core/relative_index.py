@@ -16,7 +16,10 @@ backend asked for (int64; int32 on JAX without x64, the widest integer it has):
 * :func:`deberta_log_bucket` and :func:`deberta_relative_position`: DeBERTa's
   log-bucketed relative positions, computed with integer comparisons only, also on
   device and traced arrays;
-* :func:`esmfold_relative_bins`: ESMFold's clamped residue distances with the masked bin.
+* :func:`esmfold_relative_bins`: ESMFold's clamped residue distances with the masked bin;
+* :func:`funnel_relative_positions`, :func:`funnel_pooled_positions` and
+  :func:`funnel_block_positions`: Funnel Transformer's relative distances and pooled
+  positions (its sinusoid embeddings are in :mod:`pe_core.funnel`).
 
 >>> from pe_core.relative_index import relative_position_index
 >>> relative_position_index(2).tolist()  # Swin, a 2 x 2 window
@@ -45,6 +48,9 @@ __all__ = [
     "deberta_log_bucket",
     "deberta_relative_position",
     "esmfold_relative_bins",
+    "funnel_block_positions",
+    "funnel_pooled_positions",
+    "funnel_relative_positions",
     "levit_attention_offsets",
     "num_relative_distance",
     "relative_position_bias",
@@ -986,6 +992,216 @@ def _deberta_host(
     return distance
 
 
+# --------------------------------------------------------------------------- Funnel
+
+
+def _int_list(value: object, name: str) -> tuple[int, ...]:
+    """A sequence of Python (or NumPy) integers as a tuple of ints; host data only."""
+    message = f"{name} must be a non-empty sequence of integers (host data). Received: {value!r}"
+    source = None if isinstance(value, np.ndarray) else backend_of(value)
+    if source is not None:
+        raise TypeError(
+            f"{name} must be host integers (a list, range or NumPy array): Funnel's positions "
+            f"fix the sizes of its tables. Received a {source} array"
+        )
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(message)
+    items = list(value.tolist() if isinstance(value, np.ndarray) else value)
+    for item in items:
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Integral):
+            raise TypeError(message)
+    if not items:
+        raise ValueError(message)
+    return tuple(int(item) for item in items)
+
+
+def _funnel_flag(value: object, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False. Received: {value!r}")
+    return bool(value)
+
+
+def _funnel_pool(
+    pos: tuple[int, ...], block: int, separate_cls: bool, truncate: bool
+) -> tuple[int, ...]:
+    """Funnel's ``stride_pool_pos``, on a tuple of ints."""
+    if not separate_cls:
+        return pos[::2]
+    kept = pos[1:-1] if truncate else pos[1:]
+    return (1 - 2**block,) + kept[::2]
+
+
+def _funnel_relative_host(
+    pos: tuple[int, ...], stride: int, pooled: tuple[int, ...], shift: int
+) -> np.ndarray:
+    max_dist = pooled[0] - pos[0] + shift * len(pooled) * stride
+    min_dist = pooled[0] - pos[-1]
+    return np.arange(max_dist, min_dist - 1, -stride, dtype=np.int64)
+
+
+def funnel_pooled_positions(
+    pos: Any,
+    block_index: int,
+    *,
+    separate_cls: bool = True,
+    truncate_seq: bool = True,
+    backend: BackendLike | None = None,
+    like: Array | None = None,
+) -> Array:
+    """Funnel Transformer's positions after a pooling (``stride_pool_pos``).
+
+    Every second position is kept. With ``separate_cls`` the class token (first) is
+    kept apart: the pooled sequence starts at ``1 - 2 ** block_index`` (the class
+    token seen as the first token of the block before the first real one), followed by
+    every second position of ``pos[1:]`` (``pos[1:-1]`` with ``truncate_seq``).
+
+    Parameters
+    ----------
+    pos : sequence of int
+        The positions before the pooling (host integers, non-empty): ``range(seq_len)``
+        before block 1, then the previous result.
+    block_index : int
+        The block the pooled positions enter, >= 1.
+    separate_cls, truncate_seq : bool
+        ``FunnelConfig.separate_cls`` and ``FunnelConfig.truncate_seq``.
+    backend, like
+        Where to return the positions, as for :func:`relative_position_index`.
+
+    Returns
+    -------
+    array
+        1-D integers (int64; int32 on JAX without x64).
+
+    Examples
+    --------
+    >>> funnel_pooled_positions(range(6), 1).tolist()
+    [-1, 1, 3]
+    >>> funnel_pooled_positions(range(6), 1, truncate_seq=False).tolist()
+    [-1, 1, 3, 5]
+    >>> funnel_pooled_positions(range(6), 1, separate_cls=False).tolist()
+    [0, 2, 4]
+    """
+    values = _int_list(pos, "pos")
+    block = positive_int(block_index, "block_index")
+    sep = _funnel_flag(separate_cls, "separate_cls")
+    trunc = _funnel_flag(truncate_seq, "truncate_seq")
+    xp = _int_namespace(backend, like)
+    pooled = _funnel_pool(values, block, sep, trunc)
+    return _place(xp, np.array(pooled, dtype=np.int64), _anchor(xp, like))
+
+
+def funnel_block_positions(
+    seq_len: int,
+    block_index: int,
+    *,
+    separate_cls: bool = True,
+    truncate_seq: bool = True,
+    backend: BackendLike | None = None,
+    like: Array | None = None,
+) -> Array:
+    """The positions of Funnel Transformer's block ``block_index`` for ``seq_len`` tokens.
+
+    ``range(seq_len)`` in block 0, then :func:`funnel_pooled_positions` once per block
+    (the ``pooled_pos`` of ``FunnelAttentionStructure.get_position_embeds``).
+
+    Parameters
+    ----------
+    seq_len : int
+        Tokens of the input, >= 1.
+    block_index : int
+        The block, >= 0.
+    separate_cls, truncate_seq, backend, like
+        As for :func:`funnel_pooled_positions`.
+
+    Examples
+    --------
+    >>> [funnel_block_positions(8, b).tolist() for b in range(3)]
+    [[0, 1, 2, 3, 4, 5, 6, 7], [-1, 1, 3, 5], [-3, 1]]
+    """
+    n = positive_int(seq_len, "seq_len")
+    block = positive_int(block_index, "block_index", minimum=0)
+    sep = _funnel_flag(separate_cls, "separate_cls")
+    trunc = _funnel_flag(truncate_seq, "truncate_seq")
+    xp = _int_namespace(backend, like)
+    _check_size(n, "funnel_block_positions")
+    pos = _funnel_positions(n, block, sep, trunc)
+    return _place(xp, np.array(pos, dtype=np.int64), _anchor(xp, like))
+
+
+def _funnel_positions(n: int, block: int, sep: bool, trunc: bool) -> tuple[int, ...]:
+    pos = tuple(range(n))
+    for b in range(1, block + 1):
+        pos = _funnel_pool(pos, b, sep, trunc)
+    return pos
+
+
+def funnel_relative_positions(
+    pos: Any,
+    stride: int,
+    pooled_pos: Any = None,
+    *,
+    shift: int = 1,
+    backend: BackendLike | None = None,
+    like: Array | None = None,
+) -> Array:
+    """Funnel Transformer's relative position vector (``relative_pos``).
+
+    The descending distances ``max_dist, max_dist - stride, ..., >= min_dist`` with
+    ``max_dist = pooled_pos[0] - pos[0] + shift * len(pooled_pos) * stride`` and
+    ``min_dist = pooled_pos[0] - pos[-1]``: the rows of the relative embedding that
+    ``FunnelRelMultiheadAttention`` reads, after its relative shift, for queries
+    ``pooled_pos`` and keys ``pos``.
+
+    Parameters
+    ----------
+    pos : sequence of int
+        Key positions (host integers, non-empty).
+    stride : int
+        Spacing of the positions, >= 1 (``2 ** block_index`` in Funnel; ``2 **
+        (block_index - 1)`` for pooled queries on unpooled keys).
+    pooled_pos : sequence of int, optional
+        Query positions (non-empty); ``pos`` by default.
+    shift : int
+        >= 1: 1 for queries and keys of the same block, 2 for pooled queries.
+    backend, like
+        Where to return the vector, as for :func:`relative_position_index`.
+
+    Returns
+    -------
+    array
+        1-D integers (int64; int32 on JAX without x64), as ``torch.arange(max_dist,
+        min_dist - 1, -stride)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Positions that are not non-empty host integers, a stride or shift < 1, or
+        positions whose ``max_dist < min_dist - 1`` (the descending range is empty the
+        wrong way: torch refuses that ``arange``).
+
+    Examples
+    --------
+    >>> funnel_relative_positions(range(4), 1).tolist()
+    [4, 3, 2, 1, 0, -1, -2, -3]
+    >>> funnel_relative_positions(range(4), 1, [-1, 1], shift=2).tolist()
+    [3, 2, 1, 0, -1, -2, -3, -4]
+    """
+    keys = _int_list(pos, "pos")
+    queries = keys if pooled_pos is None else _int_list(pooled_pos, "pooled_pos")
+    step = positive_int(stride, "stride")
+    times = positive_int(shift, "shift")
+    max_dist = queries[0] - keys[0] + times * len(queries) * step
+    min_dist = queries[0] - keys[-1]
+    if max_dist < min_dist - 1:
+        raise ValueError(
+            "funnel_relative_positions needs max_dist >= min_dist - 1 (keys in ascending "
+            f"order). Received: max_dist = {max_dist}, min_dist = {min_dist}"
+        )
+    xp = _int_namespace(backend, like)
+    _check_size((max_dist - min_dist) // step + 1, "funnel_relative_positions")
+    return _table(xp, "funnel", (keys, step, queries, times), _anchor(xp, like))
+
+
 #: The host tables, by name (see :func:`_table`).
 _TABLES: dict[str, Callable[..., np.ndarray]] = {
     "window": _window_index,
@@ -993,4 +1209,5 @@ _TABLES: dict[str, Callable[..., np.ndarray]] = {
     "clipped": _clipped_host,
     "levit": _levit_host,
     "deberta": _deberta_host,
+    "funnel": _funnel_relative_host,
 }

@@ -1,6 +1,6 @@
 """Relative index tables (pe_core.relative_index) against the installed models' own
 buffers and functions (transformers: Swin, SwinV2, BEiT, Data2VecVision, LeViT,
-SpeechT5, Granite Speech, ESMFold, DeBERTa-v2; tiny random configs, nothing
+SpeechT5, Granite Speech, ESMFold, DeBERTa-v2, Funnel; tiny random configs, nothing
 downloaded), exact references, every backend, the compilers, and the layers."""
 
 from __future__ import annotations
@@ -20,11 +20,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pe_core
+from pe_core.funnel import funnel_position_embeds
 from pe_core.relative_index import (
     clipped_relative_position,
     deberta_log_bucket,
     deberta_relative_position,
     esmfold_relative_bins,
+    funnel_block_positions,
+    funnel_pooled_positions,
+    funnel_relative_positions,
     levit_attention_offsets,
     num_relative_distance,
     relative_position_bias,
@@ -484,6 +488,174 @@ def test_deberta_buckets_are_the_real_formula(values: list[int]) -> None:
             assert (b > 0) == (r > 0)
 
 
+# --------------------------------------------------------------------------- Funnel
+
+
+def _funnel_structure(attention_type: str, separate_cls: bool, truncate_seq: bool, blocks=3):
+    from transformers import FunnelConfig
+    from transformers.models.funnel.modeling_funnel import FunnelAttentionStructure
+
+    config = FunnelConfig(
+        vocab_size=10,
+        block_sizes=[1] * blocks,
+        d_model=8,
+        n_head=2,
+        d_head=4,
+        d_inner=8,
+        separate_cls=separate_cls,
+        truncate_seq=truncate_seq,
+        attention_type=attention_type,
+    )
+    return FunnelAttentionStructure(config).eval()
+
+
+@pytest.mark.parametrize("separate_cls", [True, False])
+@pytest.mark.parametrize("truncate_seq", [True, False])
+def test_funnel_positions_match_transformers(separate_cls: bool, truncate_seq: bool) -> None:
+    pytest.importorskip("torch")
+    structure = _funnel_structure("relative_shift", separate_cls, truncate_seq)
+    flags = {"separate_cls": separate_cls, "truncate_seq": truncate_seq}
+    for seq_len in (1, 2, 3, 8, 13):
+        pos = list(range(seq_len))
+        assert funnel_block_positions(seq_len, 0, **flags).tolist() == pos
+        for block in range(4):  # the loop of get_position_embeds, one block more
+            if block:
+                pooled = structure.stride_pool_pos(pos, block)
+                ours = funnel_pooled_positions(pos, block, **flags)
+                assert ours.dtype == np.int64 and ours.tolist() == pooled
+                assert funnel_block_positions(seq_len, block, **flags).tolist() == pooled
+                rel = funnel_relative_positions(pos, 2 ** (block - 1), pooled, shift=2)
+                want = structure.relative_pos(pos, 2 ** (block - 1), pooled, shift=2)
+                assert rel.dtype == np.int64
+                np.testing.assert_array_equal(rel, want.numpy())
+                pos = pooled
+            rel = funnel_relative_positions(pos, 2**block)
+            np.testing.assert_array_equal(rel, structure.relative_pos(pos, 2**block).numpy())
+
+
+@given(
+    st.lists(st.integers(-50, 50), min_size=1, max_size=6).map(sorted),
+    st.lists(st.integers(-50, 50), min_size=1, max_size=6).map(sorted),
+    st.integers(1, 5),
+    st.integers(1, 3),
+)
+def test_funnel_relative_positions_are_torch_arange(keys, queries, stride, shift) -> None:
+    torch = pytest.importorskip("torch")
+    structure = _funnel_structure("relative_shift", True, True)
+    max_dist = queries[0] - keys[0] + shift * len(queries) * stride
+    if max_dist < queries[0] - keys[-1] - 1:
+        with pytest.raises(ValueError, match="max_dist"):
+            funnel_relative_positions(keys, stride, queries, shift=shift)
+        with pytest.raises(RuntimeError):
+            torch.arange(max_dist, queries[0] - keys[-1] - 1, -stride)
+        return
+    want = structure.relative_pos(keys, stride, queries, shift=shift).numpy()
+    np.testing.assert_array_equal(
+        funnel_relative_positions(keys, stride, queries, shift=shift), want
+    )
+
+
+def _funnel_flat(embeds) -> list:
+    if isinstance(embeds, tuple):
+        return list(embeds)
+    return [e for block in embeds for e in block]
+
+
+@pytest.mark.parametrize("attention_type", ["relative_shift", "factorized"])
+@pytest.mark.parametrize(
+    ("separate_cls", "truncate_seq"), [(True, True), (True, False), (False, True), (False, False)]
+)
+def test_funnel_embeds_match_transformers(attention_type, separate_cls, truncate_seq) -> None:
+    torch = pytest.importorskip("torch")
+    structure = _funnel_structure(attention_type, separate_cls, truncate_seq)
+    flags = {"separate_cls": separate_cls, "truncate_seq": truncate_seq}
+    for seq_len in (5, 8, 13):
+        refs = {}
+        for dtype in ("float64", "float32"):
+            ref = structure.get_position_embeds(seq_len, getattr(torch, dtype), torch.device("cpu"))
+            ours = funnel_position_embeds(
+                seq_len, 8, attention_type=attention_type, num_blocks=3, dtype=dtype, **flags
+            )
+            assert type(ours) is (tuple if attention_type == "factorized" else list)
+            pairs = list(zip(_funnel_flat(ours), _funnel_flat(ref), strict=True))
+            assert all((a is None) == (b is None) for a, b in pairs)
+            refs[dtype] = [(a, b.numpy()) for a, b in pairs if a is not None]
+        for got, want in refs["float64"]:  # float64: transformers' float64 is the reference
+            assert_close(got, want, atol=1e-14, dtype="float64")
+        for (got, _), (_, want64) in zip(refs["float32"], refs["float64"], strict=True):
+            # float32: the exact value rounded once (half an ulp of 1, and the float64 error)
+            assert_close(got, want64.astype(np.float32), atol=6.0e-8 + 1e-14, dtype="float32")
+        for (got, want), _ in zip(refs["float32"], refs["float64"], strict=True):
+            # transformers forms the angle in float32: within its rounding, angles < 4 seq_len
+            assert_close(got, want, atol=4 * seq_len * 2.0**-23, dtype="float32")
+
+
+def test_funnel_embeds_are_the_sinusoid_of_the_distances() -> None:
+    torch = pytest.importorskip("torch")
+    # where transformers' table of distances -2 seq_len .. 2 seq_len - 1 is too short (a
+    # short input, several blocks) its gather fails; pe_core encodes the distances directly
+    structure = _funnel_structure("relative_shift", True, True)
+    with pytest.raises(RuntimeError):
+        structure.get_position_embeds(2, torch.float64, torch.device("cpu"))
+    blocks = funnel_position_embeds(2, 8, num_blocks=3, dtype="float64")
+    w = 1.0 / 10000.0 ** (np.arange(4) / 4)  # transformers' inv_freq, d_model // 2 = 4
+    pos = [0, 1]
+    for block, (no_pooling, pooling) in enumerate(blocks):
+        if block:
+            pooled = funnel_block_positions(2, block).tolist()
+            rel = funnel_relative_positions(pos, 2 ** (block - 1), pooled, shift=2)
+            angle = rel[:, None] * w
+            assert_close(pooling, np.concatenate([np.sin(angle), np.cos(angle)], -1), atol=1e-15)
+            pos = pooled
+        angle = funnel_relative_positions(pos, 2**block)[:, None] * w
+        assert_close(no_pooling, np.concatenate([np.sin(angle), np.cos(angle)], -1), atol=1e-15)
+    assert pe_core.funnel.FUNNEL == pe_core.Spec(layout="split", denominator="d")
+
+
+def test_funnel_on_every_backend(backend: str) -> None:
+    pooled = funnel_pooled_positions(range(7), 1, backend=backend)
+    assert_equal(pooled, positions_on(backend, np.array([-1, 1, 3, 5], _int_dtype(backend))))
+    block = funnel_block_positions(9, 2, truncate_seq=False, backend=backend)
+    host = funnel_block_positions(9, 2, truncate_seq=False)
+    assert_equal(block, positions_on(backend, _expected_dtype(backend, host)))
+    rel = funnel_relative_positions(range(5), 2, [-1, 1, 3], shift=2, backend=backend)
+    host = funnel_relative_positions(range(5), 2, [-1, 1, 3], shift=2)
+    assert_equal(rel, positions_on(backend, _expected_dtype(backend, host)))
+    for kind in ("relative_shift", "factorized"):
+        want = _funnel_flat(funnel_position_embeds(6, 8, attention_type=kind, num_blocks=2))
+        got = _funnel_flat(
+            funnel_position_embeds(6, 8, attention_type=kind, num_blocks=2, backend=backend)
+        )
+        for a, b in zip(got, want, strict=True):
+            if b is None:
+                assert a is None
+            else:
+                assert_close(a, positions_on(backend, b), atol=1e-7, dtype="float32")
+    like = positions_on(backend, np.zeros(2, np.float32))
+    phi = funnel_position_embeds(3, 4, attention_type="factorized", like=like)[0]
+    assert_close(
+        phi,
+        positions_on(backend, funnel_position_embeds(3, 4, attention_type="factorized")[0]),
+        atol=1e-7,
+    )
+
+
+def test_funnel_traced_jax() -> None:
+    jax = pytest.importorskip("jax")
+
+    @jax.jit
+    def run(x):
+        blocks = funnel_position_embeds(5, 8, num_blocks=2, backend="jax")
+        return [x + e for block in blocks for e in block if e is not None]
+
+    got = run(jax.numpy.zeros((), jax.numpy.float32))
+    want = [
+        e for block in funnel_position_embeds(5, 8, num_blocks=2) for e in block if e is not None
+    ]
+    for a, b in zip(got, want, strict=True):
+        assert_close(a, jax.numpy.asarray(b), atol=1e-7)
+
+
 # --------------------------------------------------------------------------- compiled
 
 
@@ -661,6 +833,31 @@ def test_keras_layer_matches_torch() -> None:
         ),
         (lambda: deberta_relative_position(2, 2, bucket_size=2.0), TypeError, "bucket_size"),
         (lambda: relative_position_bias(np.zeros((8, 2)), 2), ValueError, "(9, heads)"),
+        (lambda: funnel_relative_positions([], 1), ValueError, "pos must be a non-empty"),
+        (lambda: funnel_relative_positions([0, 1.5], 1), TypeError, "Received: [0, 1.5]"),
+        (lambda: funnel_relative_positions([0, 1], 0), ValueError, "stride"),
+        (lambda: funnel_relative_positions([0, 1], 1, shift=0), ValueError, "shift"),
+        (lambda: funnel_relative_positions([0, 1], 1, []), ValueError, "pooled_pos"),
+        (
+            lambda: funnel_relative_positions([5, 0], 1, [9]),
+            ValueError,
+            "max_dist = 5, min_dist = 9",
+        ),
+        (lambda: funnel_pooled_positions([0, 1], 0), ValueError, "block_index"),
+        (lambda: funnel_pooled_positions(range(0), 1), ValueError, "non-empty"),
+        (lambda: funnel_pooled_positions([True], 1), TypeError, "integers"),
+        (lambda: funnel_pooled_positions([0], 1, separate_cls=1), TypeError, "True or False"),
+        (lambda: funnel_block_positions(0, 1), ValueError, "seq_len"),
+        (lambda: funnel_block_positions(3, -1), ValueError, "block_index"),
+        (lambda: funnel_position_embeds(3, 7), ValueError, "halves). Received: 7"),
+        (lambda: funnel_position_embeds(3, 8.0), TypeError, "Received: 8.0"),
+        (
+            lambda: funnel_position_embeds(3, 8, attention_type="shift"),
+            ValueError,
+            "attention_type",
+        ),
+        (lambda: funnel_position_embeds(3, 8, num_blocks=0), ValueError, "num_blocks"),
+        (lambda: funnel_position_embeds(3, 8, truncate_seq="no"), TypeError, "truncate_seq"),
     ],
 )
 def test_bad_input_is_refused(call, error, text) -> None:
@@ -670,7 +867,15 @@ def test_bad_input_is_refused(call, error, text) -> None:
 
 
 def test_exports() -> None:
-    for name in ("relative_position_index", "deberta_log_bucket", "num_relative_distance"):
+    for name in (
+        "relative_position_index",
+        "deberta_log_bucket",
+        "num_relative_distance",
+        "funnel_relative_positions",
+        "funnel_pooled_positions",
+        "funnel_block_positions",
+        "funnel_position_embeds",
+    ):
         assert name in pe_core.__all__ and getattr(pe_core, name) is not None
     assert to_numpy(pe_core.relative_position_index(1)).tolist() == [[0]]
 
@@ -684,3 +889,10 @@ def test_swin_index_figure() -> None:
     assert labels == relative_position_index(2, prefix_tokens=1).ravel().tolist()
     with pytest.raises(ValueError, match="at most 6"):
         plots.plot_swin_index(7)
+
+
+def test_funnel_positions_refuse_framework_arrays() -> None:
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match=r"must be host integers.*torch"):
+        funnel_relative_positions(torch.arange(3), 1)
+    assert funnel_relative_positions(np.arange(3), 1).tolist() == [3, 2, 1, 0, -1, -2]

@@ -1,0 +1,162 @@
+"""Funnel Transformer's relative sinusoid position embeddings, on pe_core's exact encoding.
+
+Funnel Transformer (Dai et al., 2020) embeds relative distances with the sinusoid
+
+    [sin(p w_0), ..., sin(p w_{n-1}) | cos(p w_0), ..., cos(p w_{n-1})],
+    w_i = 1 / 10000 ** (i / n),  n = d_model / 2,
+
+that is ``10000 ** (-2 i / d_model)``: the ``"d"`` denominator of :class:`~pe_core.Spec`
+(``i / (d/2) = 2 i / d``) in the split layout, :data:`FUNNEL` (the same frequencies as
+Transformer-XL's). transformers' ``FunnelAttentionStructure.get_position_embeds`` builds
+one of two inputs:
+
+* ``attention_type="relative_shift"``: per block, the embeddings of the distances
+  :func:`~pe_core.relative_index.funnel_relative_positions` gives for the block's own
+  positions (stride ``2 ** block``) and, from block 1 on, for its pooled queries on the
+  previous block's keys (stride ``2 ** (block - 1)``, shift 2);
+* ``attention_type="factorized"``: ``phi = [sin | sin]``, ``pi = [cos | cos]``,
+  ``psi = [cos | sin]`` and ``omega = [-sin | cos]`` of the absolute positions
+  ``0 .. seq_len - 1``.
+
+transformers forms ``p * w`` in the model's dtype and gathers the rows from a table of
+the distances ``-2 seq_len .. 2 seq_len - 1``; here each angle is exact and each distance
+is encoded directly (so also where that table is too short and transformers' gather fails:
+with three blocks, ``seq_len`` 1 and 2, and 3, 4, 6 with ``separate_cls`` and no
+``truncate_seq``). Its dropout on the sin and cos terms (training only) is not applied.
+
+>>> from pe_core.funnel import funnel_position_embeds
+>>> blocks = funnel_position_embeds(4, 8, num_blocks=2)
+>>> [tuple(None if e is None else e.shape for e in block) for block in blocks]
+[((8, 8), None), ((4, 8), (8, 8))]
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from pe_core.encoding import encode
+from pe_core.relative_index import funnel_block_positions, funnel_relative_positions
+from pe_core.spec import Spec
+from pe_core.validation import choice, positive_int
+from pe_core_backends import backend_of, get_namespace
+
+__all__ = ["FUNNEL", "FUNNEL_ATTENTION_TYPES", "funnel_position_embeds"]
+
+#: The Spec of Funnel Transformer's sinusoid: frequencies ``10000 ** (-i / (d/2))``,
+#: ``[sin | cos]`` layout.
+FUNNEL = Spec(layout="split", name="funnel")
+
+#: The attention types of ``FunnelConfig.attention_type``.
+FUNNEL_ATTENTION_TYPES: tuple[str, ...] = ("relative_shift", "factorized")
+
+
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False. Received: {value!r}")
+    return bool(value)
+
+
+def funnel_position_embeds(
+    seq_len: int,
+    d_model: int,
+    *,
+    attention_type: str = "relative_shift",
+    num_blocks: int = 3,
+    separate_cls: bool = True,
+    truncate_seq: bool = True,
+    backend: str | None = None,
+    dtype: Any = None,
+    like: Any = None,
+) -> Any:
+    """The position inputs of Funnel Transformer's attention (``get_position_embeds``).
+
+    Parameters
+    ----------
+    seq_len : int
+        Tokens of the input, >= 1.
+    d_model : int
+        Features, even and >= 2 (transformers' gather needs ``2 * (d_model // 2) ==
+        d_model``).
+    attention_type : {"relative_shift", "factorized"}
+        ``FunnelConfig.attention_type``.
+    num_blocks : int
+        ``len(FunnelConfig.block_sizes)``, >= 1 (``"relative_shift"`` only).
+    separate_cls, truncate_seq : bool
+        ``FunnelConfig.separate_cls`` and ``truncate_seq`` (``"relative_shift"`` only).
+    backend, dtype, like
+        As for :func:`~pe_core.encode`: NumPy float32 by default; ``like`` puts the
+        tables on an array's backend and device.
+
+    Returns
+    -------
+    list or tuple
+        ``"relative_shift"``: a list of ``num_blocks`` pairs ``(no_pooling, pooling)``
+        (transformers gives lists), each ``(len(r), d_model)`` with rows
+        ``encode(r, d_model, spec=FUNNEL)`` of the distances ``r`` of
+        :func:`~pe_core.relative_index.funnel_relative_positions`; ``pooling`` is None
+        in block 0. ``"factorized"``: ``(phi, pi, psi, omega)``, each
+        ``(seq_len, d_model)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A size that is not an int >= 1, an odd ``d_model``, an unknown
+        ``attention_type``, a flag that is not a bool.
+
+    Examples
+    --------
+    >>> phi, pi, psi, omega = funnel_position_embeds(3, 4, attention_type="factorized")
+    >>> omega[0].tolist(), psi[0].tolist()  # position 0: [-sin 0, -sin 0 | cos 0, cos 0]
+    ([0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0])
+    >>> funnel_position_embeds(3, 5)
+    Traceback (most recent call last):
+    ...
+    ValueError: d_model must be an even integer >= 2 (Funnel's [sin | cos] halves). Received: 5
+    """
+    n = positive_int(seq_len, "seq_len")
+    if isinstance(d_model, bool) or not isinstance(d_model, numbers.Integral):
+        raise TypeError(f"d_model must be an even integer >= 2. Received: {d_model!r}")
+    if d_model < 2 or d_model % 2:
+        raise ValueError(
+            f"d_model must be an even integer >= 2 (Funnel's [sin | cos] halves). Received: {d_model}"
+        )
+    d = int(d_model)
+    kind = choice(attention_type, "attention_type", FUNNEL_ATTENTION_TYPES)
+    blocks = positive_int(num_blocks, "num_blocks")
+    sep = _flag(separate_cls, "separate_cls")
+    trunc = _flag(truncate_seq, "truncate_seq")
+    if backend is None and like is not None:
+        backend = backend_of(like)
+
+    def embed(positions: Any) -> Any:
+        return encode(positions, d, spec=FUNNEL, backend=backend, dtype=dtype, like=like)
+
+    if kind == "factorized":
+        pos = np.arange(n, dtype=np.int64)
+        table = embed(pos)  # [sin | cos]
+        xp = get_namespace(backend_of(table))
+        half = d // 2
+        sin, cos = table[:, :half], table[:, half:]
+        phi = xp.concat([sin, sin], axis=-1)
+        pi = xp.concat([cos, cos], axis=-1)
+        psi = xp.concat([cos, sin], axis=-1)
+        omega = embed(-pos)  # [sin(-p w) | cos(-p w)] = [-sin | cos], exactly
+        return (phi, pi, psi, omega)
+
+    out: list[Any] = []
+    pos = funnel_block_positions(n, 0).tolist()
+    for block in range(blocks):
+        if block == 0:
+            pooled = pos
+            pooling = None
+        else:
+            pooled = funnel_block_positions(n, block, separate_cls=sep, truncate_seq=trunc).tolist()
+            rel = funnel_relative_positions(pos, 2 ** (block - 1), pooled, shift=2)
+            pooling = embed(rel)
+        pos = pooled
+        no_pooling = embed(funnel_relative_positions(pos, 2**block))
+        out.append((no_pooling, pooling))
+    return out
