@@ -10,7 +10,6 @@ first time they are used, and the framework layers live in ``pe_core.layers.torc
 """
 
 from pe_core import position_ids
-
 from pe_core._kernel.inputs import LowPrecisionPositionsWarning
 from pe_core.alibi import alibi_bias, alibi_slopes
 from pe_core.codes import binary_encode, learned_table_init, normalized_positions
@@ -26,11 +25,6 @@ from pe_core.funnel import funnel_position_embeds
 from pe_core.nd import grid, grid_encoding
 from pe_core.presets import PRESET_SOURCES, PRESETS
 from pe_core.relative import relative_matrix, shift
-
-
-from pe_core.resample import resample_pos_embed
-
-
 from pe_core.relative_index import (
     clipped_relative_position,
     deberta_log_bucket,
@@ -45,6 +39,7 @@ from pe_core.relative_index import (
     relative_position_index,
     swinv2_coords_table,
 )
+from pe_core.resample import resample_pos_embed
 from pe_core.rope import apply_rope
 from pe_core.rope_layout import rope_permutation
 from pe_core.rope_nd import mrope_position_ids, rope_sections
@@ -53,10 +48,8 @@ from pe_core.rope_spec import RopeSpec
 from pe_core.rope_variants import llama4_attention_scales, vjepa2_rope
 from pe_core.spec import Spec
 from pe_core.t5 import t5_bucket_matrix, t5_relative_bias, t5_relative_bucket
-
-
-from pe_core.trainable import apply_rope_mixed, rope_angles, rope_mixed_angles
 from pe_core.timestep import timestep_embedding
+from pe_core.trainable import apply_rope_mixed, rope_angles, rope_mixed_angles
 from pe_core.transformer_xl import transformer_xl_embedding
 
 __version__ = "0.1.0"
@@ -70,9 +63,14 @@ __all__ = [
     "alibi_bias",
     "alibi_slopes",
     "apply_rope",
+    "apply_rope_mixed",
     "binary_encode",
     "box_fourier_embedding",
+    "clipped_relative_position",
+    "deberta_log_bucket",
+    "deberta_relative_position",
     "encode",
+    "esmfold_relative_bins",
     "fourier_features",
     "frequencies",
     "funnel_block_positions",
@@ -82,17 +80,26 @@ __all__ = [
     "grid",
     "grid_encoding",
     "learned_table_init",
+    "levit_attention_offsets",
     "llama4_attention_scales",
     "mrope_position_ids",
     "normalized_positions",
     "ntk_aware_base",
+    "num_relative_distance",
     "perceiver_fourier_features",
     "perceiver_positions",
+    "position_ids",
     "relative_matrix",
+    "relative_position_bias",
+    "relative_position_index",
+    "resample_pos_embed",
+    "rope_angles",
     "rope_frequencies",
+    "rope_mixed_angles",
     "rope_permutation",
     "rope_sections",
     "shift",
+    "swinv2_coords_table",
     "t5_bucket_matrix",
     "t5_relative_bias",
     "t5_relative_bucket",
@@ -100,18 +107,4 @@ __all__ = [
     "transformer_xl_embedding",
     "vjepa2_rope",
     "xpos_scale",
-    "apply_rope_mixed",
-    "rope_angles",
-    "rope_mixed_angles",
-    "position_ids",
-    "clipped_relative_position",
-    "deberta_log_bucket",
-    "deberta_relative_position",
-    "esmfold_relative_bins",
-    "levit_attention_offsets",
-    "num_relative_distance",
-    "relative_position_bias",
-    "relative_position_index",
-    "swinv2_coords_table",
-    "resample_pos_embed",
 ]

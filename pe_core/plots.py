@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from pe_core._fourier import host_constants, reduced_turns, sin_cos
-
 from pe_core.alibi import alibi_bias, alibi_slopes
 from pe_core.analysis import (
     _check_int,
@@ -55,15 +54,11 @@ from pe_core.analysis import (
 )
 from pe_core.codes import binary_encode, normalized_positions
 from pe_core.encoding import encode
-
-
 from pe_core.fourier import fourier_features
 from pe_core.frequency import frequencies
 from pe_core.nd import grid, grid_encoding
 from pe_core.presets import resolve_spec
 from pe_core.relative import relative_matrix
-
-
 from pe_core.relative_index import relative_position_index
 from pe_core.resample import resample_pos_embed
 from pe_core.rope_nd import pair_axes
@@ -71,9 +66,6 @@ from pe_core.spec import Spec
 from pe_core.timestep import timestep_embedding
 from pe_core.typing import Metric, PresetLike
 from pe_core_backends import get_namespace, is_installed
-
-
-from pe_core_backends import get_namespace
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -91,8 +83,8 @@ __all__ = [
     "plot_similarity",
     "plot_similarity_by_distance",
     "plot_spectrum",
-    "plot_timestep_embedding",
     "plot_swin_index",
+    "plot_timestep_embedding",
     "resample_gaps",
 ]
 
@@ -840,6 +832,8 @@ def plot_timestep_embedding(embedding_dim: int = 256, n_steps: int = 1000) -> Fi
     right.legend(fontsize="x-small")
     right.grid(alpha=0.3)
     fig.suptitle("Diffusion timestep embeddings")
+
+
 #: The settings :func:`resample_gaps` compares: (label, mode, grow).
 RESAMPLE_SETTINGS = (
     ("bicubic, up", "bicubic", True),

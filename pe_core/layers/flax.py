@@ -42,8 +42,6 @@ from pe_core.layers._config import (
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
 )
-
-
 from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
 from pe_core.layers._tables import placed_patch_table, placed_rows
@@ -57,20 +55,20 @@ __all__ = [
     "FourierFeatures",
     "LinenAlibiBias",
     "LinenFourierFeatures",
+    "LinenRelativePositionBias",
     "LinenRotaryEmbedding",
     "LinenRotaryEmbeddingND",
     "LinenSinusoidalEncoding",
     "LinenSinusoidalPatchEncoding",
     "LinenT5RelativeBias",
     "LinenTimesteps",
+    "RelativePositionBias",
     "RotaryEmbedding",
     "RotaryEmbeddingND",
     "SinusoidalEncoding",
     "SinusoidalPatchEncoding",
     "T5RelativeBias",
     "Timesteps",
-    "LinenRelativePositionBias",
-    "RelativePositionBias",
 ]
 
 Offset = int | jax.Array

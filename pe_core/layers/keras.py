@@ -28,7 +28,6 @@ import numpy as np
 from keras import ops
 
 from pe_core.fourier import fourier_features
-
 from pe_core.layers._checks import (
     check_features,
     check_sequence_input,
@@ -48,20 +47,18 @@ from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
 from pe_core.layers._tables import placed_patch_table, placed_rows
 from pe_core.spec import Spec
-
-
 from pe_core.timestep import timestep_embedding
 from pe_core_backends import Namespace, get_namespace
 
 __all__ = [
     "AlibiBias",
+    "FourierFeatures",
     "RelativePositionBias",
     "RotaryEmbedding",
     "RotaryEmbeddingND",
     "SinusoidalEncoding",
     "SinusoidalPatchEncoding",
     "T5RelativeBias",
-    "FourierFeatures",
     "Timesteps",
 ]
 

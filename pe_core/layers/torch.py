@@ -48,8 +48,6 @@ from pe_core.layers._config import (
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
 )
-
-
 from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
 from pe_core.layers._tables import pe_table_problem, sequence_bucket
@@ -60,13 +58,13 @@ from pe_core.timestep import timestep_embedding
 __all__ = [
     "AlibiBias",
     "FourierFeatures",
+    "RelativePositionBias",
     "RotaryEmbedding",
     "RotaryEmbeddingND",
     "SinusoidalEncoding",
     "SinusoidalPatchEncoding",
     "T5RelativeBias",
     "Timesteps",
-    "RelativePositionBias",
 ]
 
 #: An offset: an int (symbolic under ``torch.compile``) or a tensor of per-example offsets.
