@@ -832,6 +832,7 @@ def plot_timestep_embedding(embedding_dim: int = 256, n_steps: int = 1000) -> Fi
     right.legend(fontsize="x-small")
     right.grid(alpha=0.3)
     fig.suptitle("Diffusion timestep embeddings")
+    return fig
 
 
 #: The settings :func:`resample_gaps` compares: (label, mode, grow).
