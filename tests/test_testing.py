@@ -272,8 +272,10 @@ def test_pe_core_agrees_with_the_reference_on_drawn_specs(spec_and_d, data):
 @given(pt.specs().flatmap(lambda s: pt.dims(s).map(lambda d: (s, d))))
 def test_dims_are_accepted_by_their_spec(spec_and_d):
     spec, d = spec_and_d
-    assert pe_core.frequencies(d, spec).shape == (d // 2,)
-    assert d % 2 == 0 or spec.odd_d == "zero_pad"
+    # an odd d: zero_pad encodes d - 1 features, truncate computes d + 1 and keeps d
+    pairs = (d + 1) // 2 if spec.odd_d == "truncate" else d // 2
+    assert pe_core.frequencies(d, spec).shape == (pairs,)
+    assert d % 2 == 0 or spec.odd_d in ("zero_pad", "truncate")
 
 
 def test_reference_matches_the_textbook_formula():
@@ -375,7 +377,7 @@ def test_exact_reference_at_huge_positions_matches_high_precision_mpmath():
 
 def test_exact_reference_rejects_frequencies_of_the_wrong_length():
     pytest.importorskip("mpmath")
-    with pytest.raises(ValueError, match=r"d // 2 = 4 values\. Received: 3"):
+    with pytest.raises(ValueError, match=r"frequencies must hold 4 values \(one per pair\)\. Received: 3"):
         pt.exact_encoding([0], 8, frequencies=[1.0, 0.1, 0.01])
 
 

@@ -451,6 +451,7 @@ class FourierFeatures(FourierFeaturesConfig, _Layer):
         return fourier_features(coords, self.frequencies.value, order=self.order)
 
 
+@keras.saving.register_keras_serializable(package="pe_core")
 class AlibiBias(AlibiBiasConfig, _Layer):
     """ALiBi: adds :func:`pe_core.alibi_bias` to attention scores (keras-hub's interface).
 
@@ -581,6 +582,7 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _PairLayer):
 # ------------------------------------------------------------------ timestep embeddings
 
 
+@keras.saving.register_keras_serializable(package="pe_core")
 class Timesteps(keras.layers.Layer):
     """diffusers' ``Timesteps`` as a Keras layer: :func:`pe_core.timestep_embedding`.
 
