@@ -671,6 +671,7 @@ def resample_pos_embed_in_tree(
         else:
             new = rebuilt(level[key], depth + 1)
         items = {k: (new if k == key else v) for k, v in level.items()}
-        return items if type(level) is dict else type(level)(items)
+        kind: Any = type(level)  # dict, FrozenDict, State...: built from a dict
+        return items if kind is dict else kind(items)
 
     return rebuilt(tree, 0)
