@@ -26,7 +26,9 @@ The functions:
 * :func:`get_rel_pos`, :func:`decomposed_rel_pos` and :func:`add_decomposed_rel_pos`:
   SAM / ViTDet decomposed relative positions;
 * :func:`pos_embed_load_hook`: a PyTorch ``load_state_dict`` pre-hook that resamples a
-  checkpoint's table to the model's grid.
+  checkpoint's table to the model's grid;
+* :func:`resample_pos_embed_in_tree`: the same for a nested-dict checkpoint (Flax linen
+  params, a pure dict of an ``nnx.State``): the table at a key path resized, the rest kept.
 
 Every size is a Python integer (static); the tables stay where they are (no host read).
 
@@ -39,7 +41,7 @@ Every size is a Python integer (static); the tables stay where they are (no host
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -56,6 +58,7 @@ __all__ = [
     "interpolate_pos_encoding",
     "pos_embed_load_hook",
     "resample_pos_embed",
+    "resample_pos_embed_in_tree",
     "resize_naflex_pos_embed",
     "resize_rel_pos_bias_table",
 ]
@@ -583,3 +586,92 @@ def pos_embed_load_hook(
         )
 
     return hook
+
+
+def _key_path(path: object) -> tuple[Any, ...]:
+    """``"a/b/c"`` or a sequence of keys as a non-empty tuple of keys."""
+    if isinstance(path, str):
+        keys: tuple[Any, ...] = tuple(path.split("/"))
+    elif isinstance(path, (tuple, list)):
+        keys = tuple(path)
+    else:
+        raise TypeError(f"path must be a string 'a/b/c' or a sequence of keys. Received: {path!r}")
+    if not keys or any(k == "" for k in keys):
+        raise ValueError(f"path must name at least one key, none empty. Received: {path!r}")
+    return keys
+
+
+def resample_pos_embed_in_tree(
+    tree: Mapping[Any, Any],
+    path: str | Sequence[Any],
+    new_size: int | Sequence[int],
+    **kwargs: Any,
+) -> Any:
+    """A checkpoint tree with the position table at ``path`` resized by
+    :func:`resample_pos_embed`; every other entry is the same object.
+
+    The Flax counterpart of :func:`pos_embed_load_hook`. ``tree`` is nested mappings with
+    arrays at the leaves: Flax linen ``params`` (dicts or ``FrozenDict``) or the pure dict
+    of an ``nnx.State`` (``nnx.to_pure_dict(state)``; write it back with
+    ``nnx.replace_by_pure_dict(state, tree)``). The input is not changed: the mappings on
+    the path are rebuilt (each as its own type), the others shared.
+
+    Parameters
+    ----------
+    tree : mapping
+        The checkpoint's parameters.
+    path : str or sequence of keys
+        Where the table is: ``"params/pos_embed"`` or ``("params", "pos_embed")``
+        (keys that are not strings, such as list indices of an nnx pure dict, as a
+        sequence).
+    new_size : int or (int, int)
+        The model's grid.
+    **kwargs
+        :func:`resample_pos_embed`'s ``old_size``, ``num_prefix_tokens``,
+        ``interpolation`` and ``antialias``.
+
+    Returns
+    -------
+    mapping
+        The tree with ``resample_pos_embed(table, new_size, **kwargs)`` at ``path``.
+
+    Raises
+    ------
+    TypeError
+        ``tree`` or a level on the path is not a mapping; the leaf is not an array (an
+        ``nnx.State`` with its ``Variable`` leaves: pass its pure dict).
+    KeyError
+        A key of ``path`` is missing (the message names the keys that are there).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> params = {"params": {"pos_embed": np.zeros((1, 1 + 14 * 14, 8), np.float32),
+    ...                      "head": {"kernel": np.ones((8, 2), np.float32)}}}
+    >>> out = resample_pos_embed_in_tree(params, "params/pos_embed", 32)
+    >>> out["params"]["pos_embed"].shape, out["params"]["head"] is params["params"]["head"]
+    ((1, 1025, 8), True)
+    >>> params["params"]["pos_embed"].shape  # the input is kept
+    (1, 197, 8)
+    """
+    keys = _key_path(path)
+
+    def rebuilt(level: Any, depth: int) -> Any:
+        where = "/".join(str(k) for k in keys[:depth]) or "tree"
+        if not isinstance(level, Mapping):
+            raise TypeError(f"{where} must be a mapping. Received: {type(level).__name__}")
+        key = keys[depth]
+        if key not in level:
+            raise KeyError(
+                f"path {'/'.join(str(k) for k in keys)!r}: {key!r} is not in {where}; "
+                f"its keys are {sorted(map(str, level))}"
+            )
+        if depth + 1 == len(keys):
+            new = resample_pos_embed(level[key], new_size, **kwargs)
+        else:
+            new = rebuilt(level[key], depth + 1)
+        items = {k: (new if k == key else v) for k, v in level.items()}
+        kind: Any = type(level)  # dict, FrozenDict, State...: built from a dict
+        return items if kind is dict else kind(items)
+
+    return rebuilt(tree, 0)

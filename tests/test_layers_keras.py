@@ -46,7 +46,12 @@ if INNER:
 
     import pe_core
     from pe_core import device_tables
-    from pe_core.layers.keras import RotaryEmbedding, SinusoidalEncoding, SinusoidalPatchEncoding
+    from pe_core.layers.keras import (
+        RotaryEmbedding,
+        SinusoidalEncoding,
+        SinusoidalPatchEncoding,
+        assign_resampled,
+    )
     from pe_core.rope import apply_rope
 
 D = 8
@@ -193,6 +198,35 @@ def test_a_model_trains() -> None:
     tokens = np.random.default_rng(4).integers(0, 10, (40, 5))
     history = model.fit(tokens, tokens, batch_size=16, epochs=6, verbose=0)
     assert history.history["loss"][-1] < 0.8 * history.history["loss"][0]
+
+
+@inner
+def test_a_checkpoint_table_loads_into_another_grid() -> None:
+    class Tiny(keras.layers.Layer):
+        def build(self, input_shape):
+            self.pos_embed = self.add_weight(shape=(1, 1 + 8 * 8, D), initializer="zeros")
+
+        def call(self, x):
+            return x + self.pos_embed
+
+    layer = Tiny()
+    x = np.zeros((2, 65, D), "float32")
+    layer(x)
+    ckpt = np.random.default_rng(9).standard_normal((1, 1 + 5 * 5, D)).astype("float32")
+    assert assign_resampled(layer.pos_embed, ckpt) is layer.pos_embed
+    want = pe_core.resample_pos_embed(ckpt, 8)  # tied to torch in tests/test_resample.py
+    assert_close(numpy_of(layer(x))[0], want[0], atol=1e-6)
+    bilinear = pe_core.resample_pos_embed(ckpt, 8, interpolation="bilinear", antialias=True)
+    assign_resampled(
+        layer.pos_embed, ops.convert_to_tensor(ckpt), interpolation="bilinear", antialias=True
+    )  # a tensor of the backend resampled in place
+    assert_close(numpy_of(layer.pos_embed), bilinear, atol=1e-6)
+    with pytest.raises(ValueError, match=r"shape \(1, 50, 8\), the variable \(1, 65, 8\)"):
+        assign_resampled(layer.pos_embed, ckpt, new_size=(7, 7))
+    with pytest.raises(ValueError, match="new_size is needed"):
+        assign_resampled(keras.Variable(np.zeros((1, 11, D), "float32")), ckpt)
+    with pytest.raises(TypeError, match=r"variable must be a keras\.Variable"):
+        assign_resampled(ckpt, ckpt)
 
 
 @inner

@@ -458,6 +458,71 @@ def test_torch_load_state_dict_pre_hook() -> None:
     assert outer[0].pos_embed.shape == (1, 26, 6)
 
 
+def test_flax_linen_and_nnx_load_a_checkpoint_with_another_grid() -> None:
+    jax = pytest.importorskip("jax")
+    pytest.importorskip("flax")
+    import flax.linen as nn
+    from flax import nnx
+    from flax.core import FrozenDict
+
+    jnp = jax.numpy
+    rng = np.random.default_rng(11)
+    ckpt = rng.standard_normal((1, 1 + 5 * 5, 6)).astype(np.float32)
+    torch_want = timm_resample_abs_pos_embed(torch.from_numpy(ckpt), (8, 8), antialias=False)
+    want = resample.resample_pos_embed(ckpt, 8)
+    assert_close(want, torch_want.numpy(), atol=rel_bound(want, REL))
+
+    class Linen(nn.Module):
+        side: int
+
+        @nn.compact
+        def __call__(self, x):
+            shape = (1, 1 + self.side * self.side, 6)
+            return x + self.param("pos_embed", nn.initializers.zeros, shape)
+
+    x = jnp.zeros((2, 65, 6), jnp.float32)
+    model = Linen(8)
+    head = {"kernel": np.ones((6, 2), np.float32)}
+    tree = {"params": {"pos_embed": jnp.asarray(ckpt), "head": head}}
+    loaded = resample.resample_pos_embed_in_tree(tree, "params/pos_embed", 8)
+    assert loaded["params"]["head"] is head and tree["params"]["pos_embed"].shape == (1, 26, 6)
+    assert isinstance(loaded["params"]["pos_embed"], jax.Array)  # stays a JAX array
+    y = model.apply({"params": {"pos_embed": loaded["params"]["pos_embed"]}}, x)
+    assert_close(y[0], want[0], atol=1e-6, backend="jax")
+    frozen = resample.resample_pos_embed_in_tree(FrozenDict(tree), ("params", "pos_embed"), 8)
+    assert isinstance(frozen, FrozenDict) and frozen["params"]["pos_embed"].shape == (1, 65, 6)
+
+    class Nnx(nnx.Module):
+        def __init__(self, side: int) -> None:
+            self.blocks = nnx.List([nnx.Linear(6, 6, rngs=nnx.Rngs(0))])
+            self.pos_embed = nnx.Param(jnp.zeros((1, 1 + side * side, 6)))
+
+    big = Nnx(8)
+    state = nnx.state(big)
+    small = nnx.to_pure_dict(nnx.state(Nnx(5)))
+    small["pos_embed"] = jnp.asarray(ckpt)
+    nnx.replace_by_pure_dict(state, resample.resample_pos_embed_in_tree(small, "pos_embed", 8))
+    nnx.update(big, state)
+    assert_close(big.pos_embed[...], want, atol=1e-6, backend="jax")
+    with pytest.raises(TypeError, match="table must be an array"):  # Variable leaves
+        resample.resample_pos_embed_in_tree(nnx.state(Nnx(5)), "pos_embed", 8)
+
+
+@pytest.mark.parametrize(
+    ("tree", "path", "error", "words"),
+    [
+        ({"a": {"b": 1}}, "a/c", KeyError, "'c' is not in a"),
+        ({"a": 1}, "a/b", TypeError, "a must be a mapping"),
+        ({"a": 1}, "", ValueError, "path must name"),
+        ({"a": 1}, 3, TypeError, "path must be"),
+        ([], "a", TypeError, "tree must be a mapping"),
+    ],
+)
+def test_tree_paths_are_checked(tree, path, error, words: str) -> None:
+    with pytest.raises(error, match=__import__("re").escape(words)):
+        resample.resample_pos_embed_in_tree(tree, path, 4)
+
+
 # -- bad input, refused by name -------------------------------------------------------------
 @pytest.mark.parametrize(
     ("call", "error", "words"),

@@ -20,6 +20,8 @@ exactly in float32 (float64 for float64 inputs) and only the encoding is rounded
 
 from __future__ import annotations
 
+import math
+
 import numbers
 from typing import Any, cast
 
@@ -46,7 +48,13 @@ from pe_core.layers._config import (
 from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
 from pe_core.layers._tables import placed_patch_table, placed_rows
+
+
+from pe_core.resample import resample_pos_embed
 from pe_core.spec import Spec
+
+
+from pe_core.validation import positive_int
 from pe_core.timestep import timestep_embedding
 from pe_core_backends import Namespace, get_namespace
 
@@ -60,6 +68,7 @@ __all__ = [
     "SinusoidalPatchEncoding",
     "T5RelativeBias",
     "Timesteps",
+    "assign_resampled",
 ]
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -577,6 +586,88 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _PairLayer):
         if positions is not None:
             positions = ops.convert_to_tensor(positions)
         return self._rotate(query, positions), self._rotate(key, positions)
+
+
+def assign_resampled(
+    variable: Any,
+    table: Any,
+    *,
+    new_size: int | tuple[int, int] | None = None,
+    old_size: int | tuple[int, int] | None = None,
+    num_prefix_tokens: int = 1,
+    interpolation: str = "bicubic",
+    antialias: bool = False,
+) -> Any:
+    """Load a checkpoint's position table into a Keras weight with another grid.
+
+    ``variable`` (a ``keras.Variable`` such as ``layer.pos_embed`` or an entry of
+    ``model.weights``) has the shape ``(N, prefix + h * w, C)``; ``table`` is
+    resized with :func:`pe_core.resample_pos_embed` (PyTorch's ``F.interpolate``
+    numbers) to the grid ``(h, w)`` and assigned. ``table`` is a NumPy array (a
+    checkpoint) or a tensor of the Keras backend; it stays in its framework.
+
+    Parameters
+    ----------
+    variable : keras.Variable
+        The weight to fill.
+    table : array
+        ``(N, prefix + old_h * old_w, C)``.
+    new_size : int or (int, int), optional
+        The variable's grid; by default the square its rows fill.
+    old_size, num_prefix_tokens, interpolation, antialias
+        As in :func:`pe_core.resample_pos_embed`.
+
+    Returns
+    -------
+    keras.Variable
+        ``variable``, now holding the resized table (cast to its dtype).
+
+    Raises
+    ------
+    ValueError
+        The resized table's shape is not the variable's (another ``N`` or ``C``, or
+        ``new_size`` not its grid).
+
+    Examples
+    --------
+    >>> import keras, numpy as np
+    >>> weight = keras.Variable(np.zeros((1, 1 + 4 * 4, 8), "float32"))
+    >>> checkpoint = np.random.default_rng(0).normal(size=(1, 1 + 2 * 2, 8))
+    >>> weight = assign_resampled(weight, checkpoint.astype("float32"))
+    >>> want = resample_pos_embed(checkpoint.astype("float32"), 4)
+    >>> bool(np.allclose(keras.ops.convert_to_numpy(weight), want))
+    True
+    """
+    if not isinstance(variable, keras.Variable):
+        raise TypeError(f"variable must be a keras.Variable. Received: {type(variable).__name__}")
+    want = tuple(int(n) for n in variable.shape)
+    if len(want) != 3:
+        raise ValueError(f"variable must have 3 axes (N, L, C). Received: shape {want}")
+    if new_size is None:
+        rows = want[1] - positive_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
+        side = math.isqrt(max(rows, 0))
+        if rows < 1 or side * side != rows:
+            raise ValueError(
+                f"new_size is needed: the variable's {want[1]} rows minus num_prefix_tokens="
+                f"{num_prefix_tokens!r} are not a square grid. Received: new_size=None"
+            )
+        new_size = side
+    resized = resample_pos_embed(
+        table,
+        new_size,
+        old_size=old_size,
+        num_prefix_tokens=num_prefix_tokens,
+        interpolation=interpolation,
+        antialias=antialias,
+    )
+    have = tuple(int(n) for n in resized.shape)
+    if have != want:
+        raise ValueError(
+            f"the resized table has shape {have}, the variable {want}. "
+            f"Received: table shape {tuple(int(n) for n in table.shape)}, new_size={new_size!r}"
+        )
+    variable.assign(ops.cast(resized, variable.dtype))
+    return variable
 
 
 # ------------------------------------------------------------------ timestep embeddings
