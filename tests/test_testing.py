@@ -377,7 +377,9 @@ def test_exact_reference_at_huge_positions_matches_high_precision_mpmath():
 
 def test_exact_reference_rejects_frequencies_of_the_wrong_length():
     pytest.importorskip("mpmath")
-    with pytest.raises(ValueError, match=r"frequencies must hold 4 values \(one per pair\)\. Received: 3"):
+    with pytest.raises(
+        ValueError, match=r"frequencies must hold 4 values \(one per pair\)\. Received: 3"
+    ):
         pt.exact_encoding([0], 8, frequencies=[1.0, 0.1, 0.01])
 
 

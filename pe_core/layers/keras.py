@@ -21,7 +21,6 @@ exactly in float32 (float64 for float64 inputs) and only the encoding is rounded
 from __future__ import annotations
 
 import math
-
 import numbers
 from typing import Any, cast
 
@@ -48,14 +47,10 @@ from pe_core.layers._config import (
 from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
 from pe_core.layers._tables import placed_patch_table, placed_rows
-
-
 from pe_core.resample import resample_pos_embed
 from pe_core.spec import Spec
-
-
-from pe_core.validation import positive_int
 from pe_core.timestep import timestep_embedding
+from pe_core.validation import positive_int
 from pe_core_backends import Namespace, get_namespace
 
 __all__ = [
