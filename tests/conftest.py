@@ -21,6 +21,11 @@ from hypothesis import HealthCheck, settings
 
 from pe_core_backends import BACKENDS, get_namespace, is_installed
 
+#: How long a test's subprocess may run before it counts as hung. It guards against hangs
+#: only: no test measures its own wall-clock time, so a busy machine slows the suite down but
+#: does not fail it. ``PE_CORE_TEST_HANG_TIMEOUT`` (seconds) changes it.
+HANG_TIMEOUT = float(os.environ.get("PE_CORE_TEST_HANG_TIMEOUT", "1800"))
+
 settings.register_profile(
     "ci",
     max_examples=25,

@@ -16,6 +16,7 @@ from typing import Any, get_args
 import conftest
 import numpy as np
 import pytest
+from conftest import HANG_TIMEOUT
 
 import pe_core.typing as pt
 import pe_core_backends
@@ -120,7 +121,7 @@ def test_import_pe_core_imports_no_framework_and_no_adapter() -> None:
         [sys.executable, "-c", textwrap.dedent(_PROBE)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     lines = dict(line.split(" ", 1) for line in result.stdout.strip().splitlines())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_equal
+from conftest import HANG_TIMEOUT, assert_equal
 
 import pe_core
 from pe_core import Spec
@@ -87,7 +87,7 @@ def test_missing_backend_names_the_extra(backend_name: str, module: str) -> None
         "    print(exc)\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_TIMEOUT
     )
     assert f"pip install 'pe-core[{backend_name}]'" in result.stdout, result.stdout + result.stderr
 

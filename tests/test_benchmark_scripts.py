@@ -13,11 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG_TIMEOUT
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_module(*args: str, timeout: float) -> str:
+def run_module(*args: str) -> str:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     result = subprocess.run(
@@ -26,7 +27,7 @@ def run_module(*args: str, timeout: float) -> str:
         env=env,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=HANG_TIMEOUT,
         check=False,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -49,7 +50,7 @@ def installed(module: str) -> bool:
 @pytest.mark.slow
 def test_calls_quick_prints_every_row():
     pytest.importorskip("torch")
-    output = run_module("benchmarks.calls", "--quick", timeout=240)
+    output = run_module("benchmarks.calls", "--quick")
     rows = {(cells[0], cells[1]) for cells in table_rows(output)}
     expected = {
         ("decode step: apply_rope on q and k", "torch"),
@@ -78,7 +79,7 @@ def test_calls_quick_prints_every_row():
 
 def test_gpu_tiny_prints_every_row():
     torch = pytest.importorskip("torch")
-    output = run_module("benchmarks.gpu", "--tiny", timeout=240)
+    output = run_module("benchmarks.gpu", "--tiny")
     rows = table_rows(output)
     assert rows[0] == ["method", "size", "pe_core ms", "baseline ms", "ratio"]
     methods = [cells[0] for cells in rows[1:]]
@@ -103,7 +104,7 @@ def test_gpu_tiny_prints_every_row():
 
 def test_resample_quick_prints_every_row():
     pytest.importorskip("torch")
-    output = run_module("benchmarks.resample", "--quick", timeout=240)
+    output = run_module("benchmarks.resample", "--quick")
     rows = table_rows(output)
     assert rows[0][:2] == ["case (torch, CPU, eager)", "threads"]
     cases = {(cells[0], cells[1]) for cells in rows[1:]}
@@ -113,7 +114,7 @@ def test_resample_quick_prints_every_row():
 
 
 def test_relative_index_quick_prints_every_row():
-    output = run_module("benchmarks.relative_index", "--quick", timeout=240)
+    output = run_module("benchmarks.relative_index", "--quick")
     rows = {(cells[0], cells[1]) for cells in table_rows(output)}
     expected = {("DeBERTa buckets, exact (128 x 128)", "numpy")}
     if installed("torch") and installed("transformers"):
@@ -130,7 +131,7 @@ def test_relative_index_quick_prints_every_row():
 def test_position_ids_quick_prints_every_row():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    output = run_module("benchmarks.position_ids", "--quick", timeout=300)
+    output = run_module("benchmarks.position_ids", "--quick")
     rows = {(cells[0], cells[1]) for cells in table_rows(output)}
     calls = ("from_attention_mask (padding 1)", "from_attention_mask (padding 0)", "from_input_ids")
     expected = {(call, size) for call in calls for size in ("1 x 16", "8 x 512")}
@@ -139,14 +140,14 @@ def test_position_ids_quick_prints_every_row():
 
 def test_trainable_quick_prints_every_row():
     pytest.importorskip("torch")
-    output = run_module("benchmarks.trainable", "--quick", timeout=240)
+    output = run_module("benchmarks.trainable", "--quick")
     rows = {(cells[0], cells[1]) for cells in table_rows(output)}
     assert {("forward", "1x2x16x8"), ("forward + backward", "1x2x16x8")} <= rows
 
 
 def test_rope_variants_quick_prints_every_row():
     pytest.importorskip("torch")
-    output = run_module("benchmarks.rope_variants", "--quick", timeout=240)
+    output = run_module("benchmarks.rope_variants", "--quick")
     rows = table_rows(output)
     assert rows[0] == ["measurement", "pe_core ms", "baseline ms", "ratio"]
     assert [cells[0] for cells in rows[1:]] == [
@@ -159,7 +160,7 @@ def test_rope_variants_quick_prints_every_row():
 
 def test_fourier_quick_prints_every_row():
     pytest.importorskip("torch")
-    output = run_module("benchmarks.fourier", "--quick", timeout=240)
+    output = run_module("benchmarks.fourier", "--quick")
     rows = table_rows(output)
     assert rows[0] == [
         "measurement",
@@ -180,7 +181,7 @@ def test_fourier_quick_prints_every_row():
 def test_timesteps_quick_prints_every_row():
     pytest.importorskip("torch")
     pytest.importorskip("diffusers")
-    output = run_module("benchmarks.timesteps", "--quick", timeout=300)
+    output = run_module("benchmarks.timesteps", "--quick")
     rows = table_rows(output)
     assert rows[0] == ["timesteps", "batch", "dim", "pe_core ms", "diffusers ms", "ratio"]
     cells = {(r[0], r[1], r[2]) for r in rows[1:]}

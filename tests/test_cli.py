@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_close, assert_equal
+from conftest import HANG_TIMEOUT, assert_close, assert_equal
 
 import pe_core
 import pe_core._cli
@@ -345,12 +345,19 @@ def test_python_dash_m_pe_core_runs_the_cli(tmp_path):
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     argv = [sys.executable, "-m", "pe_core", "encode", "--positions", "0:3", "--dim", "4"]
     result = subprocess.run(
-        [*argv, "--out", str(tmp_path / "t.npy")], capture_output=True, text=True, env=env
+        [*argv, "--out", str(tmp_path / "t.npy")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=HANG_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr
     assert_equal(np.load(tmp_path / "t.npy"), pe_core.encode(range(3), 4))
     bad = subprocess.run(
-        [*argv[:3], "encode", "--positions", "x", "--dim", "4"], capture_output=True, text=True
+        [*argv[:3], "encode", "--positions", "x", "--dim", "4"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_TIMEOUT,
     )
     assert bad.returncode == 2 and "'x' is not a number" in bad.stderr
     assert "Traceback" not in bad.stderr

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import assert_close, to_numpy
+from conftest import HANG_TIMEOUT, assert_close, to_numpy
 
 import pe_core
 from pe_core.host_reads import forbid_host_reads
@@ -430,7 +430,9 @@ def test_the_keras_layers_stay_on_the_device_with_the_jax_backend() -> None:
     test = f"{__file__}::test_keras_layer_on_jax_stays_on_the_device"
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", test]
     root = Path(__file__).resolve().parents[1]
-    result = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True)
+    result = subprocess.run(
+        command, env=env, cwd=root, capture_output=True, text=True, timeout=HANG_TIMEOUT
+    )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     assert " passed" in result.stdout
 

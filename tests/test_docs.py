@@ -13,10 +13,10 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from conftest import HANG_TIMEOUT
 
 from pe_core_backends._registry import REGISTRY
 
@@ -120,13 +120,11 @@ def test_every_python_block_runs(page, tmp_path, monkeypatch):
         reason = _unavailable(code)
         if reason:
             pytest.skip(f"{name} block {number} and after: {reason}")
-        start = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
             try:
                 exec(compile(code, f"{name} python block {number}", "exec"), namespace)
             except Exception as exc:
                 pytest.fail(f"{name} python block {number} raised {exc!r}:\n{code}")
-        assert time.perf_counter() - start < 120, f"{name} block {number} is slow"
 
 
 def test_fragment_markers_name_a_reason(tmp_path):
@@ -186,7 +184,7 @@ def site(tmp_path_factory) -> Path:
         cwd=out,  # the config must not depend on the working directory
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_TIMEOUT,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert result.returncode == 0, result.stderr[-5000:]

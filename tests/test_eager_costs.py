@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+from conftest import HANG_TIMEOUT
 
 _TORCH_FIRST_CALL = """
 import sys
@@ -25,7 +26,7 @@ def _run(code: str) -> str:
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=HANG_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout

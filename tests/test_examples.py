@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from conftest import HANG_TIMEOUT
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 STEPS = 25
@@ -55,7 +56,11 @@ def test_keras_example() -> None:
     )
     env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"}
     result = subprocess.run(
-        [sys.executable, "-c", code, str(EXAMPLES)], env=env, capture_output=True, text=True
+        [sys.executable, "-c", code, str(EXAMPLES)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert_loss_falls(json.loads(result.stdout.strip().splitlines()[-1]))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_close
+from conftest import HANG_TIMEOUT, assert_close
 from reference import schedule, table
 
 import pe_core
@@ -253,7 +253,12 @@ BLOCK_IMPORTS = textwrap.dedent(
 
 def run_python(code: str, cwd: Path, env: dict[str, str]) -> str:
     result = subprocess.run(
-        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_TIMEOUT,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout

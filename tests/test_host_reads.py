@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import HANG_TIMEOUT
 
 from pe_core.host_reads import GUARDED_BACKENDS, HostReadError, forbid_host_reads
 from pe_core_backends import get_namespace, is_installed
@@ -264,7 +265,9 @@ def test_the_default_imports_no_framework() -> None:
         "    pass\n"
         "assert not {'torch', 'jax', 'tensorflow'} & set(sys.modules), sorted(sys.modules)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_TIMEOUT
+    )
     assert result.returncode == 0, result.stderr[-2000:]
 
 

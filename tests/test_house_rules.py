@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG_TIMEOUT
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("pe_core", "pe_core_backends")
@@ -89,7 +90,7 @@ def _run_lint(cwd: Path) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_TIMEOUT,
     )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_close, assert_equal
+from conftest import HANG_TIMEOUT, assert_close, assert_equal
 
 INNER = os.environ.get("PE_CORE_KERAS_INNER")
 BACKENDS = ("jax", "tensorflow", "torch")
@@ -33,7 +33,9 @@ def test_backend(backend: str) -> None:
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:xdist", __file__]
     root = Path(__file__).resolve().parents[1]
-    result = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True)
+    result = subprocess.run(
+        command, env=env, cwd=root, capture_output=True, text=True, timeout=HANG_TIMEOUT
+    )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     assert " passed" in result.stdout
 

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG_TIMEOUT
 
 LAYERS = Path(__file__).resolve().parent.parent / "pe_core" / "layers"
 #: Bottom to top: a module may import only the modules before it.
@@ -70,7 +71,11 @@ def test_the_neutral_modules_load_no_framework() -> None:
         "print(sorted(name for name in frameworks if name in sys.modules))\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=HANG_TIMEOUT,
     )
     assert result.stdout.strip() == "[]"
 

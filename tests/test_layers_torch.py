@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import assert_close, assert_equal
+from conftest import HANG_TIMEOUT, assert_close, assert_equal
 
 torch = pytest.importorskip("torch")
 
@@ -377,6 +377,8 @@ def test_import_pe_core_layers_loads_no_framework() -> None:
         "print(','.join(m for m in ('torch', 'jax', 'tensorflow', 'keras', 'flax') "
         "if m in sys.modules))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_TIMEOUT
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ""

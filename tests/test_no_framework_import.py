@@ -5,13 +5,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from conftest import HANG_TIMEOUT
+
 FRAMEWORKS = ("torch", "jax", "tensorflow", "keras", "flax")
 
 
 def frameworks_loaded_by(code: str) -> list[str]:
     probe = code + f"\nimport sys\nprint(','.join(m for m in {FRAMEWORKS!r} if m in sys.modules))"
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_TIMEOUT
     )
     assert result.returncode == 0, result.stderr
     last = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
@@ -24,7 +26,10 @@ def test_import_pe_core_loads_no_framework() -> None:
 
 def test_import_prints_nothing() -> None:
     result = subprocess.run(
-        [sys.executable, "-c", "import pe_core"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", "import pe_core"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_TIMEOUT,
     )
     assert result.stdout == "" and result.stderr == ""
 

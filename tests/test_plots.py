@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import assert_close
+from conftest import HANG_TIMEOUT, assert_close
 
 pytest.importorskip("matplotlib")
 
@@ -119,7 +119,11 @@ def test_missing_matplotlib_names_the_extra(tmp_path):
         """
     )
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=HANG_TIMEOUT,
+        check=True,
     )
     assert "plots: pe_core.plots needs matplotlib: pip install 'pe-core[plot]'" in result.stdout
     assert "status: 2" in result.stdout

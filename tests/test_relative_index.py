@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_close, assert_equal, positions_on, to_numpy
+from conftest import HANG_TIMEOUT, assert_close, assert_equal, positions_on, to_numpy
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -782,6 +782,7 @@ def test_keras_layer_matches_torch() -> None:
         cwd=root,
         capture_output=True,
         text=True,
+        timeout=HANG_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     got = np.array(__import__("json").loads(result.stdout.strip().splitlines()[-1]))

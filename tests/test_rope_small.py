@@ -9,7 +9,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import assert_close, assert_equal
+from conftest import HANG_TIMEOUT, assert_close, assert_equal
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -197,7 +197,7 @@ def test_a_first_call_inside_torch_compile_fullgraph_traces() -> None:
         """
     )
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_TIMEOUT
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split("\n")[0] == "(2, 1, 1, 8) (4, 8)"

@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import HANG_TIMEOUT
 
 SCRIPT = textwrap.dedent(
     """
@@ -56,7 +57,7 @@ def test_sharded_encode_has_no_collectives() -> None:
         [sys.executable, "-c", SCRIPT, str(Path(__file__).resolve().parent)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_TIMEOUT,
         env=env,
     )
     assert result.returncode == 0, result.stdout + result.stderr

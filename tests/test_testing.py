@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import assert_close, assert_equal
+from conftest import HANG_TIMEOUT, assert_close, assert_equal
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -298,7 +298,7 @@ def test_import_pe_core_does_not_load_the_toolkit():
         "assert 'pe_core.testing' not in sys.modules, 'pe_core.testing loaded'; "
         "assert 'hypothesis' not in sys.modules, 'hypothesis loaded'"
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=HANG_TIMEOUT)
 
 
 def test_checks_work_without_hypothesis_and_strategies_say_how_to_get_it():
@@ -322,7 +322,7 @@ except ImportError as exc:
 else:
     raise AssertionError("check_encoding loaded without hypothesis")
 """
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=HANG_TIMEOUT)
 
 
 #: Every public name of pe_core.testing before it became a package.
@@ -349,7 +349,7 @@ def test_the_checks_module_does_not_load_hypothesis():
         "import sys, pe_core.testing, pe_core.testing.checks, pe_core.cli; "
         "assert 'hypothesis' not in sys.modules, 'hypothesis loaded'"
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=HANG_TIMEOUT)
 
 
 # -- references ---------------------------------------------------------------------

@@ -7,7 +7,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
-from conftest import assert_close, assert_equal, positions_on, to_numpy
+from conftest import HANG_TIMEOUT, assert_close, assert_equal, positions_on, to_numpy
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -393,7 +393,7 @@ def test_keras_layer_in_a_subprocess():
         cwd=root,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_TIMEOUT,
         check=False,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, Literal, get_args, get_origin
 
 import pytest
+from conftest import HANG_TIMEOUT
 
 import pe_core
 import pe_core.typing as pt
@@ -125,7 +126,7 @@ def test_importing_pe_core_typing_loads_no_framework() -> None:
         f"print(','.join(m for m in {frameworks!r} if m in sys.modules))"
     )
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_TIMEOUT
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ""
