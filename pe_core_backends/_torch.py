@@ -15,6 +15,18 @@ from pe_core_backends._device import device_path_forced
 from pe_core_backends._namespace import ArrayFunction, Namespace
 
 
+def _writable(x: Any) -> Any:
+    """``x``, or a copy of it when it is a read-only NumPy array.
+
+    torch shares a NumPy array's memory and warns when that array is read-only (writing to
+    the tensor would write to it): pe_core's cached tables and a caller's read-only inputs
+    are copied instead, so no warning escapes and no cache can be written through a result.
+    """
+    if isinstance(x, np.ndarray) and not x.flags.writeable:
+        return x.copy()
+    return x
+
+
 def _mark_constant(fn: Any) -> Any:
     """``torch.compiler.assume_constant_result(fn)`` without importing the compiler.
 
@@ -61,7 +73,7 @@ class TorchNamespace(Namespace):
         device = like.device if isinstance(like, torch.Tensor) else None
         if isinstance(x, torch.Tensor):
             return x.to(device=device if device is not None else x.device, dtype=dtype)
-        return torch.as_tensor(x, dtype=dtype, device=device)
+        return torch.as_tensor(_writable(x), dtype=dtype, device=device)
 
     def astype(self, x: Any, dtype: Any) -> Any:
         return x.to(dtype)
@@ -104,7 +116,7 @@ class TorchNamespace(Namespace):
         return str(x.device) if isinstance(x, torch.Tensor) else "cpu"
 
     def from_host(self, table: np.ndarray, like: Any = None) -> Any:
-        host = torch.from_numpy(np.ascontiguousarray(table))
+        host = torch.from_numpy(_writable(np.ascontiguousarray(table)))
         device = like.device if isinstance(like, torch.Tensor) else None
         if device is None or device.type == "cpu":
             return host
