@@ -48,6 +48,7 @@ from pe_core.layers._tables import placed_patch_table, placed_rows
 from pe_core.nd import grid
 from pe_core.spec import Spec
 from pe_core.timestep import timestep_embedding
+from pe_core.typing import RopeConfig, RopeLayout, SinCosOrder
 from pe_core_backends import get_namespace
 
 __all__ = [
@@ -366,9 +367,9 @@ class LinenRotaryEmbedding(RotaryEmbeddingConfig, _LinenModule):
 
     head_dim: int
     base: float = 10000.0
-    layout: str = "half"
+    layout: RopeLayout = "half"
     rotary_dim: int | None = None
-    scaling: Mapping[str, Any] | None = None
+    scaling: RopeConfig | None = None
     layer_type: str | None = None
 
     def __call__(
@@ -547,7 +548,7 @@ class LinenFourierFeatures(FourierFeaturesConfig, _LinenModule):
     num_frequencies: int
     scale: float = 1.0
     trainable: bool = False
-    order: str = "sin_cos"
+    order: SinCosOrder = "sin_cos"
     seed: int = 0
 
     @nn.compact
