@@ -21,11 +21,25 @@ queries are the last ``q_len`` of the ``k_len`` positions (KV-cache decoding).
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 from pe_core import device_tables
 from pe_core._kernel.inputs import check_request_size, choose_backend, resolve_dtype
-from pe_core.typing import Array, BackendLike, DTypeLike
+from pe_core.typing import (
+    Array,
+    BackendLike,
+    DTypeLike,
+    JaxArray,
+    JaxBackend,
+    NDArray,
+    NumpyBackend,
+    TensorFlowBackend,
+    TFTensor,
+    TorchBackend,
+    TorchTensor,
+)
 from pe_core.validation import finite_real, positive_int
 from pe_core_backends import backend_of
 
@@ -78,6 +92,76 @@ def alibi_slopes(n_heads: int, *, alibi_bias_max: float = 8.0) -> np.ndarray:
         k_extra = np.arange(1, 2 * (n - p), 2, dtype=np.float64)
         slopes = np.concatenate([slopes, np.power(2.0, -top * k_extra / (2 * p))])
     return slopes
+
+
+@overload
+def alibi_bias(
+    q_len: int,
+    k_len: int,
+    n_heads: int,
+    *,
+    causal: bool = True,
+    backend: NumpyBackend | None = None,
+    dtype: DTypeLike | None = None,
+    like: None = None,
+    alibi_bias_max: float = 8.0,
+) -> NDArray: ...
+
+
+@overload
+def alibi_bias(
+    q_len: int,
+    k_len: int,
+    n_heads: int,
+    *,
+    causal: bool = True,
+    backend: TorchBackend,
+    dtype: DTypeLike | None = None,
+    like: None = None,
+    alibi_bias_max: float = 8.0,
+) -> TorchTensor: ...
+
+
+@overload
+def alibi_bias(
+    q_len: int,
+    k_len: int,
+    n_heads: int,
+    *,
+    causal: bool = True,
+    backend: JaxBackend,
+    dtype: DTypeLike | None = None,
+    like: None = None,
+    alibi_bias_max: float = 8.0,
+) -> JaxArray: ...
+
+
+@overload
+def alibi_bias(
+    q_len: int,
+    k_len: int,
+    n_heads: int,
+    *,
+    causal: bool = True,
+    backend: TensorFlowBackend,
+    dtype: DTypeLike | None = None,
+    like: None = None,
+    alibi_bias_max: float = 8.0,
+) -> TFTensor: ...
+
+
+@overload
+def alibi_bias(
+    q_len: int,
+    k_len: int,
+    n_heads: int,
+    *,
+    causal: bool = True,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+    like: Array | None = None,
+    alibi_bias_max: float = 8.0,
+) -> Array: ...
 
 
 def alibi_bias(

@@ -20,16 +20,82 @@ and are identical on every backend.
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from pe_core._kernel.inputs import as_positions, choose_backend, resolve_dtype
-from pe_core.typing import Array, ArrayLike, BackendLike, DTypeLike
+from pe_core.typing import (
+    Array,
+    ArrayLike,
+    BackendLike,
+    DTypeLike,
+    HostArrayLike,
+    JaxArray,
+    JaxBackend,
+    NDArray,
+    NumpyBackend,
+    TensorFlowBackend,
+    TFTensor,
+    TorchBackend,
+    TorchTensor,
+)
 from pe_core.validation import finite_real, positive_int
 from pe_core_backends import Namespace, get_namespace
 
 __all__ = ["binary_encode", "learned_table_init", "normalized_positions"]
+
+
+@overload
+def binary_encode(
+    pos: HostArrayLike,
+    d: int,
+    *,
+    backend: NumpyBackend | None = None,
+    dtype: DTypeLike | None = None,
+) -> NDArray: ...
+
+
+@overload
+def binary_encode(
+    pos: TorchTensor, d: int, *, backend: None = None, dtype: DTypeLike | None = None
+) -> TorchTensor: ...
+
+
+@overload
+def binary_encode(
+    pos: JaxArray, d: int, *, backend: None = None, dtype: DTypeLike | None = None
+) -> JaxArray: ...
+
+
+@overload
+def binary_encode(
+    pos: ArrayLike, d: int, *, backend: TorchBackend, dtype: DTypeLike | None = None
+) -> TorchTensor: ...
+
+
+@overload
+def binary_encode(
+    pos: ArrayLike, d: int, *, backend: JaxBackend, dtype: DTypeLike | None = None
+) -> JaxArray: ...
+
+
+@overload
+def binary_encode(
+    pos: ArrayLike, d: int, *, backend: TensorFlowBackend, dtype: DTypeLike | None = None
+) -> TFTensor: ...
+
+
+@overload
+def binary_encode(
+    pos: TFTensor, d: int, *, backend: None = None, dtype: DTypeLike | None = None
+) -> TFTensor: ...
+
+
+@overload
+def binary_encode(
+    pos: ArrayLike, d: int, *, backend: BackendLike | None = None, dtype: DTypeLike | None = None
+) -> Array: ...
 
 
 def binary_encode(
@@ -90,6 +156,36 @@ def binary_encode(
     bits = (values.astype(np.int64)[..., None] >> np.minimum(columns, 62)) & 1
     bits = np.where(columns < 63, bits, 0)
     return _to_backend(xp, bits, dtype)
+
+
+@overload
+def normalized_positions(
+    length: int, *, backend: NumpyBackend | None = None, dtype: DTypeLike | None = None
+) -> NDArray: ...
+
+
+@overload
+def normalized_positions(
+    length: int, *, backend: TorchBackend, dtype: DTypeLike | None = None
+) -> TorchTensor: ...
+
+
+@overload
+def normalized_positions(
+    length: int, *, backend: JaxBackend, dtype: DTypeLike | None = None
+) -> JaxArray: ...
+
+
+@overload
+def normalized_positions(
+    length: int, *, backend: TensorFlowBackend, dtype: DTypeLike | None = None
+) -> TFTensor: ...
+
+
+@overload
+def normalized_positions(
+    length: int, *, backend: BackendLike | None = None, dtype: DTypeLike | None = None
+) -> Array: ...
 
 
 def normalized_positions(

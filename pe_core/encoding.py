@@ -7,22 +7,156 @@ spec, to the N-D engine built on it (:mod:`pe_core._sinusoidal_nd`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 from pe_core._learned import encode_frequencies, framework_frequencies
 from pe_core._sinusoidal import encode_1d, few_integer_positions
 from pe_core._sinusoidal_nd import encode_nd
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
+from pe_core.typing import (
+    BackendLike,
+    DTypeLike,
+    HostArrayLike,
+    JaxArray,
+    JaxBackend,
+    NDArray,
+    NumpyBackend,
+    PresetLike,
+    TensorFlowBackend,
+    TFTensor,
+    TorchBackend,
+    TorchTensor,
+)
+
+
+@overload
+def encode(
+    pos: HostArrayLike,
+    d: int,
+    *,
+    spec: Spec | PresetLike | None = None,
+    backend: NumpyBackend | None = None,
+    dtype: DTypeLike = None,
+    out: None = None,
+    like: None = None,
+    check_values: bool = False,
+    frequencies: HostArrayLike | None = None,
+) -> NDArray: ...
+
+
+@overload
+def encode(
+    pos: TorchTensor,
+    d: int,
+    *,
+    spec: Spec | PresetLike | None = None,
+    backend: None = None,
+    dtype: DTypeLike = None,
+    out: None = None,
+    like: None = None,
+    check_values: bool = False,
+    frequencies: Any = None,
+) -> TorchTensor: ...
+
+
+@overload
+def encode(
+    pos: JaxArray,
+    d: int,
+    *,
+    spec: Spec | PresetLike | None = None,
+    backend: None = None,
+    dtype: DTypeLike = None,
+    out: None = None,
+    like: None = None,
+    check_values: bool = False,
+    frequencies: Any = None,
+) -> JaxArray: ...
+
+
+@overload
+def encode(
+    pos: Any,
+    d: int,
+    *,
+    spec: Spec | PresetLike | None = None,
+    backend: TorchBackend,
+    dtype: DTypeLike = None,
+    out: None = None,
+    like: None = None,
+    check_values: bool = False,
+    frequencies: Any = None,
+) -> TorchTensor: ...
+
+
+@overload
+def encode(
+    pos: Any,
+    d: int,
+    *,
+    spec: Spec | PresetLike | None = None,
+    backend: JaxBackend,
+    dtype: DTypeLike = None,
+    out: None = None,
+    like: None = None,
+    check_values: bool = False,
+    frequencies: Any = None,
+) -> JaxArray: ...
+
+
+@overload
+def encode(
+    pos: Any,
+    d: int,
+    *,
+    spec: Spec | PresetLike | None = None,
+    backend: TensorFlowBackend,
+    dtype: DTypeLike = None,
+    out: None = None,
+    like: None = None,
+    check_values: bool = False,
+    frequencies: Any = None,
+) -> TFTensor: ...
+
+
+@overload
+def encode(
+    pos: TFTensor,
+    d: int,
+    *,
+    spec: Spec | PresetLike | None = None,
+    backend: None = None,
+    dtype: DTypeLike = None,
+    out: None = None,
+    like: None = None,
+    check_values: bool = False,
+    frequencies: Any = None,
+) -> TFTensor: ...
+
+
+@overload
+def encode(
+    pos: Any,
+    d: int,
+    *,
+    spec: Spec | PresetLike | None = None,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike = None,
+    out: Any = None,
+    like: Any = None,
+    check_values: bool = False,
+    frequencies: Any = None,
+) -> Any: ...
 
 
 def encode(
     pos: Any,
     d: int,
     *,
-    spec: Spec | str | None = None,
-    backend: str | None = None,
-    dtype: Any = None,
+    spec: Spec | PresetLike | None = None,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike = None,
     out: Any = None,
     like: Any = None,
     check_values: bool = False,

@@ -23,7 +23,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -35,7 +35,22 @@ from pe_core._kernel.inputs import (
     choose_backend,
     resolve_dtype,
 )
-from pe_core.typing import Array, ArrayLike, BackendLike, DTypeLike
+from pe_core.typing import (
+    Array,
+    ArrayLike,
+    BackendLike,
+    DTypeLike,
+    HostArrayLike,
+    JaxArray,
+    JaxBackend,
+    NDArray,
+    NumpyBackend,
+    SinCosOrder,
+    TensorFlowBackend,
+    TFTensor,
+    TorchBackend,
+    TorchTensor,
+)
 from pe_core.validation import choice, finite_real, positive_int
 from pe_core_backends import BACKENDS, Namespace, backend_info, backend_of, get_namespace
 
@@ -55,6 +70,94 @@ _HOST = (None, "numpy")
 
 #: Largest host frequency magnitude (float32's range, with room for the split).
 _MAX_FREQUENCY = 1e34
+
+
+@overload
+def fourier_features(
+    coords: HostArrayLike,
+    frequencies: HostArrayLike,
+    *,
+    order: SinCosOrder = "sin_cos",
+    backend: NumpyBackend | None = None,
+    dtype: DTypeLike | None = None,
+) -> NDArray: ...
+
+
+@overload
+def fourier_features(
+    coords: TorchTensor,
+    frequencies: ArrayLike,
+    *,
+    order: SinCosOrder = "sin_cos",
+    backend: None = None,
+    dtype: DTypeLike | None = None,
+) -> TorchTensor: ...
+
+
+@overload
+def fourier_features(
+    coords: JaxArray,
+    frequencies: ArrayLike,
+    *,
+    order: SinCosOrder = "sin_cos",
+    backend: None = None,
+    dtype: DTypeLike | None = None,
+) -> JaxArray: ...
+
+
+@overload
+def fourier_features(
+    coords: ArrayLike,
+    frequencies: ArrayLike,
+    *,
+    order: SinCosOrder = "sin_cos",
+    backend: TorchBackend,
+    dtype: DTypeLike | None = None,
+) -> TorchTensor: ...
+
+
+@overload
+def fourier_features(
+    coords: ArrayLike,
+    frequencies: ArrayLike,
+    *,
+    order: SinCosOrder = "sin_cos",
+    backend: JaxBackend,
+    dtype: DTypeLike | None = None,
+) -> JaxArray: ...
+
+
+@overload
+def fourier_features(
+    coords: ArrayLike,
+    frequencies: ArrayLike,
+    *,
+    order: SinCosOrder = "sin_cos",
+    backend: TensorFlowBackend,
+    dtype: DTypeLike | None = None,
+) -> TFTensor: ...
+
+
+@overload
+def fourier_features(
+    coords: TFTensor,
+    frequencies: ArrayLike,
+    *,
+    order: SinCosOrder = "sin_cos",
+    backend: None = None,
+    dtype: DTypeLike | None = None,
+) -> TFTensor: ...
+
+
+@overload
+def fourier_features(
+    coords: ArrayLike,
+    frequencies: ArrayLike,
+    *,
+    order: SinCosOrder = "sin_cos",
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+) -> Array: ...
 
 
 def fourier_features(
@@ -176,6 +279,110 @@ def feature_error_bound(coords: Any, frequencies: Any, *, dtype: DTypeLike = "fl
     half_ulp = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11}.get(name, 2.0**-8)
     bound = error_bound(f.shape[0], s, working) + half_ulp
     return np.concatenate([bound, bound], axis=-1)
+
+
+@overload
+def perceiver_fourier_features(
+    pos: HostArrayLike,
+    num_bands: int,
+    max_resolution: Sequence[int] = (224, 224),
+    concat_pos: bool = True,
+    sine_only: bool = False,
+    *,
+    backend: NumpyBackend | None = None,
+    dtype: DTypeLike | None = None,
+) -> NDArray: ...
+
+
+@overload
+def perceiver_fourier_features(
+    pos: TorchTensor,
+    num_bands: int,
+    max_resolution: Sequence[int] = (224, 224),
+    concat_pos: bool = True,
+    sine_only: bool = False,
+    *,
+    backend: None = None,
+    dtype: DTypeLike | None = None,
+) -> TorchTensor: ...
+
+
+@overload
+def perceiver_fourier_features(
+    pos: JaxArray,
+    num_bands: int,
+    max_resolution: Sequence[int] = (224, 224),
+    concat_pos: bool = True,
+    sine_only: bool = False,
+    *,
+    backend: None = None,
+    dtype: DTypeLike | None = None,
+) -> JaxArray: ...
+
+
+@overload
+def perceiver_fourier_features(
+    pos: ArrayLike,
+    num_bands: int,
+    max_resolution: Sequence[int] = (224, 224),
+    concat_pos: bool = True,
+    sine_only: bool = False,
+    *,
+    backend: TorchBackend,
+    dtype: DTypeLike | None = None,
+) -> TorchTensor: ...
+
+
+@overload
+def perceiver_fourier_features(
+    pos: ArrayLike,
+    num_bands: int,
+    max_resolution: Sequence[int] = (224, 224),
+    concat_pos: bool = True,
+    sine_only: bool = False,
+    *,
+    backend: JaxBackend,
+    dtype: DTypeLike | None = None,
+) -> JaxArray: ...
+
+
+@overload
+def perceiver_fourier_features(
+    pos: ArrayLike,
+    num_bands: int,
+    max_resolution: Sequence[int] = (224, 224),
+    concat_pos: bool = True,
+    sine_only: bool = False,
+    *,
+    backend: TensorFlowBackend,
+    dtype: DTypeLike | None = None,
+) -> TFTensor: ...
+
+
+@overload
+def perceiver_fourier_features(
+    pos: TFTensor,
+    num_bands: int,
+    max_resolution: Sequence[int] = (224, 224),
+    concat_pos: bool = True,
+    sine_only: bool = False,
+    *,
+    backend: None = None,
+    dtype: DTypeLike | None = None,
+) -> TFTensor: ...
+
+
+@overload
+def perceiver_fourier_features(
+    pos: ArrayLike,
+    num_bands: int,
+    max_resolution: Sequence[int] = (224, 224),
+    concat_pos: bool = True,
+    sine_only: bool = False,
+    *,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+) -> Array: ...
 
 
 def perceiver_fourier_features(

@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -59,6 +59,19 @@ from pe_core._sinusoidal import encode_1d
 from pe_core._sinusoidal_nd import encode_nd
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
+from pe_core.typing import (
+    BackendLike,
+    DTypeLike,
+    JaxArray,
+    JaxBackend,
+    NDArray,
+    NumpyBackend,
+    PresetLike,
+    TensorFlowBackend,
+    TFTensor,
+    TorchBackend,
+    TorchTensor,
+)
 from pe_core_backends import backend_of, canonical_backend, get_namespace
 
 __all__ = ["axis_pairs", "axis_widths", "grid", "grid_encoding"]
@@ -87,11 +100,53 @@ def _check_shape(shape: object) -> tuple[int, ...]:
     return tuple(sizes)
 
 
+@overload
 def grid(
     shape: int | Sequence[int],
     *,
-    backend: str | None = None,
-    dtype: Any = None,
+    backend: NumpyBackend | None = None,
+    dtype: DTypeLike = None,
+    like: None = None,
+) -> NDArray: ...
+
+
+@overload
+def grid(
+    shape: int | Sequence[int], *, backend: TorchBackend, dtype: DTypeLike = None, like: None = None
+) -> TorchTensor: ...
+
+
+@overload
+def grid(
+    shape: int | Sequence[int], *, backend: JaxBackend, dtype: DTypeLike = None, like: None = None
+) -> JaxArray: ...
+
+
+@overload
+def grid(
+    shape: int | Sequence[int],
+    *,
+    backend: TensorFlowBackend,
+    dtype: DTypeLike = None,
+    like: None = None,
+) -> TFTensor: ...
+
+
+@overload
+def grid(
+    shape: int | Sequence[int],
+    *,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike = None,
+    like: Any = None,
+) -> Any: ...
+
+
+def grid(
+    shape: int | Sequence[int],
+    *,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike = None,
     like: Any = None,
 ) -> Any:
     """Integer coordinates of every cell of a grid, row-major.
@@ -182,16 +237,86 @@ def _axis_scales(value: object, n_axes: int) -> tuple[float, ...]:
     return tuple(float(v) for v in scales if v is not None)
 
 
+@overload
 def grid_encoding(
     d: int,
     shape: int | Sequence[int],
     *,
-    spec: Spec | str | None = "mae_2d",
+    spec: Spec | PresetLike | None = "mae_2d",
     base_size: float | None = None,
     interpolation_scale: float | Sequence[float] = 1.0,
     extra_tokens: int = 0,
-    backend: str | None = None,
-    dtype: Any = None,
+    backend: NumpyBackend | None = None,
+    dtype: DTypeLike = None,
+) -> NDArray: ...
+
+
+@overload
+def grid_encoding(
+    d: int,
+    shape: int | Sequence[int],
+    *,
+    spec: Spec | PresetLike | None = "mae_2d",
+    base_size: float | None = None,
+    interpolation_scale: float | Sequence[float] = 1.0,
+    extra_tokens: int = 0,
+    backend: TorchBackend,
+    dtype: DTypeLike = None,
+) -> TorchTensor: ...
+
+
+@overload
+def grid_encoding(
+    d: int,
+    shape: int | Sequence[int],
+    *,
+    spec: Spec | PresetLike | None = "mae_2d",
+    base_size: float | None = None,
+    interpolation_scale: float | Sequence[float] = 1.0,
+    extra_tokens: int = 0,
+    backend: JaxBackend,
+    dtype: DTypeLike = None,
+) -> JaxArray: ...
+
+
+@overload
+def grid_encoding(
+    d: int,
+    shape: int | Sequence[int],
+    *,
+    spec: Spec | PresetLike | None = "mae_2d",
+    base_size: float | None = None,
+    interpolation_scale: float | Sequence[float] = 1.0,
+    extra_tokens: int = 0,
+    backend: TensorFlowBackend,
+    dtype: DTypeLike = None,
+) -> TFTensor: ...
+
+
+@overload
+def grid_encoding(
+    d: int,
+    shape: int | Sequence[int],
+    *,
+    spec: Spec | PresetLike | None = "mae_2d",
+    base_size: float | None = None,
+    interpolation_scale: float | Sequence[float] = 1.0,
+    extra_tokens: int = 0,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike = None,
+) -> Any: ...
+
+
+def grid_encoding(
+    d: int,
+    shape: int | Sequence[int],
+    *,
+    spec: Spec | PresetLike | None = "mae_2d",
+    base_size: float | None = None,
+    interpolation_scale: float | Sequence[float] = 1.0,
+    extra_tokens: int = 0,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike = None,
 ) -> Any:
     """The flattened table of a grid's encodings, as vision models store it.
 

@@ -64,7 +64,7 @@ from pe_core.resample import resample_pos_embed
 from pe_core.rope_nd import pair_axes
 from pe_core.spec import Spec
 from pe_core.timestep import timestep_embedding
-from pe_core.typing import Metric, PresetLike
+from pe_core.typing import Interpolation, Metric, PresetLike
 from pe_core_backends import get_namespace, is_installed
 
 if TYPE_CHECKING:
@@ -836,7 +836,7 @@ def plot_timestep_embedding(embedding_dim: int = 256, n_steps: int = 1000) -> Fi
 
 
 #: The settings :func:`resample_gaps` compares: (label, mode, grow).
-RESAMPLE_SETTINGS = (
+RESAMPLE_SETTINGS: tuple[tuple[str, Interpolation, bool], ...] = (
     ("bicubic, up", "bicubic", True),
     ("bicubic, down", "bicubic", False),
     ("bilinear, up", "bilinear", True),

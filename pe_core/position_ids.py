@@ -30,12 +30,24 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from pe_core import device_tables
-from pe_core.typing import Array, BackendLike
+from pe_core.typing import (
+    Array,
+    BackendLike,
+    HostArrayLike,
+    JaxArray,
+    JaxBackend,
+    NDArray,
+    NumpyBackend,
+    TensorFlowBackend,
+    TFTensor,
+    TorchBackend,
+    TorchTensor,
+)
 from pe_core.validation import choice, is_integer, positive_int
 from pe_core_backends import Namespace, backend_of, canonical_backend, get_namespace
 
@@ -254,6 +266,54 @@ def _rank(x: Any, what: str, ranks: tuple[int, ...] | int, shape_text: str) -> A
 # --------------------------------------------------------------------------- masks and ids
 
 
+@overload
+def from_attention_mask(
+    attention_mask: HostArrayLike, *, padding_value: int = 1, backend: NumpyBackend | None = None
+) -> NDArray: ...
+
+
+@overload
+def from_attention_mask(
+    attention_mask: TorchTensor, *, padding_value: int = 1, backend: None = None
+) -> TorchTensor: ...
+
+
+@overload
+def from_attention_mask(
+    attention_mask: JaxArray, *, padding_value: int = 1, backend: None = None
+) -> JaxArray: ...
+
+
+@overload
+def from_attention_mask(
+    attention_mask: Any, *, padding_value: int = 1, backend: TorchBackend
+) -> TorchTensor: ...
+
+
+@overload
+def from_attention_mask(
+    attention_mask: Any, *, padding_value: int = 1, backend: JaxBackend
+) -> JaxArray: ...
+
+
+@overload
+def from_attention_mask(
+    attention_mask: Any, *, padding_value: int = 1, backend: TensorFlowBackend
+) -> TFTensor: ...
+
+
+@overload
+def from_attention_mask(
+    attention_mask: TFTensor, *, padding_value: int = 1, backend: None = None
+) -> TFTensor: ...
+
+
+@overload
+def from_attention_mask(
+    attention_mask: Any, *, padding_value: int = 1, backend: BackendLike | None = None
+) -> Array: ...
+
+
 def from_attention_mask(
     attention_mask: Any, *, padding_value: int = 1, backend: BackendLike | None = None
 ) -> Array:
@@ -319,6 +379,58 @@ def from_attention_mask(
     return xp.fill_where(xp.cumsum(mask, -1, dtype) - 1, padding, padding_value)
 
 
+@overload
+def from_input_ids(
+    input_ids: HostArrayLike,
+    padding_idx: int,
+    past_length: int = 0,
+    *,
+    backend: NumpyBackend | None = None,
+) -> NDArray: ...
+
+
+@overload
+def from_input_ids(
+    input_ids: TorchTensor, padding_idx: int, past_length: int = 0, *, backend: None = None
+) -> TorchTensor: ...
+
+
+@overload
+def from_input_ids(
+    input_ids: JaxArray, padding_idx: int, past_length: int = 0, *, backend: None = None
+) -> JaxArray: ...
+
+
+@overload
+def from_input_ids(
+    input_ids: Any, padding_idx: int, past_length: int = 0, *, backend: TorchBackend
+) -> TorchTensor: ...
+
+
+@overload
+def from_input_ids(
+    input_ids: Any, padding_idx: int, past_length: int = 0, *, backend: JaxBackend
+) -> JaxArray: ...
+
+
+@overload
+def from_input_ids(
+    input_ids: Any, padding_idx: int, past_length: int = 0, *, backend: TensorFlowBackend
+) -> TFTensor: ...
+
+
+@overload
+def from_input_ids(
+    input_ids: TFTensor, padding_idx: int, past_length: int = 0, *, backend: None = None
+) -> TFTensor: ...
+
+
+@overload
+def from_input_ids(
+    input_ids: Any, padding_idx: int, past_length: int = 0, *, backend: BackendLike | None = None
+) -> Array: ...
+
+
 def from_input_ids(
     input_ids: Any, padding_idx: int, past_length: int = 0, *, backend: BackendLike | None = None
 ) -> Array:
@@ -378,6 +490,57 @@ def from_input_ids(
 
 
 # --------------------------------------------------------------------------- packed sequences
+
+
+@overload
+def from_cu_seqlens(
+    cu_seqlens: HostArrayLike,
+    *,
+    total_length: int | None = None,
+    backend: NumpyBackend | None = None,
+) -> NDArray: ...
+
+
+@overload
+def from_cu_seqlens(
+    cu_seqlens: TorchTensor, *, total_length: int | None = None, backend: None = None
+) -> TorchTensor: ...
+
+
+@overload
+def from_cu_seqlens(
+    cu_seqlens: JaxArray, *, total_length: int | None = None, backend: None = None
+) -> JaxArray: ...
+
+
+@overload
+def from_cu_seqlens(
+    cu_seqlens: Any, *, total_length: int | None = None, backend: TorchBackend
+) -> TorchTensor: ...
+
+
+@overload
+def from_cu_seqlens(
+    cu_seqlens: Any, *, total_length: int | None = None, backend: JaxBackend
+) -> JaxArray: ...
+
+
+@overload
+def from_cu_seqlens(
+    cu_seqlens: Any, *, total_length: int | None = None, backend: TensorFlowBackend
+) -> TFTensor: ...
+
+
+@overload
+def from_cu_seqlens(
+    cu_seqlens: TFTensor, *, total_length: int | None = None, backend: None = None
+) -> TFTensor: ...
+
+
+@overload
+def from_cu_seqlens(
+    cu_seqlens: Any, *, total_length: int | None = None, backend: BackendLike | None = None
+) -> Array: ...
 
 
 def from_cu_seqlens(
@@ -476,6 +639,60 @@ def from_cu_seqlens(
 
 
 # --------------------------------------------------------------------------- table cells
+
+
+@overload
+def from_table_cells(
+    token_type_ids: HostArrayLike,
+    *,
+    max_position_embeddings: int | None = None,
+    backend: NumpyBackend | None = None,
+) -> NDArray: ...
+
+
+@overload
+def from_table_cells(
+    token_type_ids: TorchTensor, *, max_position_embeddings: int | None = None, backend: None = None
+) -> TorchTensor: ...
+
+
+@overload
+def from_table_cells(
+    token_type_ids: JaxArray, *, max_position_embeddings: int | None = None, backend: None = None
+) -> JaxArray: ...
+
+
+@overload
+def from_table_cells(
+    token_type_ids: Any, *, max_position_embeddings: int | None = None, backend: TorchBackend
+) -> TorchTensor: ...
+
+
+@overload
+def from_table_cells(
+    token_type_ids: Any, *, max_position_embeddings: int | None = None, backend: JaxBackend
+) -> JaxArray: ...
+
+
+@overload
+def from_table_cells(
+    token_type_ids: Any, *, max_position_embeddings: int | None = None, backend: TensorFlowBackend
+) -> TFTensor: ...
+
+
+@overload
+def from_table_cells(
+    token_type_ids: TFTensor, *, max_position_embeddings: int | None = None, backend: None = None
+) -> TFTensor: ...
+
+
+@overload
+def from_table_cells(
+    token_type_ids: Any,
+    *,
+    max_position_embeddings: int | None = None,
+    backend: BackendLike | None = None,
+) -> Array: ...
 
 
 def from_table_cells(
@@ -659,6 +876,94 @@ def _vector_width(value: object) -> int:
             f"vector_width must be 0 or a power of two (floats per CPU vector). Received: {value!r}"
         )
     return width
+
+
+@overload
+def from_patch_attention_mask(
+    patch_attention_mask: HostArrayLike,
+    num_patches_per_side: int,
+    *,
+    rule: NavitRule = "transformers",
+    vector_width: int = 8,
+    backend: NumpyBackend | None = None,
+) -> NDArray: ...
+
+
+@overload
+def from_patch_attention_mask(
+    patch_attention_mask: TorchTensor,
+    num_patches_per_side: int,
+    *,
+    rule: NavitRule = "transformers",
+    vector_width: int = 8,
+    backend: None = None,
+) -> TorchTensor: ...
+
+
+@overload
+def from_patch_attention_mask(
+    patch_attention_mask: JaxArray,
+    num_patches_per_side: int,
+    *,
+    rule: NavitRule = "transformers",
+    vector_width: int = 8,
+    backend: None = None,
+) -> JaxArray: ...
+
+
+@overload
+def from_patch_attention_mask(
+    patch_attention_mask: Any,
+    num_patches_per_side: int,
+    *,
+    rule: NavitRule = "transformers",
+    vector_width: int = 8,
+    backend: TorchBackend,
+) -> TorchTensor: ...
+
+
+@overload
+def from_patch_attention_mask(
+    patch_attention_mask: Any,
+    num_patches_per_side: int,
+    *,
+    rule: NavitRule = "transformers",
+    vector_width: int = 8,
+    backend: JaxBackend,
+) -> JaxArray: ...
+
+
+@overload
+def from_patch_attention_mask(
+    patch_attention_mask: Any,
+    num_patches_per_side: int,
+    *,
+    rule: NavitRule = "transformers",
+    vector_width: int = 8,
+    backend: TensorFlowBackend,
+) -> TFTensor: ...
+
+
+@overload
+def from_patch_attention_mask(
+    patch_attention_mask: TFTensor,
+    num_patches_per_side: int,
+    *,
+    rule: NavitRule = "transformers",
+    vector_width: int = 8,
+    backend: None = None,
+) -> TFTensor: ...
+
+
+@overload
+def from_patch_attention_mask(
+    patch_attention_mask: Any,
+    num_patches_per_side: int,
+    *,
+    rule: NavitRule = "transformers",
+    vector_width: int = 8,
+    backend: BackendLike | None = None,
+) -> Array: ...
 
 
 def from_patch_attention_mask(

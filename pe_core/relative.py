@@ -12,10 +12,115 @@ block-diagonally in the spec's layout. Its angles use the same exact kernel as
 
 from __future__ import annotations
 
+from typing import overload
+
 from pe_core._relative import relative_matrix_1d, relative_matrix_nd, shift_1d, shift_nd
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
-from pe_core.typing import Array, ArrayLike, BackendLike, DTypeLike, PresetLike
+from pe_core.typing import (
+    Array,
+    ArrayLike,
+    BackendLike,
+    DTypeLike,
+    HostArrayLike,
+    JaxArray,
+    JaxBackend,
+    NDArray,
+    NumpyBackend,
+    PresetLike,
+    TensorFlowBackend,
+    TFTensor,
+    TorchBackend,
+    TorchTensor,
+)
+
+
+@overload
+def relative_matrix(
+    k: HostArrayLike,
+    d: int,
+    spec: Spec | PresetLike | None = None,
+    *,
+    backend: NumpyBackend | None = None,
+    dtype: DTypeLike | None = None,
+) -> NDArray: ...
+
+
+@overload
+def relative_matrix(
+    k: TorchTensor,
+    d: int,
+    spec: Spec | PresetLike | None = None,
+    *,
+    backend: None = None,
+    dtype: DTypeLike | None = None,
+) -> TorchTensor: ...
+
+
+@overload
+def relative_matrix(
+    k: JaxArray,
+    d: int,
+    spec: Spec | PresetLike | None = None,
+    *,
+    backend: None = None,
+    dtype: DTypeLike | None = None,
+) -> JaxArray: ...
+
+
+@overload
+def relative_matrix(
+    k: ArrayLike,
+    d: int,
+    spec: Spec | PresetLike | None = None,
+    *,
+    backend: TorchBackend,
+    dtype: DTypeLike | None = None,
+) -> TorchTensor: ...
+
+
+@overload
+def relative_matrix(
+    k: ArrayLike,
+    d: int,
+    spec: Spec | PresetLike | None = None,
+    *,
+    backend: JaxBackend,
+    dtype: DTypeLike | None = None,
+) -> JaxArray: ...
+
+
+@overload
+def relative_matrix(
+    k: ArrayLike,
+    d: int,
+    spec: Spec | PresetLike | None = None,
+    *,
+    backend: TensorFlowBackend,
+    dtype: DTypeLike | None = None,
+) -> TFTensor: ...
+
+
+@overload
+def relative_matrix(
+    k: TFTensor,
+    d: int,
+    spec: Spec | PresetLike | None = None,
+    *,
+    backend: None = None,
+    dtype: DTypeLike | None = None,
+) -> TFTensor: ...
+
+
+@overload
+def relative_matrix(
+    k: ArrayLike,
+    d: int,
+    spec: Spec | PresetLike | None = None,
+    *,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None,
+) -> Array: ...
 
 
 def relative_matrix(

@@ -33,12 +33,24 @@ import functools
 import math
 import numbers
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from pe_core._kernel.inputs import check_request_size, choose_backend
-from pe_core.typing import Array, BackendLike
+from pe_core.typing import (
+    Array,
+    BackendLike,
+    HostArrayLike,
+    JaxArray,
+    JaxBackend,
+    NDArray,
+    NumpyBackend,
+    TensorFlowBackend,
+    TFTensor,
+    TorchBackend,
+    TorchTensor,
+)
 from pe_core.validation import choice, positive_int
 from pe_core_backends import backend_of, canonical_backend, get_namespace
 
@@ -238,6 +250,56 @@ def _window_index(height: int, width: int, prefix: int) -> np.ndarray:
     return index
 
 
+@overload
+def relative_position_index(
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: NumpyBackend | None = None,
+    like: None = None,
+) -> NDArray: ...
+
+
+@overload
+def relative_position_index(
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: TorchBackend,
+    like: None = None,
+) -> TorchTensor: ...
+
+
+@overload
+def relative_position_index(
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: JaxBackend,
+    like: None = None,
+) -> JaxArray: ...
+
+
+@overload
+def relative_position_index(
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: TensorFlowBackend,
+    like: None = None,
+) -> TFTensor: ...
+
+
+@overload
+def relative_position_index(
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: BackendLike | None = None,
+    like: Array | None = None,
+) -> Array: ...
+
+
 def relative_position_index(
     window_size: int | tuple[int, int],
     *,
@@ -294,6 +356,82 @@ def relative_position_index(
     n = height * width + prefix
     _check_size(n * n, "relative_position_index")
     return _table(xp, "window", (height, width, prefix), _anchor(xp, like))
+
+
+@overload
+def relative_position_bias(
+    table: HostArrayLike,
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: NumpyBackend | None = None,
+) -> NDArray: ...
+
+
+@overload
+def relative_position_bias(
+    table: TorchTensor,
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: None = None,
+) -> TorchTensor: ...
+
+
+@overload
+def relative_position_bias(
+    table: JaxArray,
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: None = None,
+) -> JaxArray: ...
+
+
+@overload
+def relative_position_bias(
+    table: Array,
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: TorchBackend,
+) -> TorchTensor: ...
+
+
+@overload
+def relative_position_bias(
+    table: Array, window_size: int | tuple[int, int], *, prefix_tokens: int = 0, backend: JaxBackend
+) -> JaxArray: ...
+
+
+@overload
+def relative_position_bias(
+    table: Array,
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: TensorFlowBackend,
+) -> TFTensor: ...
+
+
+@overload
+def relative_position_bias(
+    table: TFTensor,
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: None = None,
+) -> TFTensor: ...
+
+
+@overload
+def relative_position_bias(
+    table: Array,
+    window_size: int | tuple[int, int],
+    *,
+    prefix_tokens: int = 0,
+    backend: BackendLike | None = None,
+) -> Array: ...
 
 
 def relative_position_bias(

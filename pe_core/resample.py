@@ -42,11 +42,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from pe_core import _resample
+from pe_core.typing import HostArrayLike, Interpolation, JaxArray, NDArray, TFTensor, TorchTensor
 from pe_core.validation import choice, is_integer, positive_int
 from pe_core_backends import Namespace, backend_of, get_namespace
 
@@ -123,13 +124,75 @@ def _square_side(n: int, name: str, what: str) -> int:
 
 
 # -- absolute tables --------------------------------------------------------------------
+@overload
+def resample_pos_embed(
+    table: HostArrayLike,
+    new_size: int | Sequence[int],
+    *,
+    old_size: int | Sequence[int] | None = None,
+    num_prefix_tokens: int = 1,
+    interpolation: Interpolation = "bicubic",
+    antialias: bool = False,
+) -> NDArray: ...
+
+
+@overload
+def resample_pos_embed(
+    table: TorchTensor,
+    new_size: int | Sequence[int],
+    *,
+    old_size: int | Sequence[int] | None = None,
+    num_prefix_tokens: int = 1,
+    interpolation: Interpolation = "bicubic",
+    antialias: bool = False,
+) -> TorchTensor: ...
+
+
+@overload
+def resample_pos_embed(
+    table: JaxArray,
+    new_size: int | Sequence[int],
+    *,
+    old_size: int | Sequence[int] | None = None,
+    num_prefix_tokens: int = 1,
+    interpolation: Interpolation = "bicubic",
+    antialias: bool = False,
+) -> JaxArray: ...
+
+
+@overload
+def resample_pos_embed(
+    table: TFTensor,
+    new_size: int | Sequence[int],
+    *,
+    old_size: int | Sequence[int] | None = None,
+    num_prefix_tokens: int = 1,
+    interpolation: Interpolation = "bicubic",
+    antialias: bool = False,
+) -> TFTensor: ...
+
+
+# Any input: mypy reads tensorflow as Any (it has no type information), so to it the
+# TFTensor overload above already takes everything.
+@overload
+def resample_pos_embed(  # type: ignore[overload-cannot-match]
+    table: Any,
+    new_size: int | Sequence[int],
+    *,
+    old_size: int | Sequence[int] | None = None,
+    num_prefix_tokens: int = 1,
+    interpolation: Interpolation = "bicubic",
+    antialias: bool = False,
+) -> Any: ...
+
+
 def resample_pos_embed(
     table: Any,
     new_size: int | Sequence[int],
     *,
     old_size: int | Sequence[int] | None = None,
     num_prefix_tokens: int = 1,
-    interpolation: str = "bicubic",
+    interpolation: Interpolation = "bicubic",
     antialias: bool = False,
 ) -> Any:
     """A learned position table ``(N, prefix + old_h * old_w, C)`` resized to the grid
@@ -219,7 +282,7 @@ def interpolate_pos_encoding(
     patch_size: int | Sequence[int],
     *,
     num_prefix_tokens: int = 1,
-    interpolation: str = "bicubic",
+    interpolation: Interpolation = "bicubic",
 ) -> Any:
     """A ViT position table ``(1, prefix + S * S, C)`` for an image of ``height x width``
     pixels: the grid resized to ``(height // patch_h, width // patch_w)``.
@@ -544,7 +607,7 @@ def pos_embed_load_hook(
     name: str = "pos_embed",
     *,
     num_prefix_tokens: int = 1,
-    interpolation: str = "bicubic",
+    interpolation: Interpolation = "bicubic",
     antialias: bool = False,
 ) -> Callable[..., None]:
     """A PyTorch ``load_state_dict`` pre-hook that resamples a checkpoint's position table

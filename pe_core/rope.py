@@ -26,8 +26,8 @@ PyTorch, generic elsewhere).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, overload
 
 from pe_core._learned import framework_frequencies, rope_with_frequencies
 from pe_core._rope_call import (
@@ -42,8 +42,201 @@ from pe_core._rope_lane import few_positions_rope
 from pe_core.rope_layout import LAYOUTS
 from pe_core.rope_nd import apply_rope_nd
 from pe_core.rope_spec import RopeSpec
+from pe_core.typing import (
+    BackendLike,
+    JaxArray,
+    NamedFrequencies,
+    NDArray,
+    NumpyBackend,
+    RopeConfig,
+    RopeLayout,
+    RotaryFeatures,
+    SectionLayout,
+    TFTensor,
+    TorchTensor,
+)
 
 __all__ = ["LAYOUTS", "apply_rope"]
+
+
+@overload
+def apply_rope(
+    x: tuple[NDArray, ...] | list[NDArray],
+    pos: Any,
+    *,
+    base: float = 10000.0,
+    layout: RopeLayout = "half",
+    rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None,
+    layer_type: str | None = None,
+    backend: NumpyBackend | None = None,
+    check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: SectionLayout = "contiguous",
+    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
+    spec: RopeSpec | None = None,
+    rotary_features: RotaryFeatures = "first",
+) -> tuple[NDArray, ...]: ...
+
+
+@overload
+def apply_rope(
+    x: tuple[TorchTensor, ...] | list[TorchTensor],
+    pos: Any,
+    *,
+    base: float = 10000.0,
+    layout: RopeLayout = "half",
+    rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None,
+    layer_type: str | None = None,
+    backend: None = None,
+    check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: SectionLayout = "contiguous",
+    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
+    spec: RopeSpec | None = None,
+    rotary_features: RotaryFeatures = "first",
+) -> tuple[TorchTensor, ...]: ...
+
+
+@overload
+def apply_rope(
+    x: tuple[JaxArray, ...] | list[JaxArray],
+    pos: Any,
+    *,
+    base: float = 10000.0,
+    layout: RopeLayout = "half",
+    rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None,
+    layer_type: str | None = None,
+    backend: None = None,
+    check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: SectionLayout = "contiguous",
+    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
+    spec: RopeSpec | None = None,
+    rotary_features: RotaryFeatures = "first",
+) -> tuple[JaxArray, ...]: ...
+
+
+@overload
+def apply_rope(
+    x: tuple[TFTensor, ...] | list[TFTensor],
+    pos: Any,
+    *,
+    base: float = 10000.0,
+    layout: RopeLayout = "half",
+    rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None,
+    layer_type: str | None = None,
+    backend: None = None,
+    check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: SectionLayout = "contiguous",
+    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
+    spec: RopeSpec | None = None,
+    rotary_features: RotaryFeatures = "first",
+) -> tuple[TFTensor, ...]: ...
+
+
+@overload
+def apply_rope(
+    x: NDArray,
+    pos: Any,
+    *,
+    base: float = 10000.0,
+    layout: RopeLayout = "half",
+    rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None,
+    layer_type: str | None = None,
+    backend: NumpyBackend | None = None,
+    check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: SectionLayout = "contiguous",
+    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
+    spec: RopeSpec | None = None,
+    rotary_features: RotaryFeatures = "first",
+) -> NDArray: ...
+
+
+@overload
+def apply_rope(
+    x: TorchTensor,
+    pos: Any,
+    *,
+    base: float = 10000.0,
+    layout: RopeLayout = "half",
+    rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None,
+    layer_type: str | None = None,
+    backend: None = None,
+    check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: SectionLayout = "contiguous",
+    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
+    spec: RopeSpec | None = None,
+    rotary_features: RotaryFeatures = "first",
+) -> TorchTensor: ...
+
+
+@overload
+def apply_rope(
+    x: JaxArray,
+    pos: Any,
+    *,
+    base: float = 10000.0,
+    layout: RopeLayout = "half",
+    rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None,
+    layer_type: str | None = None,
+    backend: None = None,
+    check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: SectionLayout = "contiguous",
+    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
+    spec: RopeSpec | None = None,
+    rotary_features: RotaryFeatures = "first",
+) -> JaxArray: ...
+
+
+@overload
+def apply_rope(
+    x: TFTensor,
+    pos: Any,
+    *,
+    base: float = 10000.0,
+    layout: RopeLayout = "half",
+    rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None,
+    layer_type: str | None = None,
+    backend: None = None,
+    check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: SectionLayout = "contiguous",
+    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
+    spec: RopeSpec | None = None,
+    rotary_features: RotaryFeatures = "first",
+) -> TFTensor: ...
+
+
+@overload
+def apply_rope(
+    x: Any,
+    pos: Any,
+    *,
+    base: float = 10000.0,
+    layout: RopeLayout = "half",
+    rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None,
+    layer_type: str | None = None,
+    backend: BackendLike | None = None,
+    check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: SectionLayout = "contiguous",
+    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
+    spec: RopeSpec | None = None,
+    rotary_features: RotaryFeatures = "first",
+) -> Any: ...
 
 
 def apply_rope(
@@ -53,9 +246,9 @@ def apply_rope(
     base: float = 10000.0,
     layout: str = "half",
     rotary_dim: int | None = None,
-    scaling: Mapping[str, Any] | None = None,
+    scaling: RopeConfig | None = None,
     layer_type: str | None = None,
-    backend: str | None = None,
+    backend: BackendLike | None = None,
     check_values: bool = False,
     sections: Sequence[int] | None = None,
     section_layout: str = "contiguous",
@@ -325,7 +518,7 @@ def _apply_rope_each(
     xs: tuple[Any, ...],
     pos: Any,
     base: float,
-    layout: str,
+    layout: Any,
     rotary_dim: int | None,
     scaling: Any,
     backend: str | None,

@@ -61,7 +61,7 @@ import itertools
 import math
 import numbers
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 
@@ -85,6 +85,15 @@ from pe_core.rope_scaling import (
     scaling_rope_type,
 )
 from pe_core.rope_spec import freeze, rope_constants
+from pe_core.typing import (
+    BackendLike,
+    HostArrayLike,
+    JaxArray,
+    NDArray,
+    RopeConfig,
+    TFTensor,
+    TorchTensor,
+)
 from pe_core.validation import positive_int
 from pe_core_backends import Namespace, backend_of, get_namespace
 
@@ -343,8 +352,8 @@ def apply_rope_nd(
     base: float = 10000.0,
     layout: str = "half",
     rotary_dim: int | None = None,
-    scaling: Mapping[str, Any] | None = None,
-    backend: str | None = None,
+    scaling: RopeConfig | None = None,
+    backend: BackendLike | None = None,
     check_values: bool = False,
 ) -> Any:
     """N-D RoPE: what ``apply_rope(x, pos, sections=...)`` runs.
@@ -688,6 +697,93 @@ def _host_factors(
 
 
 # --------------------------------------------------------------------------- position ids
+
+
+@overload
+def mrope_position_ids(
+    input_ids: HostArrayLike,
+    image_grid_thw: Any = None,
+    video_grid_thw: Any = None,
+    attention_mask: Any = None,
+    *,
+    spatial_merge_size: int = 2,
+    image_token_id: int = QWEN2_VL_IMAGE_TOKEN_ID,
+    video_token_id: int = QWEN2_VL_VIDEO_TOKEN_ID,
+    token_types: Any = None,
+    video_time_scale: Sequence[float] | float | None = None,
+    split_video_frames: bool = False,
+    text_after_vision: str = "spatial",
+) -> tuple[NDArray, NDArray]: ...
+
+
+@overload
+def mrope_position_ids(
+    input_ids: TorchTensor,
+    image_grid_thw: Any = None,
+    video_grid_thw: Any = None,
+    attention_mask: Any = None,
+    *,
+    spatial_merge_size: int = 2,
+    image_token_id: int = QWEN2_VL_IMAGE_TOKEN_ID,
+    video_token_id: int = QWEN2_VL_VIDEO_TOKEN_ID,
+    token_types: Any = None,
+    video_time_scale: Sequence[float] | float | None = None,
+    split_video_frames: bool = False,
+    text_after_vision: str = "spatial",
+) -> tuple[TorchTensor, TorchTensor]: ...
+
+
+@overload
+def mrope_position_ids(
+    input_ids: JaxArray,
+    image_grid_thw: Any = None,
+    video_grid_thw: Any = None,
+    attention_mask: Any = None,
+    *,
+    spatial_merge_size: int = 2,
+    image_token_id: int = QWEN2_VL_IMAGE_TOKEN_ID,
+    video_token_id: int = QWEN2_VL_VIDEO_TOKEN_ID,
+    token_types: Any = None,
+    video_time_scale: Sequence[float] | float | None = None,
+    split_video_frames: bool = False,
+    text_after_vision: str = "spatial",
+) -> tuple[JaxArray, JaxArray]: ...
+
+
+@overload
+def mrope_position_ids(
+    input_ids: TFTensor,
+    image_grid_thw: Any = None,
+    video_grid_thw: Any = None,
+    attention_mask: Any = None,
+    *,
+    spatial_merge_size: int = 2,
+    image_token_id: int = QWEN2_VL_IMAGE_TOKEN_ID,
+    video_token_id: int = QWEN2_VL_VIDEO_TOKEN_ID,
+    token_types: Any = None,
+    video_time_scale: Sequence[float] | float | None = None,
+    split_video_frames: bool = False,
+    text_after_vision: str = "spatial",
+) -> tuple[TFTensor, TFTensor]: ...
+
+
+# Any input: mypy reads tensorflow as Any (it has no type information), so to it the
+# TFTensor overload above already takes everything.
+@overload
+def mrope_position_ids(  # type: ignore[overload-cannot-match]
+    input_ids: Any,
+    image_grid_thw: Any = None,
+    video_grid_thw: Any = None,
+    attention_mask: Any = None,
+    *,
+    spatial_merge_size: int = 2,
+    image_token_id: int = QWEN2_VL_IMAGE_TOKEN_ID,
+    video_token_id: int = QWEN2_VL_VIDEO_TOKEN_ID,
+    token_types: Any = None,
+    video_time_scale: Sequence[float] | float | None = None,
+    split_video_frames: bool = False,
+    text_after_vision: str = "spatial",
+) -> tuple[Any, Any]: ...
 
 
 def mrope_position_ids(

@@ -30,6 +30,7 @@ from pe_core import _scaling
 from pe_core._modules import module_entries
 from pe_core._scaling._common import _even_rotary_dim, _real, _require, _top
 from pe_core._scaling._types import MissingRopeKeyError, RopeScalingType, ScalingInputs
+from pe_core.typing import RopeConfig
 from pe_core.validation import positive_int
 
 __all__ = [
@@ -407,7 +408,7 @@ def needs_seq_len(scaling: Any) -> bool:
 
 
 def rope_frequencies(
-    config: Any, *, seq_len: int | None = None, layer_type: str | None = None
+    config: RopeConfig, *, seq_len: int | None = None, layer_type: str | None = None
 ) -> tuple[np.ndarray, float]:
     """RoPE inverse frequencies and attention factor for a Hugging Face style config.
 

@@ -37,6 +37,7 @@ from pe_core.rope_scaling import (
     rope_config_for_layer,
     rope_frequencies,
 )
+from pe_core.typing import RopeConfig, RopeLayout, RotaryFeatures
 from pe_core.validation import choice, finite_real, optional_str, positive_int
 
 __all__ = ["FrozenMapping", "RopeSpec", "freeze", "rope_constants", "thaw"]
@@ -172,11 +173,11 @@ class RopeSpec:
     """
 
     base: float = 10000.0
-    layout: str = "half"
+    layout: RopeLayout = "half"
     rotary_dim: int | None = None
-    scaling: Mapping[str, Any] | None = None
+    scaling: RopeConfig | None = None
     layer_type: str | None = None
-    rotary_features: str = "first"
+    rotary_features: RotaryFeatures = "first"
     #: ``scaling`` reduced to ``layer_type``'s rope (what the kernels read).
     resolved_scaling: Mapping[str, Any] | None = dataclasses.field(
         init=False, repr=False, compare=False

@@ -14,15 +14,76 @@ eagerly and traced; see :doc:`rope` for the conventions they reproduce.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from pe_core._rope_call import as_input, rope_factors
+from pe_core.typing import BackendLike, JaxArray, NDArray, NumpyBackend, TFTensor, TorchTensor
 from pe_core.validation import finite_real, positive_int
 from pe_core_backends import backend_of, canonical_backend, get_namespace
 
 __all__ = ["llama4_attention_scales", "vjepa2_rope"]
+
+
+@overload
+def vjepa2_rope(
+    x: NDArray,
+    pos: Any,
+    *,
+    axes: int = 3,
+    base: float = 10000.0,
+    backend: NumpyBackend | None = None,
+    check_values: bool = False,
+) -> NDArray: ...
+
+
+@overload
+def vjepa2_rope(
+    x: TorchTensor,
+    pos: Any,
+    *,
+    axes: int = 3,
+    base: float = 10000.0,
+    backend: None = None,
+    check_values: bool = False,
+) -> TorchTensor: ...
+
+
+@overload
+def vjepa2_rope(
+    x: JaxArray,
+    pos: Any,
+    *,
+    axes: int = 3,
+    base: float = 10000.0,
+    backend: None = None,
+    check_values: bool = False,
+) -> JaxArray: ...
+
+
+@overload
+def vjepa2_rope(
+    x: TFTensor,
+    pos: Any,
+    *,
+    axes: int = 3,
+    base: float = 10000.0,
+    backend: None = None,
+    check_values: bool = False,
+) -> TFTensor: ...
+
+
+@overload
+def vjepa2_rope(
+    x: Any,
+    pos: Any,
+    *,
+    axes: int = 3,
+    base: float = 10000.0,
+    backend: BackendLike | None = None,
+    check_values: bool = False,
+) -> Any: ...
 
 
 def vjepa2_rope(
@@ -31,7 +92,7 @@ def vjepa2_rope(
     *,
     axes: int = 3,
     base: float = 10000.0,
-    backend: str | None = None,
+    backend: BackendLike | None = None,
     check_values: bool = False,
 ) -> Any:
     """V-JEPA 2's rotary embedding of queries or keys ``x`` at ``axes``-D positions.

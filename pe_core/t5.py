@@ -30,10 +30,22 @@ import decimal
 import functools
 import math
 import numbers
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 
+from pe_core.typing import (
+    BackendLike,
+    HostArrayLike,
+    JaxArray,
+    JaxBackend,
+    NDArray,
+    NumpyBackend,
+    TensorFlowBackend,
+    TFTensor,
+    TorchBackend,
+    TorchTensor,
+)
 from pe_core_backends import backend_of, canonical_backend, get_namespace
 
 __all__ = [
@@ -257,13 +269,109 @@ def _fit_int(values: np.ndarray, xp: Any, what: str) -> np.ndarray:
 # --------------------------------------------------------------------------- front doors
 
 
+@overload
+def t5_relative_bucket(
+    relative_position: HostArrayLike,
+    *,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: NumpyBackend | None = None,
+    arithmetic: Arithmetic = "float32",
+) -> NDArray: ...
+
+
+@overload
+def t5_relative_bucket(
+    relative_position: TorchTensor,
+    *,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: None = None,
+    arithmetic: Arithmetic = "float32",
+) -> TorchTensor: ...
+
+
+@overload
+def t5_relative_bucket(
+    relative_position: JaxArray,
+    *,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: None = None,
+    arithmetic: Arithmetic = "float32",
+) -> JaxArray: ...
+
+
+@overload
 def t5_relative_bucket(
     relative_position: Any,
     *,
     bidirectional: bool = True,
     num_buckets: int = 32,
     max_distance: int = 128,
-    backend: str | None = None,
+    backend: TorchBackend,
+    arithmetic: Arithmetic = "float32",
+) -> TorchTensor: ...
+
+
+@overload
+def t5_relative_bucket(
+    relative_position: Any,
+    *,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: JaxBackend,
+    arithmetic: Arithmetic = "float32",
+) -> JaxArray: ...
+
+
+@overload
+def t5_relative_bucket(
+    relative_position: Any,
+    *,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: TensorFlowBackend,
+    arithmetic: Arithmetic = "float32",
+) -> TFTensor: ...
+
+
+@overload
+def t5_relative_bucket(
+    relative_position: TFTensor,
+    *,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: None = None,
+    arithmetic: Arithmetic = "float32",
+) -> TFTensor: ...
+
+
+@overload
+def t5_relative_bucket(
+    relative_position: Any,
+    *,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: BackendLike | None = None,
+    arithmetic: Arithmetic = "float32",
+) -> Any: ...
+
+
+def t5_relative_bucket(
+    relative_position: Any,
+    *,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: BackendLike | None = None,
     arithmetic: Arithmetic = "float32",
 ) -> Any:
     """T5's bucket of each relative position (``key_position - query_position``).
@@ -335,6 +443,22 @@ def _compiled_kernel(
     return xp.compile(lambda rel: _kernel(xp, rel, n, max_exact, thresholds, bidirectional))
 
 
+@overload
+def t5_bucket_matrix(
+    query_length: int,
+    key_length: int,
+    *,
+    offset: HostArrayLike = 0,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: NumpyBackend | None = None,
+    like: None = None,
+    arithmetic: Arithmetic = "float32",
+) -> NDArray: ...
+
+
+@overload
 def t5_bucket_matrix(
     query_length: int,
     key_length: int,
@@ -343,7 +467,66 @@ def t5_bucket_matrix(
     bidirectional: bool = True,
     num_buckets: int = 32,
     max_distance: int = 128,
-    backend: str | None = None,
+    backend: TorchBackend,
+    like: None = None,
+    arithmetic: Arithmetic = "float32",
+) -> TorchTensor: ...
+
+
+@overload
+def t5_bucket_matrix(
+    query_length: int,
+    key_length: int,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: JaxBackend,
+    like: None = None,
+    arithmetic: Arithmetic = "float32",
+) -> JaxArray: ...
+
+
+@overload
+def t5_bucket_matrix(
+    query_length: int,
+    key_length: int,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: TensorFlowBackend,
+    like: None = None,
+    arithmetic: Arithmetic = "float32",
+) -> TFTensor: ...
+
+
+@overload
+def t5_bucket_matrix(
+    query_length: int,
+    key_length: int,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: BackendLike | None = None,
+    like: Any = None,
+    arithmetic: Arithmetic = "float32",
+) -> Any: ...
+
+
+def t5_bucket_matrix(
+    query_length: int,
+    key_length: int,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: BackendLike | None = None,
     like: Any = None,
     arithmetic: Arithmetic = "float32",
 ) -> Any:
@@ -491,6 +674,49 @@ def _expand_diagonals(xp: Any, values: Any, geometry: tuple[int, int, Any]) -> A
     return xp.expand_diagonals(values, q_len, k_len, like=anchor)
 
 
+@overload
+def t5_relative_bias(
+    query_length: int,
+    key_length: int,
+    table: HostArrayLike,
+    *,
+    offset: HostArrayLike = 0,
+    bidirectional: bool = True,
+    max_distance: int = 128,
+    arithmetic: Arithmetic = "float32",
+    backend: NumpyBackend | None = None,
+) -> NDArray: ...
+
+
+@overload
+def t5_relative_bias(
+    query_length: int,
+    key_length: int,
+    table: TorchTensor,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    max_distance: int = 128,
+    arithmetic: Arithmetic = "float32",
+    backend: None = None,
+) -> TorchTensor: ...
+
+
+@overload
+def t5_relative_bias(
+    query_length: int,
+    key_length: int,
+    table: JaxArray,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    max_distance: int = 128,
+    arithmetic: Arithmetic = "float32",
+    backend: None = None,
+) -> JaxArray: ...
+
+
+@overload
 def t5_relative_bias(
     query_length: int,
     key_length: int,
@@ -500,7 +726,76 @@ def t5_relative_bias(
     bidirectional: bool = True,
     max_distance: int = 128,
     arithmetic: Arithmetic = "float32",
-    backend: str | None = None,
+    backend: TorchBackend,
+) -> TorchTensor: ...
+
+
+@overload
+def t5_relative_bias(
+    query_length: int,
+    key_length: int,
+    table: Any,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    max_distance: int = 128,
+    arithmetic: Arithmetic = "float32",
+    backend: JaxBackend,
+) -> JaxArray: ...
+
+
+@overload
+def t5_relative_bias(
+    query_length: int,
+    key_length: int,
+    table: Any,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    max_distance: int = 128,
+    arithmetic: Arithmetic = "float32",
+    backend: TensorFlowBackend,
+) -> TFTensor: ...
+
+
+@overload
+def t5_relative_bias(
+    query_length: int,
+    key_length: int,
+    table: TFTensor,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    max_distance: int = 128,
+    arithmetic: Arithmetic = "float32",
+    backend: None = None,
+) -> TFTensor: ...
+
+
+@overload
+def t5_relative_bias(
+    query_length: int,
+    key_length: int,
+    table: Any,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    max_distance: int = 128,
+    arithmetic: Arithmetic = "float32",
+    backend: BackendLike | None = None,
+) -> Any: ...
+
+
+def t5_relative_bias(
+    query_length: int,
+    key_length: int,
+    table: Any,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    max_distance: int = 128,
+    arithmetic: Arithmetic = "float32",
+    backend: BackendLike | None = None,
 ) -> Any:
     """T5's position bias: the ``(num_buckets, n_heads)`` table indexed by the buckets.
 

@@ -23,12 +23,137 @@ are off by up to about 0.08.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 from pe_core import _timestep
-from pe_core.typing import Array, BackendLike, DTypeLike
+from pe_core.typing import (
+    Array,
+    BackendLike,
+    DTypeLike,
+    HostArrayLike,
+    JaxArray,
+    JaxBackend,
+    NDArray,
+    NumpyBackend,
+    TensorFlowBackend,
+    TFTensor,
+    TorchBackend,
+    TorchTensor,
+)
 
 __all__ = ["timestep_embedding"]
+
+
+@overload
+def timestep_embedding(
+    timesteps: HostArrayLike,
+    embedding_dim: int,
+    *,
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1.0,
+    scale: float = 1.0,
+    max_period: float = 10000,
+    backend: NumpyBackend | None = None,
+    dtype: DTypeLike = None,
+) -> NDArray: ...
+
+
+@overload
+def timestep_embedding(
+    timesteps: TorchTensor,
+    embedding_dim: int,
+    *,
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1.0,
+    scale: float = 1.0,
+    max_period: float = 10000,
+    backend: None = None,
+    dtype: DTypeLike = None,
+) -> TorchTensor: ...
+
+
+@overload
+def timestep_embedding(
+    timesteps: JaxArray,
+    embedding_dim: int,
+    *,
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1.0,
+    scale: float = 1.0,
+    max_period: float = 10000,
+    backend: None = None,
+    dtype: DTypeLike = None,
+) -> JaxArray: ...
+
+
+@overload
+def timestep_embedding(
+    timesteps: Any,
+    embedding_dim: int,
+    *,
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1.0,
+    scale: float = 1.0,
+    max_period: float = 10000,
+    backend: TorchBackend,
+    dtype: DTypeLike = None,
+) -> TorchTensor: ...
+
+
+@overload
+def timestep_embedding(
+    timesteps: Any,
+    embedding_dim: int,
+    *,
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1.0,
+    scale: float = 1.0,
+    max_period: float = 10000,
+    backend: JaxBackend,
+    dtype: DTypeLike = None,
+) -> JaxArray: ...
+
+
+@overload
+def timestep_embedding(
+    timesteps: Any,
+    embedding_dim: int,
+    *,
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1.0,
+    scale: float = 1.0,
+    max_period: float = 10000,
+    backend: TensorFlowBackend,
+    dtype: DTypeLike = None,
+) -> TFTensor: ...
+
+
+@overload
+def timestep_embedding(
+    timesteps: TFTensor,
+    embedding_dim: int,
+    *,
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1.0,
+    scale: float = 1.0,
+    max_period: float = 10000,
+    backend: None = None,
+    dtype: DTypeLike = None,
+) -> TFTensor: ...
+
+
+@overload
+def timestep_embedding(
+    timesteps: Any,
+    embedding_dim: int,
+    *,
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1.0,
+    scale: float = 1.0,
+    max_period: float = 10000,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike = None,
+) -> Array: ...
 
 
 def timestep_embedding(

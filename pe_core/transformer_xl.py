@@ -24,12 +24,24 @@ angle is exact (see :mod:`pe_core._kernel.angles`).
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from pe_core.encoding import encode
 from pe_core.spec import Spec
+from pe_core.typing import (
+    BackendLike,
+    DTypeLike,
+    JaxArray,
+    JaxBackend,
+    NDArray,
+    NumpyBackend,
+    TensorFlowBackend,
+    TFTensor,
+    TorchBackend,
+    TorchTensor,
+)
 from pe_core_backends import backend_of
 
 __all__ = ["TRANSFORMER_XL", "transformer_xl_embedding", "transformer_xl_positions"]
@@ -80,14 +92,79 @@ def transformer_xl_positions(
     return positions
 
 
+@overload
 def transformer_xl_embedding(
     q_len: int,
     d: int,
     *,
     mem_len: int = 0,
     clamp_len: int | None = None,
-    backend: str | None = None,
-    dtype: Any = None,
+    backend: NumpyBackend | None = None,
+    dtype: DTypeLike = None,
+    like: None = None,
+) -> NDArray: ...
+
+
+@overload
+def transformer_xl_embedding(
+    q_len: int,
+    d: int,
+    *,
+    mem_len: int = 0,
+    clamp_len: int | None = None,
+    backend: TorchBackend,
+    dtype: DTypeLike = None,
+    like: None = None,
+) -> TorchTensor: ...
+
+
+@overload
+def transformer_xl_embedding(
+    q_len: int,
+    d: int,
+    *,
+    mem_len: int = 0,
+    clamp_len: int | None = None,
+    backend: JaxBackend,
+    dtype: DTypeLike = None,
+    like: None = None,
+) -> JaxArray: ...
+
+
+@overload
+def transformer_xl_embedding(
+    q_len: int,
+    d: int,
+    *,
+    mem_len: int = 0,
+    clamp_len: int | None = None,
+    backend: TensorFlowBackend,
+    dtype: DTypeLike = None,
+    like: None = None,
+) -> TFTensor: ...
+
+
+@overload
+def transformer_xl_embedding(
+    q_len: int,
+    d: int,
+    *,
+    mem_len: int = 0,
+    clamp_len: int | None = None,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike = None,
+    like: Any = None,
+) -> Any: ...
+
+
+def transformer_xl_embedding(
+    q_len: int,
+    d: int,
+    *,
+    mem_len: int = 0,
+    clamp_len: int | None = None,
+    backend: BackendLike | None = None,
+    dtype: DTypeLike = None,
     like: Any = None,
 ) -> Any:
     """Transformer-XL's relative position embedding ``R``: ``(mem_len + q_len, d)``.

@@ -15,7 +15,21 @@
   configs and command lines. An IDE still offers the ``Literal`` values; a misspelt
   name is caught when the call runs, with an error that lists the known ones.
 
-This module imports nothing but :mod:`typing`: no framework, not even NumPy.
+* :data:`NDArray`, :data:`TorchTensor`, :data:`JaxArray` and :data:`TFTensor` are the
+  framework array types, for annotations: a type checker reads them from the stub
+  ``pe_core/_array_types.pyi`` (which names ``numpy.ndarray``, ``torch.Tensor``,
+  ``jax.Array`` and ``tf.Tensor``); when the code runs they are :data:`typing.Any`.
+  The public functions are overloaded on them, so a checker types a call's result by
+  its input: a ``torch.Tensor`` in, a ``torch.Tensor`` out; host data
+  (:data:`HostArrayLike`) with ``backend="torch"`` (:data:`TorchBackend`), a
+  ``torch.Tensor`` too; host data alone, a NumPy array. A framework that is not
+  installed where the checker runs reads as ``Any``.
+* :data:`RopeConfig` is what a ``scaling=`` or ``config=`` argument takes: a mapping
+  (a parsed ``config.json``, a rope-parameters dict) or a transformers
+  ``PretrainedConfig`` (:class:`HasToDict`: anything with ``to_dict()``).
+
+This module imports nothing but :mod:`typing` and :mod:`collections.abc` when the code
+runs: no framework, not even NumPy.
 
 >>> from typing import get_args
 >>> from pe_core.typing import RopeLayout
@@ -28,7 +42,13 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+
+if TYPE_CHECKING:  # a stub file: nothing to import when the code runs
+    from pe_core._array_types import JaxArray, NDArray, TFTensor, TorchTensor
+else:
+    NDArray = TorchTensor = JaxArray = TFTensor = Any
 
 __all__ = [
     "Array",
@@ -40,18 +60,31 @@ __all__ = [
     "DTypeLike",
     "Denominator",
     "FloatDTypeName",
+    "HasToDict",
+    "HostArrayLike",
+    "Interpolation",
+    "JaxArray",
+    "JaxBackend",
     "Metric",
+    "NDArray",
     "NamedFrequencies",
+    "NumpyBackend",
     "OddDPolicy",
     "PositionCode",
     "PresetLike",
     "PresetName",
+    "RopeConfig",
     "RopeLayout",
     "RopeType",
+    "RotaryFeatures",
     "SectionLayout",
     "SinCosOrder",
     "T5Arithmetic",
+    "TFTensor",
     "TableLayout",
+    "TensorFlowBackend",
+    "TorchBackend",
+    "TorchTensor",
 ]
 
 # -- arrays and dtypes ---------------------------------------------------------------
@@ -67,6 +100,18 @@ ArrayLike: TypeAlias = Any
 
 #: The canonical names of the built-in backends (:data:`pe_core_backends.BACKENDS`).
 BackendName: TypeAlias = Literal["jax", "numpy", "tensorflow", "torch"]
+
+#: The names of one backend, as ``backend=`` takes them (the lower-case aliases of
+#: :func:`pe_core_backends.canonical_backend`): the overloads type a call with one of
+#: them by that backend's array.
+NumpyBackend: TypeAlias = Literal["numpy", "np"]
+JaxBackend: TypeAlias = Literal["jax", "jnp"]
+TorchBackend: TypeAlias = Literal["torch", "pytorch"]
+TensorFlowBackend: TypeAlias = Literal["tensorflow", "tf"]
+
+#: Host data that computes on NumPy unless ``backend=`` says otherwise: a Python
+#: number, a ``range``, a (nested) sequence or a NumPy array.
+HostArrayLike: TypeAlias = int | float | range | Sequence[Any] | NDArray
 
 #: What a ``backend=`` argument takes: a :data:`BackendName`, or any spelling
 #: :func:`pe_core_backends.canonical_backend` accepts (``"np"``, ``"tf"``,
@@ -145,6 +190,20 @@ RopeType: TypeAlias = Literal[
     "default", "dynamic", "linear", "llama3", "longrope", "proportional", "yarn"
 ]
 
+#: Which features of a head RoPE rotates (:data:`pe_core.rope_layout.ROTARY_FEATURES`).
+RotaryFeatures: TypeAlias = Literal["first", "last"]
+
+
+class HasToDict(Protocol):
+    """An object with ``to_dict()``, as a transformers ``PretrainedConfig`` is."""
+
+    def to_dict(self) -> Mapping[str, Any]: ...
+
+
+#: A model config or rope-parameters dict: a mapping, or an object with ``to_dict()``
+#: (a transformers ``PretrainedConfig``), read as its ``to_dict()``.
+RopeConfig: TypeAlias = Mapping[str, Any] | HasToDict
+
 #: How M-RoPE sections share out the rotary pairs
 #: (:data:`pe_core.rope_nd.SECTION_LAYOUTS`).
 SectionLayout: TypeAlias = Literal["contiguous", "interleaved", "blocks"]
@@ -157,3 +216,9 @@ NamedFrequencies: TypeAlias = Literal["per_axis"]
 #: The arithmetics :func:`pe_core.t5_relative_bucket` can reproduce
 #: (:data:`pe_core.t5.ARITHMETICS`).
 T5Arithmetic: TypeAlias = Literal["float32", "exact"]
+
+# -- resampling ------------------------------------------------------------------------
+
+#: The interpolation modes of :func:`pe_core.resample_pos_embed`
+#: (:data:`pe_core.resample.INTERPOLATIONS`).
+Interpolation: TypeAlias = Literal["bicubic", "bilinear"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
+import typing
 from collections.abc import Callable
 from typing import Any, Literal, get_args, get_origin
 
@@ -13,7 +15,8 @@ from conftest import HANG_TIMEOUT
 import pe_core
 import pe_core.typing as pt
 import pe_core_backends
-from pe_core import analysis, rope_layout, rope_nd, rope_scaling, spec, t5
+from pe_core import analysis, position_ids, resample, rope_layout, rope_nd, rope_scaling, spec, t5
+from pe_core_backends._registry import REGISTRY
 
 
 def _runtime_choices() -> dict[str, Callable[[], tuple[Any, ...]]]:
@@ -35,7 +38,18 @@ def _runtime_choices() -> dict[str, Callable[[], tuple[Any, ...]]]:
         "SectionLayout": lambda: rope_nd.SECTION_LAYOUTS,
         "NamedFrequencies": lambda: rope_nd._NAMED_FREQUENCIES,
         "T5Arithmetic": lambda: t5.ARITHMETICS,
+        "RotaryFeatures": lambda: rope_layout.ROTARY_FEATURES,
+        "Interpolation": lambda: resample.INTERPOLATIONS,
+        "NumpyBackend": lambda: _aliases("numpy"),
+        "JaxBackend": lambda: _aliases("jax"),
+        "TorchBackend": lambda: _aliases("torch"),
+        "TensorFlowBackend": lambda: _aliases("tensorflow"),
     }
+
+
+def _aliases(backend: str) -> tuple[str, ...]:
+    """The names ``canonical_backend`` turns into ``backend``, in the registry's order."""
+    return tuple(alias for alias, name in REGISTRY.by_alias.items() if name == backend)
 
 
 #: The aliases of tables that grow by one module or row (a preset module, a rope_type
@@ -114,7 +128,7 @@ def test_open_aliases_widen_the_literals() -> None:
 def test_all_lists_every_alias_once() -> None:
     assert [name for name in pt.__all__ if not hasattr(pt, name)] == []
     assert len(set(pt.__all__)) == len(pt.__all__)
-    imported = {"Any", "Literal", "TypeAlias"}  # from typing
+    imported = {"Any", "Literal", "Protocol", "TypeAlias", "TYPE_CHECKING", "Mapping", "Sequence"}
     public = {name for name in vars(pt) if name[0].isupper()} - imported
     assert public == set(pt.__all__)
 
@@ -130,3 +144,61 @@ def test_importing_pe_core_typing_loads_no_framework() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ""
+
+
+def test_the_backend_literals_cover_every_alias() -> None:
+    literals = (pt.NumpyBackend, pt.JaxBackend, pt.TorchBackend, pt.TensorFlowBackend)
+    names = [name for alias in literals for name in get_args(alias)]
+    assert sorted(names) == sorted(REGISTRY.by_alias)
+    assert {pe_core_backends.canonical_backend(get_args(a)[0]) for a in literals} == set(
+        get_args(pt.BackendName)
+    )
+
+
+#: The functions whose result a type checker reads from the input's array type and
+#: ``backend=`` (docs/testing.md lists them): each is a ``typing.overload`` set.
+OVERLOADED: tuple[Callable[..., Any], ...] = (
+    pe_core.encode,
+    pe_core.apply_rope,
+    pe_core.vjepa2_rope,
+    pe_core.alibi_bias,
+    pe_core.t5_relative_bucket,
+    pe_core.t5_bucket_matrix,
+    pe_core.t5_relative_bias,
+    pe_core.timestep_embedding,
+    pe_core.fourier_features,
+    pe_core.perceiver_fourier_features,
+    pe_core.grid,
+    pe_core.grid_encoding,
+    pe_core.resample_pos_embed,
+    pe_core.mrope_position_ids,
+    position_ids.from_attention_mask,
+    position_ids.from_input_ids,
+    position_ids.from_cu_seqlens,
+    position_ids.from_table_cells,
+    position_ids.from_patch_attention_mask,
+    pe_core.relative_position_index,
+    pe_core.relative_position_bias,
+    pe_core.binary_encode,
+    pe_core.normalized_positions,
+    pe_core.transformer_xl_embedding,
+    pe_core.relative_matrix,
+)
+
+
+@pytest.mark.skipif(not hasattr(typing, "get_overloads"), reason="Python >= 3.11")
+@pytest.mark.parametrize("function", OVERLOADED, ids=lambda f: f.__name__)
+def test_the_overloads_have_the_implementation_parameters(function: Callable[..., Any]) -> None:
+    """Every overload names the implementation's parameters, of the same kinds and with
+    the same defaults (an overload may make one required: ``backend`` with a
+    backend's name), so a parameter added to the function is added to its overloads."""
+    overloads = typing.get_overloads(function)
+    assert len(overloads) >= 4, function.__name__
+    implementation = inspect.signature(function).parameters
+    for overload in overloads:
+        parameters = inspect.signature(overload).parameters
+        assert list(parameters) == list(implementation), overload
+        for name, parameter in parameters.items():
+            assert parameter.kind == implementation[name].kind, (overload, name)
+            if parameter.default is not inspect.Parameter.empty:
+                assert parameter.default == implementation[name].default, (overload, name)

@@ -40,6 +40,7 @@ from pe_core.rope import apply_rope
 from pe_core.rope_spec import RopeSpec, thaw
 from pe_core.spec import Spec
 from pe_core.t5 import t5_relative_bias, t5_relative_bucket
+from pe_core.typing import RopeLayout, SinCosOrder
 from pe_core.validation import choice, finite_real, positive_int
 
 __all__ = [
@@ -306,7 +307,7 @@ class RotaryEmbeddingConfig(LayerConfig):
 
     head_dim: int
     base: float
-    layout: str
+    layout: RopeLayout
     rotary_dim: int | None
     scaling: Any
     layer_type: str | None
@@ -724,7 +725,7 @@ class FourierFeaturesConfig(LayerConfig):
     num_frequencies: int
     scale: float
     trainable: bool
-    order: str
+    order: SinCosOrder
     seed: int
 
     def __init__(
@@ -752,7 +753,7 @@ class FourierFeaturesConfig(LayerConfig):
     @staticmethod
     def validate_fourier(
         in_features: Any, num_frequencies: Any, scale: Any, trainable: Any, order: Any, seed: Any
-    ) -> tuple[int, int, float, bool, str, int]:
+    ) -> tuple[int, int, float, bool, Any, int]:
         """Validated ``(in_features, num_frequencies, scale, trainable, order, seed)``."""
         return (
             positive_int(in_features, "in_features"),

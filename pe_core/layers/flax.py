@@ -22,7 +22,6 @@ integers (traced, encoded exactly on the device).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
 from typing import Any, cast
 
 import flax.linen as nn
@@ -48,6 +47,7 @@ from pe_core.layers._tables import placed_patch_table, placed_rows
 from pe_core.nd import grid
 from pe_core.spec import Spec
 from pe_core.timestep import timestep_embedding
+from pe_core.typing import RopeConfig, RopeLayout, SectionLayout, SinCosOrder
 from pe_core_backends import get_namespace
 
 __all__ = [
@@ -281,9 +281,9 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _NNXModule):
         head_dim: int,
         *,
         base: float = 10000.0,
-        layout: str = "half",
+        layout: RopeLayout = "half",
         rotary_dim: int | None = None,
-        scaling: Mapping[str, Any] | None = None,
+        scaling: RopeConfig | None = None,
         layer_type: str | None = None,
         trainable_frequencies: bool = False,
         frequency_heads: int | None = None,
@@ -366,9 +366,9 @@ class LinenRotaryEmbedding(RotaryEmbeddingConfig, _LinenModule):
 
     head_dim: int
     base: float = 10000.0
-    layout: str = "half"
+    layout: RopeLayout = "half"
     rotary_dim: int | None = None
-    scaling: Mapping[str, Any] | None = None
+    scaling: RopeConfig | None = None
     layer_type: str | None = None
 
     def __call__(
@@ -516,7 +516,7 @@ class FourierFeatures(FourierFeaturesConfig, _NNXModule):
         *,
         scale: float = 1.0,
         trainable: bool = False,
-        order: str = "sin_cos",
+        order: SinCosOrder = "sin_cos",
         seed: int = 0,
     ) -> None:
         super().__init__(
@@ -547,7 +547,7 @@ class LinenFourierFeatures(FourierFeaturesConfig, _LinenModule):
     num_frequencies: int
     scale: float = 1.0
     trainable: bool = False
-    order: str = "sin_cos"
+    order: SinCosOrder = "sin_cos"
     seed: int = 0
 
     @nn.compact
@@ -634,8 +634,8 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _NNXModule):
         sections: Any,
         *,
         base: float = 10000.0,
-        layout: str = "half",
-        section_layout: str = "contiguous",
+        layout: RopeLayout = "half",
+        section_layout: SectionLayout = "contiguous",
         frequencies: Any = None,
         rotary_dim: int | None = None,
         grid_shape: Any = None,

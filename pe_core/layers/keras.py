@@ -50,6 +50,7 @@ from pe_core.layers._tables import placed_patch_table, placed_rows
 from pe_core.resample import resample_pos_embed
 from pe_core.spec import Spec
 from pe_core.timestep import timestep_embedding
+from pe_core.typing import Interpolation, RopeConfig, RopeLayout, SinCosOrder
 from pe_core.validation import positive_int
 from pe_core_backends import Namespace, get_namespace
 
@@ -286,9 +287,9 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _PairLayer):
         head_dim: int,
         *,
         base: float = 10000.0,
-        layout: str = "half",
+        layout: RopeLayout = "half",
         rotary_dim: int | None = None,
-        scaling: dict[str, Any] | None = None,
+        scaling: RopeConfig | None = None,
         layer_type: str | None = None,
         trainable_frequencies: bool = False,
         frequency_heads: int | None = None,
@@ -425,7 +426,7 @@ class FourierFeatures(FourierFeaturesConfig, _Layer):
         *,
         scale: float = 1.0,
         trainable: bool = False,
-        order: str = "sin_cos",
+        order: SinCosOrder = "sin_cos",
         seed: int = 0,
         **kwargs: Any,
     ) -> None:
@@ -590,7 +591,7 @@ def assign_resampled(
     new_size: int | tuple[int, int] | None = None,
     old_size: int | tuple[int, int] | None = None,
     num_prefix_tokens: int = 1,
-    interpolation: str = "bicubic",
+    interpolation: Interpolation = "bicubic",
     antialias: bool = False,
 ) -> Any:
     """Load a checkpoint's position table into a Keras weight with another grid.

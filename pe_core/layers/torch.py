@@ -54,6 +54,7 @@ from pe_core.layers._tables import pe_table_problem, sequence_bucket
 from pe_core.nd import grid
 from pe_core.spec import Spec
 from pe_core.timestep import timestep_embedding
+from pe_core.typing import RopeConfig, RopeLayout, SectionLayout, SinCosOrder
 
 __all__ = [
     "AlibiBias",
@@ -349,9 +350,9 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
         head_dim: int,
         *,
         base: float = 10000.0,
-        layout: str = "half",
+        layout: RopeLayout = "half",
         rotary_dim: int | None = None,
-        scaling: dict[str, Any] | None = None,
+        scaling: RopeConfig | None = None,
         layer_type: str | None = None,
         trainable_frequencies: bool = False,
         frequency_heads: int | None = None,
@@ -542,7 +543,7 @@ class FourierFeatures(FourierFeaturesConfig, _Module):
         *,
         scale: float = 1.0,
         trainable: bool = False,
-        order: str = "sin_cos",
+        order: SinCosOrder = "sin_cos",
         seed: int = 0,
     ) -> None:
         super().__init__(
@@ -658,8 +659,8 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _Module):
         sections: Any,
         *,
         base: float = 10000.0,
-        layout: str = "half",
-        section_layout: str = "contiguous",
+        layout: RopeLayout = "half",
+        section_layout: SectionLayout = "contiguous",
         frequencies: Any = None,
         rotary_dim: int | None = None,
         grid_shape: Any = None,
