@@ -476,6 +476,38 @@ def on_page_content(html_text: str, page: Any, config: Any, files: Files) -> str
     return render_math(html_text, page.file.src_uri)
 
 
+#: Where TeX is code, not math (code, scripts, styles, the MathML already made), and tags.
+_NOT_TEXT = re.compile(r"<(pre|code|script|style|math)\b.*?</\1>|<[^>]*>", re.S)
+_INLINE_TEX = re.compile(r"\\\((.+?)\\\)", re.S)
+
+
+def render_leftover_math(html_text: str, page_name: str = "page") -> str:
+    """Formulas outside the content: a heading's math, without its arithmatex span, in
+    the table of contents the theme draws from the headings (as MathML), and in its
+    attributes (``aria-label``: as the formula's text)."""
+
+    def mathml(match: re.Match[str]) -> str:
+        try:
+            return tex_to_mathml(html.unescape(match.group(1)).strip())
+        except Exception as exc:
+            raise PluginError(f"{page_name}: {exc}") from exc
+
+    def text(match: re.Match[str]) -> str:
+        return html.escape(html.unescape(re.sub(r"<[^>]+>", "", mathml(match))))
+
+    out, end = [], 0
+    for part in _NOT_TEXT.finditer(html_text):
+        out.append(_INLINE_TEX.sub(mathml, html_text[end : part.start()]))
+        out.append(part.group(0) if part.group(1) else _INLINE_TEX.sub(text, part.group(0)))
+        end = part.end()
+    out.append(_INLINE_TEX.sub(mathml, html_text[end:]))
+    return "".join(out)
+
+
+def on_post_page(output: str, page: Any, config: Any) -> str:
+    return render_leftover_math(output, page.file.src_uri)
+
+
 # -- docstrings -----------------------------------------------------------------------
 
 _ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc|const):`(~?)([^`]+)`")
