@@ -10,7 +10,8 @@ Nothing computed is committed; every build draws and measures again with the lib
   per page) and shows what they print.
 * ``on_page_content`` turns every formula (``pymdownx.arithmatex``'s ``\\( ... \\)`` and
   ``\\[ ... \\]`` spans) into MathML with ``latex2mathml``: browsers render it natively,
-  so the pages load no script or font from elsewhere and read the same offline.
+  so the pages load no script or font from elsewhere and read the same offline;
+  ``on_post_page`` does the same for a heading's formula in the table of contents.
 * :class:`SphinxRoles` is a griffe extension (registered in ``mkdocs.yml``) that renders
   the Sphinx roles of the docstrings, ``:func:`~pe_core.encode```, as code: `encode`,
   and takes every parameter's default from the signature.
