@@ -30,8 +30,6 @@ from typing import Any
 
 import griffe
 import numpy as np
-from latex2mathml.converter import convert as latex_to_mathml
-from latex2mathml.symbols_parser import convert_symbol
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
@@ -40,6 +38,12 @@ from pe_core import plots
 from pe_core._kernel.routes import route_table_markdown
 from pe_core.analysis import ResolutionReport, resolution_report
 from pe_core.presets import preset_table_markdown
+
+try:  # the docs extra; the hooks' other functions work without it
+    from latex2mathml.converter import convert as latex_to_mathml
+    from latex2mathml.symbols_parser import convert_symbol
+except ImportError:  # pragma: no cover - the site build then stops at the first formula
+    latex_to_mathml = convert_symbol = None
 
 # -- figures --------------------------------------------------------------------------
 
@@ -441,6 +445,8 @@ def tex_to_mathml(tex: str, display: bool = False) -> str:
     Raises ``ValueError`` naming the formula if any of it is left unconverted (a
     command or environment the converter does not know), so no page shows raw TeX.
     """
+    if latex_to_mathml is None:
+        raise PluginError('The formulas need latex2mathml: pip install "pe-core[docs]".')
     source = re.sub(r"\\(begin|end)\{aligned\}", r"\\\1{split}", tex)  # same layout
     source = _SIZED_COMMAND.sub(_sized_delimiter, source)
     source = _TEXT_ARGUMENT.sub(lambda m: m[1] + _TEXT_ESCAPE.sub(r"\1", m[2]) + "}", source)
