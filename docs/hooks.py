@@ -8,6 +8,10 @@ Nothing computed is committed; every build draws and measures again with the lib
   that ``SNIPPETS[NAME]()`` computes. ``<!-- computed: output -->`` runs the ``python``
   code blocks of the page above it (since the previous such line, in one namespace
   per page) and shows what they print.
+* ``on_page_content`` turns every formula (``pymdownx.arithmatex``'s ``\\( ... \\)`` and
+  ``\\[ ... \\]`` spans) into MathML with ``latex2mathml``: browsers render it natively,
+  so the pages load no script or font from elsewhere and read the same offline;
+  ``on_post_page`` does the same for a heading's formula in the table of contents.
 * :class:`SphinxRoles` is a griffe extension (registered in ``mkdocs.yml``) that renders
   the Sphinx roles of the docstrings, ``:func:`~pe_core.encode```, as code: `encode`,
   and takes every parameter's default from the signature.
@@ -16,6 +20,7 @@ Nothing computed is committed; every build draws and measures again with the lib
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import math
 import re
@@ -33,6 +38,12 @@ from pe_core import plots
 from pe_core._kernel.routes import route_table_markdown
 from pe_core.analysis import ResolutionReport, resolution_report
 from pe_core.presets import preset_table_markdown
+
+try:  # the docs extra; the hooks' other functions work without it
+    from latex2mathml.converter import convert as latex_to_mathml
+    from latex2mathml.symbols_parser import convert_symbol
+except ImportError:  # pragma: no cover - the site build then stops at the first formula
+    latex_to_mathml = convert_symbol = None
 
 # -- figures --------------------------------------------------------------------------
 
@@ -404,6 +415,106 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     return render(markdown, page.file.src_uri)
 
 
+# -- math -----------------------------------------------------------------------------
+
+#: ``\Big\lfloor``: latex2mathml sizes a delimiter given as a character, not as a command.
+_SIZED_COMMAND = re.compile(r"(\\[bB]igg?[lrm]?)\s*(\\[A-Za-z]+)")
+#: ``\text{cu\_seqlens}``: text arguments are kept verbatim, escapes included.
+_TEXT_ARGUMENT = re.compile(r"(\\text(?:tt|rm|it|bf|sf)?\{)([^{}]*)\}")
+_TEXT_ESCAPE = re.compile(r"\\([_%&#$])")
+#: latex2mathml's named widths (MathML 3) as lengths (MathML Core, what browsers render).
+_SPACES = {"thin": 1 / 6, "medium": 2 / 9, "thick": 5 / 18}
+_NAMED_WIDTH = re.compile(r'width="(negative)?(thin|medium|thick)mathspace"')
+#: Left over by a command or an environment the converter does not know.
+_UNCONVERTED = re.compile(r">[^<]*(?:\\|&(?!#x[0-9A-Fa-f]+;|[a-z]+;))[^<]*<")
+
+
+def _sized_delimiter(match: re.Match[str]) -> str:
+    code = convert_symbol(match.group(2))
+    return match.group(1) + (chr(int(code, 16)) if code else match.group(2))
+
+
+def _width(match: re.Match[str]) -> str:
+    em = _SPACES[match.group(2)] * (-1 if match.group(1) else 1)
+    return f'width="{em:.4f}em"'
+
+
+def tex_to_mathml(tex: str, display: bool = False) -> str:
+    """One formula (the TeX between ``\\(`` and ``\\)``) as a MathML ``<math>`` element.
+
+    Raises ``ValueError`` naming the formula if any of it is left unconverted (a
+    command or environment the converter does not know), so no page shows raw TeX.
+    """
+    if latex_to_mathml is None:
+        raise PluginError('The formulas need latex2mathml: pip install "pe-core[docs]".')
+    source = re.sub(r"\\(begin|end)\{aligned\}", r"\\\1{split}", tex)  # same layout
+    source = _SIZED_COMMAND.sub(_sized_delimiter, source)
+    source = _TEXT_ARGUMENT.sub(lambda m: m[1] + _TEXT_ESCAPE.sub(r"\1", m[2]) + "}", source)
+    mathml = latex_to_mathml(source, display="block" if display else "inline")
+    mathml = _NAMED_WIDTH.sub(_width, mathml)
+    left = _UNCONVERTED.search(mathml)
+    if left is not None:
+        raise ValueError(f"the formula {tex!r} does not convert to MathML: {left.group(0)}")
+    return mathml
+
+
+#: What pymdownx.arithmatex (generic mode) writes for ``$...$`` and ``$$...$$``.
+_ARITHMATEX = re.compile(
+    r'<(?P<tag>span|div) class="arithmatex">\s*\\(?P<open>[(\[])(?P<tex>.*?)\\[)\]]\s*</(?P=tag)>',
+    re.S,
+)
+
+
+def render_math(html_text: str, page_name: str = "page") -> str:
+    """Every arithmatex formula of a page's HTML replaced by its MathML."""
+
+    def convert(match: re.Match[str]) -> str:
+        tex = html.unescape(match["tex"]).strip()
+        try:
+            mathml = tex_to_mathml(tex, display=match["open"] == "[")
+        except Exception as exc:
+            raise PluginError(f"{page_name}: {exc}") from exc
+        return f'<{match["tag"]} class="arithmatex">{mathml}</{match["tag"]}>'
+
+    return _ARITHMATEX.sub(convert, html_text)
+
+
+def on_page_content(html_text: str, page: Any, config: Any, files: Files) -> str:
+    return render_math(html_text, page.file.src_uri)
+
+
+#: Where TeX is code, not math (code, scripts, styles, the MathML already made), and tags.
+_NOT_TEXT = re.compile(r"<(pre|code|script|style|math)\b.*?</\1>|<[^>]*>", re.S)
+_INLINE_TEX = re.compile(r"\\\((.+?)\\\)", re.S)
+
+
+def render_leftover_math(html_text: str, page_name: str = "page") -> str:
+    """Formulas outside the content: a heading's math, without its arithmatex span, in
+    the table of contents the theme draws from the headings (as MathML), and in its
+    attributes (``aria-label``: as the formula's text)."""
+
+    def mathml(match: re.Match[str]) -> str:
+        try:
+            return tex_to_mathml(html.unescape(match.group(1)).strip())
+        except Exception as exc:
+            raise PluginError(f"{page_name}: {exc}") from exc
+
+    def text(match: re.Match[str]) -> str:
+        return html.escape(html.unescape(re.sub(r"<[^>]+>", "", mathml(match))))
+
+    out, end = [], 0
+    for part in _NOT_TEXT.finditer(html_text):
+        out.append(_INLINE_TEX.sub(mathml, html_text[end : part.start()]))
+        out.append(part.group(0) if part.group(1) else _INLINE_TEX.sub(text, part.group(0)))
+        end = part.end()
+    out.append(_INLINE_TEX.sub(mathml, html_text[end:]))
+    return "".join(out)
+
+
+def on_post_page(output: str, page: Any, config: Any) -> str:
+    return render_leftover_math(output, page.file.src_uri)
+
+
 # -- docstrings -----------------------------------------------------------------------
 
 _ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc|const):`(~?)([^`]+)`")
@@ -508,6 +619,10 @@ class SphinxRoles(griffe.Extension):
     and a parameter typed with braced values, ``backend : {"numpy", "jax", ...}``, shows
     the signature's default rather than the first value.
     """
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        # griffe fires on_object for the members of a package, not for the package itself.
+        self.on_object(obj=pkg)
 
     def on_object(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         # Once the whole tree is loaded (a class's parameters are its __init__'s); an

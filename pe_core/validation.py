@@ -72,6 +72,8 @@ def positive_int(value: object, name: str, *, minimum: int = 1, what: str | None
     ValueError
         ``value < minimum``.
 
+    Examples
+    --------
     >>> positive_int(0, "n_heads")
     Traceback (most recent call last):
     ...
@@ -101,6 +103,8 @@ def finite_real(
     ValueError
         ``value`` is NaN, infinite, beyond float64 or not ``> greater_than``.
 
+    Examples
+    --------
     >>> finite_real(float("nan"), "std", greater_than=0)
     Traceback (most recent call last):
     ...

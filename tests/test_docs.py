@@ -175,6 +175,7 @@ def site(tmp_path_factory) -> Path:
         "mkdocstrings",
         "mkdocstrings_handlers.python",
         "matplotlib",
+        "latex2mathml",
     ):
         pytest.importorskip(name)
     out = tmp_path_factory.mktemp("site")
@@ -337,3 +338,121 @@ def test_index_quickstart_runs():
         for code in blocks:
             exec(compile(code, "docs/index.md", "exec"), namespace)
     assert "most similar pair >= 1000 apart" in printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def pages(site) -> dict[str, str]:
+    """Every built page's HTML by its path in the site."""
+    return {page.relative_to(site).as_posix(): page.read_text() for page in site.rglob("*.html")}
+
+
+_CODE = re.compile(r"<(pre|code|script|style)\b.*?</\1>", re.S)
+_MATHML = re.compile(r"<math\b.*?</math>", re.S)
+
+
+def _prose(html: str) -> str:
+    """The page without its code, scripts, styles and MathML."""
+    return _MATHML.sub("", _CODE.sub("", html))
+
+
+#: Loads of another host: a script, a stylesheet, a font, a preconnect, an image or frame.
+_EXTERNAL = re.compile(
+    r"""<(?:script|link|img|iframe|source|audio|video)\b[^>]*\b(?:src|href)=["']?(?:https?:)?//"""
+    r"""|url\(\s*["']?(?:https?:)?//|@import\s+(?:url\()?["']?(?:https?:)?//""",
+    re.I,
+)
+
+
+def test_site_loads_nothing_from_elsewhere(site, pages):
+    """No page or stylesheet of the site fetches a script, stylesheet or font from another
+    host (the theme's web fonts are off, the math is MathML): it reads the same offline."""
+    files = dict(pages)
+    files.update(
+        (path.relative_to(site).as_posix(), path.read_text()) for path in site.rglob("*.css")
+    )
+    found = {
+        name: match.group(0) for name, text in files.items() for match in _EXTERNAL.finditer(text)
+    }
+    assert found == {}
+    assert _EXTERNAL.search('<script src="https://cdn.example/x.js">')  # the check can fail
+    assert _EXTERNAL.search("<link rel=stylesheet href=//fonts.example/css>")
+
+
+_TEX_LEFT = re.compile(r"\\[(\[]|\$\$|\\begin\{|\\(?:frac|omega|text|mathrm|lfloor)\b")
+
+
+def test_every_formula_is_mathml(pages, hooks):
+    """Every formula is MathML in the built pages: no TeX is left in the text, every math
+    page has its <math> elements, and known formulas have their MathML."""
+    math_pages = {name for name, html in pages.items() if 'class="arithmatex"' in html}
+    assert {"concepts/index.html", "rope_scaling/index.html", "relative/index.html"} <= math_pages
+    for name, html in pages.items():
+        left = _TEX_LEFT.findall(_prose(html))
+        assert left == [], f"{name}: TeX left in the text: {left[:5]}"
+    for name in math_pages:
+        html = pages[name]
+        assert re.findall(r'class="arithmatex">(?!<math )', html) == [], name
+    concepts = pages["concepts/index.html"]
+    assert (
+        '<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline"><mrow><mi>d</mi><mo>&#x0003D;</mo><mn>16</mn></mrow></math>'
+        in concepts
+    )
+    # a display formula with an aligned environment: a table of rows
+    assert re.search(r'<div class="arithmatex"><math [^>]*display="block"><mrow><mtable', concepts)
+    alibi = pages["alibi/index.html"]
+    assert hooks.tex_to_mathml("m_k = 2^{-8k/p}") in alibi
+    relative = pages["relative/index.html"]  # \Big\lfloor in a cases environment
+    assert '<mo minsize="1.623em" maxsize="1.623em">\u230a</mo>' in relative
+
+
+def test_formula_conversion_covers_the_constructs_and_refuses_the_rest(hooks):
+    pytest.importorskip("latex2mathml")
+    convert = hooks.tex_to_mathml
+    for tex in (
+        r"\begin{aligned} a &= b \\ c &= d \end{aligned}",
+        r"\operatorname{clip}\big(\lfloor x \rfloor \bmod 2^{32}\big)",
+        r"\begin{pmatrix} \cos\theta & -\sin\theta \\ \sin\theta & \cos\theta \end{pmatrix}",
+        r"\text{bucket}(a) = \begin{cases} a & a < m \\ \Big\lfloor \dfrac{a}{m} \Big\rfloor & \text{else} \end{cases}",
+        r"\texttt{cu\_seqlens}[k] \le t, \; \ln\!\left(\left\lceil x \right\rceil\right), \lVert v \rVert",
+    ):
+        mathml = convert(tex, display=True)
+        text = re.sub(r"<[^>]+>", " ", mathml)
+        assert "\\" not in text and "mathspace" not in mathml, (tex, mathml)
+        assert mathml.startswith(
+            '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">'
+        )
+    assert "<mtable" in convert(r"\begin{aligned} a &= b \\ c &= d \end{aligned}")
+    assert "<mtext>cu_seqlens</mtext>" in convert(r"\text{cu\_seqlens}")
+    with pytest.raises(ValueError, match=r"the formula '\\\\unknowncommand x' does not convert"):
+        convert(r"\unknowncommand x")
+    with pytest.raises(ValueError, match="does not convert"):
+        convert("a & b")  # a column separator outside a table, left as text
+    toc = '<nav aria-label="by \\(M_k\\)"><a>by \\(M_k\\)</a><code>\\(x\\)</code></nav>'
+    assert hooks.render_leftover_math(toc) == (  # a heading's math in the contents
+        f'<nav aria-label="by Mk"><a>by {convert("M_k")}</a><code>\\(x\\)</code></nav>'
+    )
+    page = '<p><span class="arithmatex">\\(a &lt; b\\)</span></p>'
+    assert hooks.render_math(page) == (
+        '<p><span class="arithmatex">' + convert("a < b") + "</span></p>"
+    )
+
+
+_SPHINX_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc|const):")
+
+
+def test_api_pages_render_roles_and_doctests(pages):
+    """No Sphinx role reaches a page (module docstrings included), no doctest lands in a
+    parameter or exception table or in a paragraph, and the packages' own examples show
+    as code."""
+    roles = {name: _SPHINX_ROLE.findall(html) for name, html in pages.items()}
+    assert {name: found for name, found in roles.items() if found} == {}
+    api = pages["api/index.html"]
+    for table in re.findall(r"<table\b.*?</table>", api, flags=re.S):
+        assert "&gt;&gt;&gt;" not in table, table[:500]
+    for name, html in pages.items():
+        assert "&gt;&gt;&gt;" not in _prose(html), name
+    for package, example in (("pe_core", "pe_core.encode"), ("pe_core_backends", "backend_of")):
+        start = api.index(f'<h2 id="{package}" class="doc doc-heading">')
+        section = api[start : api.find('class="doc doc-heading"', start + 60)]
+        code = "".join(re.findall(r"<pre\b.*?</pre>", section, flags=re.S))
+        assert "&gt;&gt;&gt;" in code and example in re.sub(r"<[^>]+>", "", code), package
