@@ -14,6 +14,9 @@ scaling parity tests).
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -354,3 +357,15 @@ def test_frequencies_that_disagree_with_the_config_are_refused() -> None:
     module.original_inv_freq.mul_(1.01)  # e.g. a module edited after construction
     with pytest.raises(ValueError, match=r"LlamaRotaryEmbedding.*differs from pe_core"):
         patch_rotary_embeddings(model)
+
+
+def test_import_pe_core_does_not_import_the_integration() -> None:
+    """``import pe_core`` leaves the integration (and its frameworks) alone, and the
+    ``pe_core.integrations`` package itself imports no framework."""
+    code = (
+        "import sys, pe_core, pe_core.integrations\n"
+        "assert 'pe_core.integrations.transformers' not in sys.modules\n"
+        "assert not {'torch', 'transformers'} & set(sys.modules), sorted(sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=900)
