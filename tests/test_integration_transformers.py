@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import os
+import pickle
 import subprocess
 import sys
 from collections.abc import Callable
@@ -369,3 +370,17 @@ def test_import_pe_core_does_not_import_the_integration() -> None:
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=900)
+
+
+def test_a_patched_model_copies_and_pickles_with_its_patch() -> None:
+    model = patch_rotary_embeddings(build("llama-dynamic"))
+    far = logits(model, position_ids=far_positions())
+    copied = copy.deepcopy(model)
+    pickled = pickle.loads(pickle.dumps(model))
+    for other in (copied, pickled):
+        np.testing.assert_array_equal(logits(other, position_ids=far_positions()), far)
+    # the copy's dynamic state is its own: a short call resets the copy only
+    logits(copied)
+    assert rotary_modules(copied)[0].forward.ropes[None].cached == 64
+    assert rotary_modules(model)[0].forward.ropes[None].cached == FAR + len(IDS[0])
+    assert "forward" not in vars(rotary_modules(unpatch_rotary_embeddings(pickled))[0])

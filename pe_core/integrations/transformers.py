@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -75,11 +75,8 @@ class _Rope:
 
 @dataclass
 class _Patch:
-    forward: Any  # the instance's own "forward" attribute before patching, or _MISSING
+    forward: Any  # the instance's own "forward" attribute before patching, or None
     ropes: dict[str | None, _Rope]
-
-
-_MISSING = object()
 
 
 def _frequencies(
@@ -185,7 +182,13 @@ def _rope(module: Any, layer_type: str | None) -> _Rope:
     if rope_type == "longrope":
         params = config.rope_parameters
         params = params if layer_type is None else params[layer_type]
-        limit = int(params["original_max_position_embeddings"])
+        limit = params.get("original_max_position_embeddings")
+        if limit is None:  # transformers' forward reads it there too
+            raise ValueError(
+                f"{name}: rope_type 'longrope' needs original_max_position_embeddings in "
+                f"the config's rope_parameters; not patched. Received: {dict(params)!r}"
+            )
+        limit = int(limit)
         rope.long = (*_frequencies(config, layer_type, seq_len=limit + 1), limit)
     elif "dynamic" in rope_type:
         rope.original_max = int(module.original_max_seq_len)
@@ -207,39 +210,47 @@ def _dynamic_update(rope: _Rope, position_ids: torch.Tensor) -> None:
         rope.cached = rope.original_max
 
 
-def _exact_forward(name: str, ropes: dict[str | None, _Rope]) -> Callable[..., Any]:
-    xp = get_namespace("torch")
+#: pe_core's torch namespace (this module imports torch anyway).
+_TORCH = get_namespace("torch")
 
-    def cos_sin(
-        position_ids: torch.Tensor, omegas: tuple[float, ...], scale: float, working: str
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        cos, sin = exact_cos_sin(xp, position_ids, omegas, working=working, scale=scale)
-        return torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
 
-    def forward(
-        x: torch.Tensor, position_ids: torch.Tensor, layer_type: str | None = None
+def _cos_sin(
+    position_ids: torch.Tensor, omegas: tuple[float, ...], scale: float, working: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    cos, sin = exact_cos_sin(_TORCH, position_ids, omegas, working=working, scale=scale)
+    return torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
+
+
+class _ExactForward:
+    """The ``forward`` of a patched module: a plain object (copied by ``copy.deepcopy``,
+    pickled with the module), never a parameter or buffer."""
+
+    def __init__(self, name: str, ropes: dict[str | None, _Rope]) -> None:
+        self.name = name
+        self.ropes = ropes
+
+    def __call__(
+        self, x: torch.Tensor, position_ids: torch.Tensor, layer_type: str | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        rope = ropes.get(layer_type)
+        rope = self.ropes.get(layer_type)
         if rope is None:
             raise ValueError(
-                f"{name} (patched by pe_core) has ropes for layer_type in "
-                f"{sorted(map(str, ropes))}. Received: layer_type={layer_type!r}"
+                f"{self.name} (patched by pe_core) has ropes for layer_type in "
+                f"{sorted(map(str, self.ropes))}. Received: layer_type={layer_type!r}"
             )
         working = "float64" if x.dtype == torch.float64 else "float32"
         if rope.long is not None:  # longrope: long factors past the original length
             long_omegas, long_scale, limit = rope.long
-            short = cos_sin(position_ids, rope.omegas, rope.scale, working)
-            long = cos_sin(position_ids, long_omegas, long_scale, working)
+            short = _cos_sin(position_ids, rope.omegas, rope.scale, working)
+            long = _cos_sin(position_ids, long_omegas, long_scale, working)
             use_long = torch.max(position_ids) + 1 > limit
             cos = torch.where(use_long, long[0], short[0])
             sin = torch.where(use_long, long[1], short[1])
         else:
             if rope.original_max:
                 _dynamic_update(rope, position_ids)
-            cos, sin = cos_sin(position_ids, rope.omegas, rope.scale, working)
+            cos, sin = _cos_sin(position_ids, rope.omegas, rope.scale, working)
         return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
-
-    return forward
 
 
 def _rotary_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
@@ -280,9 +291,9 @@ def _patch(model: nn.Module) -> list[nn.Module]:
             "not cover (nothing was patched): " + "; ".join(refused)
         )
     for module, ropes in plans:
-        own = vars(module).get("forward", _MISSING)
+        own = vars(module).get("forward")
         object.__setattr__(module, _PATCH, _Patch(own, ropes))
-        object.__setattr__(module, "forward", _exact_forward(type(module).__name__, ropes))
+        object.__setattr__(module, "forward", _ExactForward(type(module).__name__, ropes))
     return [module for module, _ in plans]
 
 
@@ -290,7 +301,7 @@ def _unpatch(module: nn.Module) -> None:
     patch = vars(module).pop(_PATCH, None)
     if patch is None:
         return
-    if patch.forward is _MISSING:
+    if patch.forward is None:
         del module.__dict__["forward"]
     else:
         object.__setattr__(module, "forward", patch.forward)
