@@ -384,3 +384,16 @@ def test_a_patched_model_copies_and_pickles_with_its_patch() -> None:
     assert rotary_modules(copied)[0].forward.ropes[None].cached == 64
     assert rotary_modules(model)[0].forward.ropes[None].cached == FAR + len(IDS[0])
     assert "forward" not in vars(rotary_modules(unpatch_rotary_embeddings(pickled))[0])
+
+
+def test_mrope_is_refused() -> None:
+    """Qwen2-VL's M-RoPE mixes the three rows of its position ids inside the module:
+    refused (its text-only positions would pass the (1, n) check alone)."""
+    config = transformers.Qwen2VLTextConfig(
+        **{k: v for k, v in _TINY.items() if k not in ("bos_token_id", "eos_token_id")},
+        rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 1e4},
+    )
+    model = transformers.Qwen2VLTextModel(config)
+    with pytest.raises(ValueError, match=r"Qwen2VLRotaryEmbedding.*\(3, 1, 16\)"):
+        patch_rotary_embeddings(model)
+    assert "forward" not in vars(rotary_modules(model)[0])

@@ -130,15 +130,34 @@ def _standard_mismatch(module: nn.Module, layer_type: str | None) -> str | None:
     if not isinstance(scale, (int, float)):
         return "it has no attention_scaling"
     raw = getattr(type(module).forward, "__wrapped__", type(module).forward)
-    pos = torch.arange(_PROBE_POSITIONS, device=inv_freq.device)[None]
+    n = _PROBE_POSITIONS
+    steps = torch.arange(n, device=inv_freq.device)
+    # (1, n), and (3, 1, n) with distinct rows: a module that mixes axes of its position
+    # ids (M-RoPE's sections) computes something else there
+    for pos in (steps[None], torch.stack((steps, 2 * steps + 1, 3 * steps + 2))[:, None]):
+        reason = _probe(module, raw, layer_type, pos, inv_freq.float(), scale)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _probe(
+    module: nn.Module,
+    raw: Any,
+    layer_type: str | None,
+    pos: torch.Tensor,
+    inv_freq: torch.Tensor,
+    scale: float,
+) -> str | None:
     x = torch.zeros(1, dtype=torch.float32, device=inv_freq.device)
     args = (x, pos) if layer_type is None else (x, pos, layer_type)
+    shape = tuple(pos.shape)
     try:
         with torch.no_grad():
             out = raw(module, *args)
     except Exception as error:  # any failure means "not the standard forward"
-        return f"its forward fails on position_ids of shape (1, n): {error}"
-    freqs = pos[..., None].float() * inv_freq.float()
+        return f"its forward fails on position_ids of shape {shape}: {error}"
+    freqs = pos[..., None].float() * inv_freq
     emb = torch.cat((freqs, freqs), dim=-1)
     expected = (emb.cos() * scale, emb.sin() * scale)
     if not (isinstance(out, tuple) and len(out) == 2):
@@ -146,8 +165,8 @@ def _standard_mismatch(module: nn.Module, layer_type: str | None) -> str | None:
     for got, want in zip(out, expected, strict=True):
         if not isinstance(got, torch.Tensor) or got.shape != want.shape:
             return (
-                f"its forward returns cos/sin of another shape than (batch, seq, "
-                f"2 * len(inv_freq)) = {tuple(want.shape)}"
+                f"for position_ids of shape {shape} its forward returns cos/sin of another "
+                f"shape than position_ids.shape + (2 * len(inv_freq),) = {tuple(want.shape)}"
             )
         if not torch.allclose(got.float(), want, rtol=0.0, atol=1e-6):
             return "its forward does not compute cat(freqs, freqs).cos() * attention_scaling"
