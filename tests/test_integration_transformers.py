@@ -146,11 +146,16 @@ def rotary_modules(model: Any) -> list[Any]:
 def _float64_rotary(module: Any) -> Callable[..., Any]:
     """A float64 forward for a transformers rotary module (see the module docstring)."""
     config = module.config
+    mrope = hasattr(module, "mrope_section")  # Qwen2-VL: its own recomposition_frequencies
 
     def forward(x: Any, position_ids: Any, layer_type: str | None = None) -> Any:
         seq_len = int(position_ids.max()) + 1  # dynamic / longrope: this call's length
         inv_freq, factor = rope_frequencies(config, seq_len=seq_len, layer_type=layer_type)
         w = torch.tensor(inv_freq, dtype=torch.float64)
+        if mrope:
+            freqs = position_ids.expand(3, -1, -1)[..., None].double() * w
+            cos, sin = freqs.cos() * factor, freqs.sin() * factor
+            return module.recomposition_frequencies(cos), module.recomposition_frequencies(sin)
         freqs = position_ids[..., None].double() * w
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos() * factor, emb.sin() * factor
@@ -386,14 +391,31 @@ def test_a_patched_model_copies_and_pickles_with_its_patch() -> None:
     assert "forward" not in vars(rotary_modules(unpatch_rotary_embeddings(pickled))[0])
 
 
-def test_mrope_is_refused() -> None:
-    """Qwen2-VL's M-RoPE mixes the three rows of its position ids inside the module:
-    refused (its text-only positions would pass the (1, n) check alone)."""
+def test_mrope_qwen2_vl_short_parity_and_far_accuracy() -> None:
+    """Qwen2-VL's M-RoPE: the module's own recomposition_frequencies on exact cos/sin of
+    the three rows of position ids (t, h, w), distinct here."""
     config = transformers.Qwen2VLTextConfig(
         **{k: v for k, v in _TINY.items() if k not in ("bos_token_id", "eos_token_id")},
         rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 1e4},
     )
-    model = transformers.Qwen2VLTextModel(config)
-    with pytest.raises(ValueError, match=r"Qwen2VLRotaryEmbedding.*\(3, 1, 16\)"):
-        patch_rotary_embeddings(model)
-    assert "forward" not in vars(rotary_modules(model)[0])
+    torch.manual_seed(0)
+    model = transformers.Qwen2VLTextModel(config).eval()
+    reference = float64_reference(model)
+    steps = torch.arange(len(IDS[0]))
+    near = torch.stack((steps, steps // 2, steps % 3))[:, None]  # (3, batch, seq)
+
+    def hidden(m: Any, pos: Any) -> np.ndarray:
+        with torch.no_grad():
+            out = m(torch.tensor(IDS), position_ids=pos).last_hidden_state
+        return out.double().numpy()
+
+    before, before_far = hidden(model, near), hidden(model, near + FAR)
+    exact_far = hidden(reference, near + FAR)
+    patch_rotary_embeddings(model)
+    assert "forward" in vars(rotary_modules(model)[0])
+    after, after_far = hidden(model, near), hidden(model, near + FAR)
+    scale = np.abs(before).max()
+    np.testing.assert_allclose(after, before, rtol=0, atol=2e-6 * scale)
+    err_patched = np.abs(after_far - exact_far).max()
+    err_unpatched = np.abs(before_far - exact_far).max()
+    assert err_patched < err_unpatched / 10, (err_patched, err_unpatched)

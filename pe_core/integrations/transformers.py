@@ -21,9 +21,12 @@ nothing back: the patched module runs under ``torch.compile(fullgraph=True)``.
 
 A module is patched only after a check at patch time: its own ``forward`` must give
 transformers' standard cos/sin (``cat(freqs, freqs)``, cos and sin times the
-attention factor) and its float32 ``inv_freq`` must equal pe_core's frequencies to
-float32 rounding. A rotary embedding of another kind (Qwen2-VL's M-RoPE, vision
-rotary embeddings) is refused with an error that names it: nothing is patched then.
+attention factor; for M-RoPE modules, Qwen2-VL and its copies, the module's own
+``recomposition_frequencies`` of the three rows of position ids) at position ids of
+shape ``(1, n)`` and ``(3, 1, n)``, and its float32 ``inv_freq`` must equal pe_core's
+frequencies to float32 rounding. A rotary embedding of another kind (Cohere's
+interleaved layout, vision rotary embeddings) is refused with an error that names it:
+nothing is patched then.
 """
 
 from __future__ import annotations
@@ -157,9 +160,12 @@ def _probe(
             out = raw(module, *args)
     except Exception as error:  # any failure means "not the standard forward"
         return f"its forward fails on position_ids of shape {shape}: {error}"
+    recompose = _recomposition(module)
+    if recompose is not None and pos.ndim == 2:
+        pos = pos.expand(3, -1, -1)
     freqs = pos[..., None].float() * inv_freq
-    emb = torch.cat((freqs, freqs), dim=-1)
-    expected = (emb.cos() * scale, emb.sin() * scale)
+    half = (freqs.cos() * scale, freqs.sin() * scale)
+    expected = tuple(_full(part, recompose) for part in half)
     if not (isinstance(out, tuple) and len(out) == 2):
         return "its forward does not return (cos, sin)"
     for got, want in zip(out, expected, strict=True):
@@ -169,8 +175,25 @@ def _probe(
                 f"shape than position_ids.shape + (2 * len(inv_freq),) = {tuple(want.shape)}"
             )
         if not torch.allclose(got.float(), want, rtol=0.0, atol=1e-6):
-            return "its forward does not compute cat(freqs, freqs).cos() * attention_scaling"
+            return (
+                "its forward does not compute cat(freqs, freqs).cos() * attention_scaling"
+                if recompose is None
+                else "its forward does not compute recomposition_frequencies(freqs.cos() "
+                "* attention_scaling) of the position ids expanded to 3 rows"
+            )
     return None
+
+
+def _recomposition(module: nn.Module) -> Any:
+    """M-RoPE (Qwen2-VL and its copies): the module's own ``recomposition_frequencies``
+    (which picks each section's row of position ids and concatenates), else ``None``."""
+    recompose = getattr(module, "recomposition_frequencies", None)
+    return recompose if callable(recompose) and hasattr(module, "mrope_section") else None
+
+
+def _full(half: torch.Tensor, recompose: Any) -> torch.Tensor:
+    """cos or sin of the pairs, to transformers' full width."""
+    return torch.cat((half, half), dim=-1) if recompose is None else recompose(half)
 
 
 def _rope(module: Any, layer_type: str | None) -> _Rope:
@@ -236,17 +259,17 @@ _TORCH = get_namespace("torch")
 def _cos_sin(
     position_ids: torch.Tensor, omegas: tuple[float, ...], scale: float, working: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    cos, sin = exact_cos_sin(_TORCH, position_ids, omegas, working=working, scale=scale)
-    return torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
+    return exact_cos_sin(_TORCH, position_ids, omegas, working=working, scale=scale)
 
 
 class _ExactForward:
     """The ``forward`` of a patched module: a plain object (copied by ``copy.deepcopy``,
     pickled with the module), never a parameter or buffer."""
 
-    def __init__(self, name: str, ropes: dict[str | None, _Rope]) -> None:
+    def __init__(self, name: str, ropes: dict[str | None, _Rope], recompose: Any) -> None:
         self.name = name
         self.ropes = ropes
+        self.recompose = recompose  # M-RoPE: the module's recomposition_frequencies
 
     def __call__(
         self, x: torch.Tensor, position_ids: torch.Tensor, layer_type: str | None = None
@@ -258,6 +281,8 @@ class _ExactForward:
                 f"{sorted(map(str, self.ropes))}. Received: layer_type={layer_type!r}"
             )
         working = "float64" if x.dtype == torch.float64 else "float32"
+        if self.recompose is not None and position_ids.ndim == 2:
+            position_ids = position_ids.expand(3, -1, -1)  # text-only M-RoPE ids
         if rope.long is not None:  # longrope: long factors past the original length
             long_omegas, long_scale, limit = rope.long
             short = _cos_sin(position_ids, rope.omegas, rope.scale, working)
@@ -269,6 +294,7 @@ class _ExactForward:
             if rope.original_max:
                 _dynamic_update(rope, position_ids)
             cos, sin = _cos_sin(position_ids, rope.omegas, rope.scale, working)
+        cos, sin = _full(cos, self.recompose), _full(sin, self.recompose)
         return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
 
 
@@ -312,7 +338,9 @@ def _patch(model: nn.Module) -> list[nn.Module]:
     for module, ropes in plans:
         own = vars(module).get("forward")
         object.__setattr__(module, _PATCH, _Patch(own, ropes))
-        object.__setattr__(module, "forward", _ExactForward(type(module).__name__, ropes))
+        object.__setattr__(
+            module, "forward", _ExactForward(type(module).__name__, ropes, _recomposition(module))
+        )
     return [module for module, _ in plans]
 
 
@@ -336,7 +364,9 @@ def patch_rotary_embeddings(model: ModelT) -> ModelT:
     replaced by one that returns
 
         ``cos = attention_factor * cos(position_ids * w)``, ``sin`` likewise,
-        each concatenated with itself (transformers' ``cat(freqs, freqs)``),
+        each concatenated with itself (transformers' ``cat(freqs, freqs)``; M-RoPE
+        modules such as ``Qwen2VLRotaryEmbedding``: recomposed by the module's own
+        ``recomposition_frequencies`` from the three rows of position ids),
 
     with ``w`` the float64 frequencies of :func:`pe_core.rope_scaling.rope_frequencies`
     for the module's config and rope type, the angle reduced exactly on the device of
@@ -361,7 +391,7 @@ def patch_rotary_embeddings(model: ModelT) -> ModelT:
         ``model`` is not a ``torch.nn.Module``.
     ValueError
         ``model`` has no rotary embedding; or one of its rotary embeddings is of a kind
-        this function does not cover (M-RoPE, vision rotary embeddings, a forward that
+        this function does not cover (vision rotary embeddings, a forward that
         is not transformers' standard cos/sin) or disagrees with pe_core's frequencies
         for its config. The message names the module; no module is patched then.
 
