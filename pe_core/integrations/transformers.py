@@ -126,7 +126,8 @@ def _standard_mismatch(module: nn.Module, layer_type: str | None) -> str | None:
 
     Runs the undecorated forward (no dynamic/longrope update: no side effect) at a few
     positions and compares it with ``cat(f, f).cos() * attention_scaling``,
-    ``f = position_ids[..., None] * inv_freq``, from the module's own buffers.
+    ``f = position_ids[..., None] * inv_freq``, from the module's own buffers (M-RoPE:
+    the module's ``recomposition_frequencies`` of ``f.cos() * attention_scaling``).
     """
     inv_freq = _attr(module, layer_type, "inv_freq")
     scale = _attr(module, layer_type, "attention_scaling")
