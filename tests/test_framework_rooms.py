@@ -40,9 +40,15 @@ FRAMEWORKS: frozenset[str] = frozenset(
 #: Backend names and aliases, as the registry knows them.
 BACKEND_NAMES: frozenset[str] = frozenset(REGISTRY.by_alias)
 
-#: The framework layers: framework imports and backend names are at home here.
+#: The framework layers and integrations: framework imports and backend names are at
+#: home here.
 ROOMS: frozenset[str] = frozenset(
-    {"pe_core/layers/torch.py", "pe_core/layers/flax.py", "pe_core/layers/keras.py"}
+    {
+        "pe_core/layers/torch.py",
+        "pe_core/layers/flax.py",
+        "pe_core/layers/keras.py",
+        "pe_core/integrations/transformers.py",
+    }
 )
 
 #: Modules that still hold framework code -> the kinds they hold ("import", "compare").

@@ -1,0 +1,12 @@
+"""Integrations with other libraries' models, one module per library.
+
+* :mod:`pe_core.integrations.transformers`: make a Hugging Face transformers model use
+  pe_core's exact RoPE cos/sin (``patch_rotary_embeddings(model)``).
+
+Each module imports its library (and its framework) when it is imported; ``import
+pe_core`` imports none of them, and importing this package loads no framework.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
