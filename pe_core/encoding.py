@@ -14,6 +14,7 @@ from pe_core._sinusoidal import encode_1d, few_integer_positions
 from pe_core._sinusoidal_nd import encode_nd
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
+from pe_core_backends import any_dtensor, encode_on_shards
 
 
 def encode(
@@ -107,6 +108,22 @@ def encode(
     >>> encode(range(4096), 64, out=buffer) is buffer
     True
     """
+    if any_dtensor(pos, out, like):  # torch.distributed.tensor: on the local shard
+        return encode_on_shards(
+            lambda local, local_like: encode(
+                local,
+                d,
+                spec=spec,
+                backend=backend,
+                dtype=dtype,
+                like=local_like,
+                check_values=check_values,
+                frequencies=frequencies,
+            ),
+            pos,
+            out=out,
+            like=like,
+        )
     if frequencies is not None:
         if framework_frequencies(frequencies):  # trainable: pos * f on the device
             return encode_frequencies(

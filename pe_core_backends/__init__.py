@@ -26,22 +26,32 @@ from pe_core_backends import _registry
 from pe_core_backends._device import device_path_forced, force_device_path
 from pe_core_backends._namespace import Namespace
 from pe_core_backends._registry import BackendInfo
+from pe_core_backends._torch_dtensor import (
+    any_dtensor,
+    encode_on_shards,
+    map_shards,
+    rope_on_shards,
+)
 
 __all__ = [
     "BACKENDS",
     "FLOAT_DTYPES",
     "BackendInfo",
     "Namespace",
+    "any_dtensor",
     "backend_info",
     "backend_of",
     "canonical_backend",
     "device_path_forced",
+    "encode_on_shards",
     "force_device_path",
     "from_dlpack",
     "get_namespace",
     "installed_backends",
     "is_dlpack",
     "is_installed",
+    "map_shards",
+    "rope_on_shards",
 ]
 
 #: The backend names pe_core knows, sorted (the registry's rows when pe_core_backends was
