@@ -8,7 +8,7 @@ alone. So each call here takes this rank's local tensor (``to_local()``), works 
 global index range it covers from the mesh coordinate and the placements, restricts
 global positions to that range, computes on the local pieces, and wraps the result
 with ``DTensor.from_local(..., run_check=False)`` with the input's placements, global
-shape and (contiguous) stride. No collective is called.
+shape and a stride in the local tensor's axis order (contiguous for contiguous inputs). No collective is called.
 
 Nothing here imports torch: a DTensor can only exist once ``torch.distributed.tensor``
 has been imported, so the module is looked up in :data:`sys.modules` at call time.
@@ -108,12 +108,18 @@ def shard_ranges(t: Any, what: str = "x") -> tuple[Range, ...]:
     return tuple(ranges)
 
 
-def _contiguous_stride(shape: Sequence[int]) -> tuple[int, ...]:
-    stride, step = [], 1
-    for size in reversed(shape):
-        stride.append(step)
-        step *= max(int(size), 1)
-    return tuple(reversed(stride))
+def _global_stride(local: Any, shape: Sequence[int]) -> tuple[Any, tuple[int, ...]]:
+    """``local`` (made contiguous unless it is a permutation of a contiguous tensor, such
+    as a transposed view) and the stride of ``shape`` laid out in the same axis order."""
+    ndim = len(shape)
+    order = sorted(range(ndim), key=lambda dim: -int(local.stride(dim)))  # outermost first
+    if not local.permute(order).is_contiguous():
+        local, order = local.contiguous(), list(range(ndim))
+    stride, step = [0] * ndim, 1
+    for dim in reversed(order):
+        stride[dim] = step
+        step *= max(int(shape[dim]), 1)
+    return local, tuple(stride)
 
 
 def _wrap(local: Any, ref: Any, shape: Sequence[int], what: str) -> Any:
@@ -125,13 +131,14 @@ def _wrap(local: Any, ref: Any, shape: Sequence[int], what: str) -> Any:
             f"(or 'torch'). The local result was a {type(local).__name__}."
         )
     module = sys.modules[_MODULE]
+    local, stride = _global_stride(local, shape)
     return module.DTensor.from_local(
         local,
         ref.device_mesh,
         ref.placements,
         run_check=False,
         shape=torch.Size(shape),
-        stride=_contiguous_stride(shape),
+        stride=stride,
     )
 
 
@@ -176,9 +183,19 @@ def encode_on_shards(
             "a DTensor on the mesh (or plain positions and a plain like=)."
         )
     ranges = shard_ranges(pos, "pos")
-    local = fn(pos.to_local(), like.to_local() if is_dtensor(like) else like)
+    sharded = _sharded_dims(ranges, tuple(pos.shape))
+    try:
+        local = fn(pos.to_local(), like.to_local() if is_dtensor(like) else like)
+    except ValueError as exc:
+        if sharded and sharded[-1] == len(ranges) - 1:  # the error saw the local shape
+            raise ValueError(
+                f"{exc} (pos is a DTensor sharded along its last axis, and this is its "
+                f"local shard; its global shape is {tuple(pos.shape)}: an N-D spec's "
+                "coordinate axis must not be sharded)"
+            ) from exc
+        raise
     shape = [int(size) for size in getattr(local, "shape", ())]
-    for dim in _sharded_dims(ranges, tuple(pos.shape)):
+    for dim in sharded:
         if dim >= len(shape) - 1:
             raise ValueError(
                 f"pos is sharded along dimension {dim}, the coordinate axis of an N-D spec; "
