@@ -196,6 +196,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # process start dominates: one launch of `world` processes each
 @pytest.mark.parametrize("world", [2, 4])
 def test_dtensor_shards_compute_locally(world: int, tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
