@@ -33,6 +33,7 @@ from pe_core_backends import (
     Namespace,
     backend_of,
     canonical_backend,
+    check_foreign,
     from_dlpack,
     get_namespace,
     is_dlpack,
@@ -250,6 +251,8 @@ def check_layout(layout: object) -> str:
 
 def as_input(x: Any, backend: str | None) -> tuple[Namespace, Any]:
     source = backend_of(x)
+    if source is None:
+        check_foreign(x, backend, what="x")
     if source is None and is_dlpack(x):  # e.g. CuPy: imported by the backend computed on
         source = canonical_backend(backend) if backend is not None else "numpy"
         x = from_dlpack(x, source, what="x")

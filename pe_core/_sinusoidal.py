@@ -147,7 +147,7 @@ def _choose_namespace(
     if backend is None and source is None:
         anchors = (backend_of(a) for a in (like, out) if a is not None)
         backend = next((name for name in anchors if name is not None), None)
-    return choose_backend(pos, backend, source=source)
+    return choose_backend(pos, backend, source=source, what="pos")
 
 
 def _run(request: _Request) -> Any:

@@ -410,7 +410,7 @@ def _slots(out: np.ndarray, plan: Plan) -> tuple[np.ndarray, np.ndarray]:
 def embed(timesteps: Any, plan: Plan, backend: str | None, dtype: Any) -> Any:
     """The general call: classify the timesteps once, then the host or kernel route."""
     source = backend_of(timesteps)
-    xp, source = choose_backend(timesteps, backend, source=source)
+    xp, source = choose_backend(timesteps, backend, source=source, what="timesteps")
     out_name, _ = resolve_dtype(xp, dtype)
     positions = prepare_positions(timesteps, xp, source, what="timesteps")
     shape = positions.shape
@@ -578,4 +578,4 @@ def _compiled_kernel(backend: str, config: tuple) -> Any:
 
 def namespace_for(timesteps: Any, backend: str | None) -> Namespace:
     """The namespace a call computes on (``backend``, else the timesteps')."""
-    return choose_backend(timesteps, backend)[0]
+    return choose_backend(timesteps, backend, what="timesteps")[0]

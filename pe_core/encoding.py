@@ -28,6 +28,7 @@ from pe_core.typing import (
     TorchBackend,
     TorchTensor,
 )
+from pe_core_backends import any_dtensor, encode_on_shards
 
 
 @overload
@@ -241,6 +242,22 @@ def encode(
     >>> encode(range(4096), 64, out=buffer) is buffer
     True
     """
+    if any_dtensor(pos, out, like):  # torch.distributed.tensor: on the local shard
+        return encode_on_shards(
+            lambda local, local_like: encode(
+                local,
+                d,
+                spec=spec,
+                backend=backend,
+                dtype=dtype,
+                like=local_like,
+                check_values=check_values,
+                frequencies=frequencies,
+            ),
+            pos,
+            out=out,
+            like=like,
+        )
     if frequencies is not None:
         if framework_frequencies(frequencies):  # trainable: pos * f on the device
             return encode_frequencies(

@@ -55,6 +55,7 @@ from pe_core.typing import (
     TFTensor,
     TorchTensor,
 )
+from pe_core_backends import any_dtensor, rope_on_shards
 
 __all__ = ["LAYOUTS", "apply_rope"]
 
@@ -415,6 +416,27 @@ def apply_rope(
     >>> bool(np.isclose(a, apply_rope(q, 1004) @ apply_rope(k, 1000)))
     True
     """
+    if any_dtensor(x, pos):  # torch.distributed.tensor: on the local shard
+        return rope_on_shards(
+            lambda local, local_pos: apply_rope(
+                local,
+                local_pos,
+                base=base,
+                layout=layout,
+                rotary_dim=rotary_dim,
+                scaling=scaling,
+                layer_type=layer_type,
+                backend=backend,
+                check_values=check_values,
+                sections=sections,
+                section_layout=section_layout,
+                frequencies=frequencies,
+                spec=spec,
+                rotary_features=rotary_features,
+            ),
+            x,
+            pos,
+        )
     if rotary_features != "first" or getattr(spec, "rotary_features", "first") != "first":
         return _apply_rope_last(
             x,

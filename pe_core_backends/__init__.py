@@ -26,22 +26,33 @@ from pe_core_backends import _registry
 from pe_core_backends._device import device_path_forced, force_device_path
 from pe_core_backends._namespace import Namespace
 from pe_core_backends._registry import BackendInfo
+from pe_core_backends._torch_dtensor import (
+    any_dtensor,
+    encode_on_shards,
+    map_shards,
+    rope_on_shards,
+)
 
 __all__ = [
     "BACKENDS",
     "FLOAT_DTYPES",
     "BackendInfo",
     "Namespace",
+    "any_dtensor",
     "backend_info",
     "backend_of",
     "canonical_backend",
+    "check_foreign",
     "device_path_forced",
+    "encode_on_shards",
     "force_device_path",
     "from_dlpack",
     "get_namespace",
     "installed_backends",
     "is_dlpack",
     "is_installed",
+    "map_shards",
+    "rope_on_shards",
 ]
 
 #: The backend names pe_core knows, sorted (the registry's rows when pe_core_backends was
@@ -232,6 +243,55 @@ def from_dlpack(obj: Any, name: str = "numpy", *, what: str = "array") -> Any:
             f"{what} offers DLPack ({type(obj).__name__}) but backend {key!r} could not "
             f"import it: {exc}. Convert it to a {_titles()} array first."
         ) from exc
+
+
+def check_foreign(obj: Any, backend: str | None = None, *, what: str = "input") -> None:
+    """Refuse an array pe_core would otherwise read on the host behind the caller's back.
+
+    * A lazy array (a dask collection: it has ``__dask_graph__``) is never computed
+      silently, whatever ``backend`` says.
+    * With no ``backend`` named, an array of another Array API namespace (it has
+      ``__array_namespace__`` but is no backend's, e.g. ``array_api_strict``) would come
+      back as a NumPy array: the error says how to pass it instead. With ``backend=``
+      it is imported through DLPack (:func:`from_dlpack`) and the result is that
+      backend's array, as asked.
+
+    Raises
+    ------
+    TypeError
+        Naming the array's type and how to pass it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_foreign(np.arange(3)), check_foreign(range(3))  # backends and Python values
+    (None, None)
+    >>> class Lazy:
+    ...     def __dask_graph__(self): return {}
+    >>> check_foreign(Lazy(), what="pos")
+    Traceback (most recent call last):
+    ...
+    TypeError: pos is a lazy array (...Lazy); pe_core does not compute it behind your back...
+    """
+    kind = type(obj)
+    if hasattr(kind, "__dask_graph__"):
+        raise TypeError(
+            f"{what} is a lazy array ({kind.__module__}.{kind.__name__}); pe_core does not "
+            f"compute it behind your back. Compute it first ({what}.compute()), or apply "
+            "pe_core to each block (dask.array.map_blocks), which keeps it lazy."
+        )
+    if backend is None and hasattr(kind, "__array_namespace__") and backend_of(obj) is None:
+        try:
+            namespace = obj.__array_namespace__().__name__
+        except Exception:  # a namespace without a name: say the type's module
+            namespace = kind.__module__.partition(".")[0]
+        raise TypeError(
+            f"{what} is an array of the Array API namespace {namespace!r} "
+            f"({kind.__name__}), which is not a pe_core backend ({_titles()}). Pass it "
+            f"converted (np.asarray({what}) for host memory, or a framework's from_dlpack), "
+            "or name the backend to compute on: backend='numpy', 'torch' or 'jax' imports "
+            "it through DLPack and returns that backend's array."
+        )
 
 
 def _titles() -> str:

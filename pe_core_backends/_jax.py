@@ -63,6 +63,20 @@ class BoundedJit:
         return executable(*args)
 
 
+def _extended_sharding(like: Any, shape: tuple[int, ...]) -> Any:
+    """The sharding of ``like`` (a ``NamedSharding`` over several devices) extended to a
+    table of ``shape`` = ``like.shape + (features...)`` (its new axes whole), or ``None``
+    when the shapes do not line up or the sharding is of another kind."""
+    sharding = getattr(like, "sharding", None)
+    ndim = len(like.shape)
+    if not isinstance(sharding, jax.sharding.NamedSharding) or tuple(shape[:ndim]) != tuple(
+        like.shape
+    ):
+        return None
+    spec = tuple(sharding.spec) + (None,) * (len(shape) - len(sharding.spec))
+    return jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec(*spec))
+
+
 @functools.lru_cache(maxsize=64)
 def _rotator(layout: str, rotary_dim: int, working: str) -> Any:
     """:meth:`Namespace.rotate_pairs` under ``jax.jit`` for one configuration."""
@@ -159,7 +173,11 @@ class JaxNamespace(Namespace):
         devices = getattr(x, "devices", None)
         if devices is None or isinstance(x, jax.core.Tracer):
             return None
-        return tuple(sorted(str(device) for device in devices()))
+        key = tuple(sorted(str(device) for device in devices()))
+        sharding = getattr(x, "sharding", None)
+        if len(key) > 1 and isinstance(sharding, jax.sharding.NamedSharding):
+            return (key, sharding)  # tables placed like x differ by its sharding too
+        return key
 
     def from_host(self, table: np.ndarray, like: Any = None) -> Any:
         if table.dtype == np.float64 and not _config.jax_enable_x64:
@@ -168,6 +186,9 @@ class JaxNamespace(Namespace):
             devices = like.devices()
             if len(devices) == 1:
                 return jax.device_put(table, next(iter(devices)))
+            sharding = _extended_sharding(like, table.shape)
+            if sharding is not None:  # rows of sharded positions: sharded like them
+                return jax.device_put(table, sharding)
         if self.is_tracing():
             return jnp.asarray(table)
         return jax.device_put(table)

@@ -1,5 +1,8 @@
 """Sequence-sharded encoding: each device encodes its slice with no communication.
 
+Under ``jax.jit`` (no collective in the HLO) and eagerly (the table keeps the positions'
+sharding).
+
 Runs in a subprocess with 8 host CPU devices (XLA_FLAGS must be set before JAX starts).
 """
 
@@ -43,6 +46,20 @@ SCRIPT = textwrap.dedent(
     for shard in out.addressable_shards:
         rows = shard.index[0]
         assert_close(shard.data, single[rows], **checks)
+    # eagerly too: host-read positions give a table sharded like them, rows on their devices
+    eager = pe_core.encode(positions, d)
+    assert eager.sharding.is_equivalent_to(expected_sharding, 2), eager.sharding
+    assert_close(eager, single, **checks)
+    for shard in eager.addressable_shards:
+        assert_close(shard.data, single[shard.index[0]], **checks)
+    replicated = jax.device_put(positions, NamedSharding(mesh, P()))  # same values: no stale cache
+    assert pe_core.encode(replicated, d).sharding.is_equivalent_to(NamedSharding(mesh, P()), 2)
+    mesh2 = Mesh(np.array(jax.devices()).reshape(2, 4), ("data", "seq"))
+    grid = np.arange(2 * 64).reshape(2, 64) + offset
+    batch = jax.device_put(jnp.asarray(grid, dtype=jnp.int32), NamedSharding(mesh2, P("data", "seq")))
+    eager2 = pe_core.encode(batch, d)
+    assert eager2.sharding.is_equivalent_to(NamedSharding(mesh2, P("data", "seq", None)), 3)
+    assert_close(eager2, pe_core.encode(grid, d, dtype="float64"), **checks)
     print("OK", len(out.addressable_shards))
     """
 )

@@ -14,7 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from pe_core_backends import FLOAT_DTYPES, Namespace, backend_of, canonical_backend, get_namespace
+from pe_core_backends import (
+    FLOAT_DTYPES,
+    Namespace,
+    backend_of,
+    canonical_backend,
+    check_foreign,
+    get_namespace,
+)
 
 _LOW_PRECISION = ("float16", "bfloat16")
 
@@ -27,12 +34,15 @@ _UNSET: Any = object()
 
 
 def choose_backend(
-    obj: Any, backend: str | None, *, source: str | None = _UNSET
+    obj: Any, backend: str | None, *, source: str | None = _UNSET, what: str = "input"
 ) -> tuple[Namespace, str | None]:
     """The namespace to compute in, and the backend ``obj`` already lives on
-    (``source``, if the caller has looked it up already)."""
+    (``source``, if the caller has looked it up already); ``what`` names ``obj`` in the
+    error for a lazy or foreign array (:func:`pe_core_backends.check_foreign`)."""
     if source is _UNSET:
         source = backend_of(obj)
+    if source is None and obj is not None:  # refuse lazy and foreign arrays, naming them
+        check_foreign(obj, backend, what=what)
     name = canonical_backend(backend) if backend is not None else (source or "numpy")
     return get_namespace(name), source
 
@@ -54,6 +64,7 @@ def as_positions(obj: Any, xp: Namespace, source: str | None, *, what: str = "po
                 raise TypeError(
                     f"{what} must be integers or floats, not booleans. Received: {obj!r}"
                 )
+            check_foreign(obj, xp.name, what=what)  # never compute a lazy array
             try:
                 array = np.asarray(obj)
             except (ValueError, OverflowError) as exc:

@@ -55,6 +55,7 @@ from pe_core.nd import grid
 from pe_core.spec import Spec
 from pe_core.timestep import timestep_embedding
 from pe_core.typing import RopeConfig, RopeLayout, SectionLayout, SinCosOrder
+from pe_core_backends import any_dtensor, map_shards
 
 __all__ = [
     "AlibiBias",
@@ -233,7 +234,25 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         check_sequence_input(tuple(x.shape))
         self.check_input_features(x.shape[-1])
         _check_floating(x)
+        if any_dtensor(x):  # each rank adds the rows and features of its own shard
+            return map_shards(lambda local, ranges: self._add_local(local, offset, ranges), x)
         return x + self.encoding(x.shape[-2], offset, device=x.device, dtype=x.dtype, like=x)
+
+    def _add_local(
+        self, local: torch.Tensor, offset: Offset, ranges: tuple[tuple[int, int], ...]
+    ) -> torch.Tensor:
+        """A DTensor's local shard plus its encoding: ``ranges`` are the shard's global
+        ``(start, length)`` per axis (sequence rows from ``offset + start``)."""
+        offset = _check_offset(offset)
+        start = ranges[-2][0]
+        if isinstance(offset, torch.Tensor) and offset.ndim == 1 and offset.shape[0] != 1:
+            offset = offset[ranges[0][0] : ranges[0][0] + ranges[0][1]]  # per example
+        offset = offset + start
+        table = self.encoding(
+            local.shape[-2], offset, device=local.device, dtype=local.dtype, like=local
+        )
+        features = ranges[-1]
+        return local + table[..., features[0] : features[0] + features[1]]
 
     def encoding(
         self,
