@@ -298,13 +298,13 @@ def _as_relative(obj: Any, xp: Any, source: str | None, what: str) -> tuple[Any,
         if array.size == 0:
             array = array.astype(np.int64)
         if array.dtype.kind not in "iu":
-            hint = ""
-            if array.dtype.kind in "fO" and isinstance(obj, (list, tuple)):
-                hint = (
-                    " (Python ints beyond [-2**63, 2**64), or a mix of negative ints and "
-                    "ints >= 2**63, which no NumPy integer dtype holds)"
+            if array.dtype.kind in "fO" and _all_python_ints(obj):
+                raise ValueError(
+                    f"{what} must be integers of one NumPy dtype, int64 or uint64: "
+                    "in [-2**63, 2**63) or in [0, 2**64). Received Python ints from "
+                    f"{min(_flat_ints(obj))} to {max(_flat_ints(obj))}"
                 )
-            raise TypeError(f"{what} must be integers{hint}. Received dtype: {array.dtype}")
+            raise TypeError(f"{what} must be integers. Received dtype: {array.dtype}")
         source, obj = "numpy", array
     if source != xp.name:
         values = get_namespace(source).concrete(obj)
@@ -328,6 +328,19 @@ def _as_relative(obj: Any, xp: Any, source: str | None, what: str) -> tuple[Any,
         wrapped = xp.astype(obj, signed)  # two's complement: values >= 2**(W-1) wrap
         return wrapped, xp.astype(wrapped < 0, signed)
     return xp.astype(obj, xp.dtype(wide)), None
+
+
+def _flat_ints(obj: Any) -> list[Any]:
+    if isinstance(obj, (list, tuple)):
+        return [v for item in obj for v in _flat_ints(item)]
+    return [obj]
+
+
+def _all_python_ints(obj: Any) -> bool:
+    items = _flat_ints(obj)
+    return bool(items) and all(
+        isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in items
+    )
 
 
 def _fit_int(values: np.ndarray, xp: Any, what: str) -> np.ndarray:
