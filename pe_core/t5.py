@@ -271,7 +271,8 @@ def _kernel(
         small = both(small, at_most(max_exact - 1))  # and r < max_exact
         value = xp.where(rel < 0, -rel, rel)  # |r| where r is small (no carry there)
     else:
-        value = xp.where(rel < 0, -rel, xp.zeros_like(rel))  # max(-r, 0) where small
+        # max(-r, 0) where small (r > 0 may carry: its value is not read)
+        value = select(at_most(-1), -rel, 0)
     bucket = as_array(select(small, value, large))
     if bidirectional:
         bucket = bucket + as_array(count([at_least(1)])) * n
@@ -350,6 +351,8 @@ def _fit_int(values: np.ndarray, xp: Any, what: str) -> np.ndarray:
         if values.dtype == np.uint64 and values.size and int(values.max()) >= 2**63:
             return values
         return values.astype(np.int64, copy=False)
+    if values.dtype == np.uint32:
+        return values  # held as it is; wrapped with a carry on the backend
     info = np.iinfo(np.int32)
     if values.size and not (info.min <= int(values.min()) and int(values.max()) <= info.max):
         raise ValueError(
@@ -546,7 +549,8 @@ def _diagonal_buckets(
     wide = "int64" if xp.supports("int64") else "int32"
     diagonals = xp.arange(q_len + k_len - 1, xp.dtype(wide), like=anchor) - (q_len - 1)
     if isinstance(offset, numbers.Integral):
-        relative, carry = _relative_for_int_offset(xp, diagonals, int(offset), q_len, k_len)
+        reach = max(thresholds, default=max_exact)
+        relative, carry = _relative_for_int_offset(xp, diagonals, int(offset), q_len, k_len, reach)
     else:
         relative, carry = _relative_for_array_offset(xp, diagonals, offset, offset_source, wide)
     buckets = _kernel(xp, relative, n, max_exact, thresholds, bool(bidirectional), carry)
@@ -574,15 +578,34 @@ def _result_namespace(
 
 
 def _relative_for_int_offset(
-    xp: Any, diagonals: Any, offset: int, q_len: int, k_len: int
+    xp: Any,
+    diagonals: Any,
+    offset: int,
+    q_len: int,
+    k_len: int,
+    reach: int,
 ) -> tuple[Any, Any]:
     """``key - query`` per diagonal for one integer offset, and its carry (``None``
-    where every difference stays in the signed range of ``diagonals``)."""
+    where every difference stays in the signed range of ``diagonals``).
+
+    ``reach`` is the largest threshold (or ``max_exact``): every distance from it on
+    shares one bucket per side, so an offset whose differences all lie beyond it is
+    replaced by the nearest one that puts them there too (same buckets, small carry).
+    """
     if abs(offset) > MAX_OFFSET:
         raise ValueError(f"offset must be an integer in [-2**64, 2**64]. Received: {offset!r}")
+    if k_len - 1 - offset <= -reach:  # every key far before its query
+        offset = k_len - 1 + reach
+    elif 1 - q_len - offset >= reach:  # every key far after its query
+        offset = 1 - q_len - reach
     info = np.iinfo(xp.dtype_of(diagonals))
     span = 1 << info.bits
     o_carry = (offset - int(info.min)) // span
+    if not info.min <= o_carry <= info.max:
+        raise ValueError(
+            f"offset {offset} with thresholds up to {reach} needs more than {info.bits}-bit "
+            f"integers on backend {xp.name!r} (enable jax_enable_x64 for int64)."
+        )
     low = offset - o_carry * span  # offset = low + o_carry * 2**W, low in range
     relative = diagonals - low
     if o_carry == 0 and info.min <= 1 - q_len - low and k_len - 1 - low <= info.max:
