@@ -219,6 +219,11 @@ def _kernel(
     dtype = xp.dtype(name)
     info = np.iinfo(name)
     span = 1 << info.bits
+    if carry is None and -int(info.min) not in thresholds:
+        # the common case: -2**(W-1) shares the bucket of -2**(W-1) + 1 (no threshold
+        # lies between their distances), whose absolute value does not wrap
+        rel = xp.where(rel == int(info.min), rel + 1, rel)
+        return _signed_kernel(xp, rel, n, max_exact, thresholds, bidirectional, dtype)
 
     def split(c: int) -> tuple[int, int]:
         """``c = low + c_carry * 2**W`` with ``low`` in the signed range."""
@@ -276,6 +281,31 @@ def _kernel(
     bucket = as_array(select(small, value, large))
     if bidirectional:
         bucket = bucket + as_array(count([at_least(1)])) * n
+    return bucket
+
+
+def _signed_kernel(
+    xp: Any,
+    rel: Any,
+    n: int,
+    max_exact: int,
+    thresholds: tuple[int, ...],
+    bidirectional: bool,
+    dtype: Any,
+) -> Any:
+    """:func:`_kernel` for ``rel`` above the dtype's minimum: ``|rel|`` does not wrap."""
+    if bidirectional:
+        distance = xp.abs(rel)
+    else:
+        distance = xp.where(rel < 0, -rel, xp.zeros_like(rel))
+    large = xp.zeros_like(distance) + max_exact
+    limit = np.iinfo(xp.dtype_of(rel)).max
+    for t in thresholds:
+        if t <= limit:
+            large = large + xp.astype(distance >= t, dtype)
+    bucket = xp.where(distance < max_exact, distance, large)
+    if bidirectional:
+        bucket = bucket + xp.astype(rel > 0, dtype) * n
     return bucket
 
 

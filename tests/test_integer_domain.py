@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from reference import t5_bucket_reference
 
 import pe_core
-from pe_core import position_ids
+from pe_core import position_ids, t5
 from pe_core_backends import get_namespace
 
 D = 4
@@ -294,3 +294,12 @@ def test_t5_bias_offsets_beyond_int64_index_the_last_buckets() -> None:
         buckets = np.array(_matrix_reference(2, 3, offset, True))
         got = pe_core.t5_relative_bias(2, 3, table, offset=offset)
         np.testing.assert_array_equal(got[0], np.moveaxis(table[buckets], -1, 0))
+
+
+def test_a_threshold_at_the_distance_of_the_minimum_counts_for_it_alone() -> None:
+    # |-2**31| = 2**31 reaches a threshold of 2**31 that -2**31 + 1 does not: the
+    # kernel then compares without clamping the minimum (thresholds chosen by hand)
+    rel = np.array([-(2**31), -(2**31) + 1, 2**31 - 1], dtype=np.int32)
+    numpy = get_namespace("numpy")
+    got = t5._kernel(numpy, rel, 16, 8, (2**30, 2**31), True)
+    assert got.tolist() == [8 + 2, 8 + 1, 16 + 8 + 1]
