@@ -23,7 +23,7 @@ from reference import t5_bucket_reference
 
 import pe_core
 from pe_core import position_ids, t5
-from pe_core_backends import get_namespace
+from pe_core_backends import force_device_path, get_namespace
 
 D = 4
 SPEC = pe_core.Spec(layout="interleaved")
@@ -303,3 +303,17 @@ def test_a_threshold_at_the_distance_of_the_minimum_counts_for_it_alone() -> Non
     numpy = get_namespace("numpy")
     got = t5._kernel(numpy, rel, 16, 8, (2**30, 2**31), True)
     assert got.tolist() == [8 + 2, 8 + 1, 16 + 8 + 1]
+
+
+def test_offsets_and_shifts_beyond_int64_are_exact(backend: str) -> None:
+    big = SPEC.replace(offset=2**63 - 1)
+    _close(pe_core.encode(range(3), D, spec=big, backend=backend), [2**63 - 1, 2**63, 2**63 + 1])
+    shifted = pe_core.shift(pe_core.encode([0], D, spec=SPEC, backend=backend), 2**64 - 1, SPEC)
+    _close(shifted, [2**64 - 1])
+
+
+def test_device_positions_with_an_offset_beyond_2_64_are_exact() -> None:
+    torch = pytest.importorskip("torch")
+    with force_device_path():
+        got = pe_core.encode(torch.arange(3), D, spec=SPEC.replace(offset=2**70))
+    _close(got, [2**70, 2**70 + 1, 2**70 + 2])
