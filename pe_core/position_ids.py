@@ -231,9 +231,10 @@ def _check_fits(xp: Namespace, wide: str, what: str, *values: int) -> None:
     info = np.iinfo(wide)
     for value in values:
         if not info.min <= value <= info.max:
+            hint = " (enable jax_enable_x64 for int64)" if wide == "int32" else ""
             raise ValueError(
                 f"{what} reaches {value}, which does not fit in {wide}, the output dtype of "
-                f"backend {xp.name!r} (enable jax_enable_x64 for int64)."
+                f"backend {xp.name!r}{hint}."
             )
 
 
@@ -483,8 +484,7 @@ def from_input_ids(
     if type(past) is not int or past < 0:
         past = positive_int(past_length, "past_length", minimum=0)
     shape = _rank(ids, "input_ids", 1, "(..., seq)")
-    if wide == "int32":
-        _check_fits(xp, wide, "the largest position id", pad, pad + past + int(shape[-1] or 0))
+    _check_fits(xp, wide, "the largest position id", pad, pad + past + int(shape[-1] or 0))
     keep = ids != pad
     return xp.fill_where(xp.cumsum(keep, -1, dtype) + (pad + past), ~keep, pad)
 

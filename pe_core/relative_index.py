@@ -639,6 +639,12 @@ def clipped_relative_position(
     shift = left if offset is None else positive_int(offset, "offset", minimum=0)
     if not isinstance(query_minus_key, (bool, np.bool_)):
         raise TypeError(f"query_minus_key must be True or False. Received: {query_minus_key!r}")
+    largest = shift + min(right, (q_len if query_minus_key else k_len) - 1)
+    if largest >= 2**63:
+        raise ValueError(
+            f"the largest index offset + min(max_right, distance) = {largest} does not fit "
+            f"in int64. Received: offset={shift}, max_right={right}"
+        )
     xp = _int_namespace(backend, like)
     _check_size(q_len * k_len, "clipped_relative_position")
     args = (q_len, k_len, left, right, shift, bool(query_minus_key))

@@ -129,6 +129,14 @@ def _exact_reaches(a: int, k: int, n: int, max_exact: int, max_distance: int) ->
     return a**m * max_exact**k >= max_distance**k * max_exact**m
 
 
+#: Thresholds are searched up to this distance: beyond every distance of the domain
+#: (relative positions of any int64/uint64 array, offsets with ``|offset| <= 2**64``).
+_SEARCHED = 2**66
+
+#: ``|offset|`` of an integer offset may be at most this (see :func:`t5_bucket_matrix`).
+MAX_OFFSET = 2**64
+
+
 @functools.lru_cache(maxsize=64)
 def bucket_thresholds(
     num_buckets: int, max_distance: int, arithmetic: Arithmetic = "float32"
@@ -154,6 +162,8 @@ def bucket_thresholds(
     tuple of int
         ``t_1 < t_2 < ...``: a distance ``a >= max_exact`` falls in bucket
         ``max_exact + #{k : a >= t_k}``, which never exceeds ``num_buckets - 1``.
+        Thresholds beyond ``2**66`` (reached by no distance pe_core accepts) are left
+        out.
 
     Examples
     --------
@@ -172,16 +182,16 @@ def bucket_thresholds(
             return _float32_steps(a, num_buckets, max_exact, max_distance) >= k
 
         estimate = max_exact * ratio ** (k / steps)
-        lo = max(max_exact, min(math.floor(estimate * (1 - 1e-6)) - 2, 2**62))
+        lo = max(max_exact, min(math.floor(estimate * (1 - 1e-6)) - 2, _SEARCHED // 2))
         if reaches(lo):
             lo = max_exact  # never in practice; the search below stays correct
-        hi = max(lo + 1, min(math.ceil(estimate * (1 + 1e-6)) + 2, 2**62))
+        hi = max(lo + 1, min(math.ceil(estimate * (1 + 1e-6)) + 2, _SEARCHED // 2))
         while not reaches(hi):
             lo, hi = hi, 2 * hi
-            if hi > 2**63:
+            if hi > _SEARCHED:
                 break
-        if hi > 2**63:
-            break  # unreachable by any 64-bit distance: neither are the next ones
+        if hi > _SEARCHED:
+            break  # unreachable by any distance of the domain: neither are the next ones
         while hi - lo > 1:  # reaches(hi) and not reaches(lo)
             mid = (lo + hi) // 2
             if reaches(mid):
@@ -201,10 +211,101 @@ def _thresholds(num_buckets: int, max_distance: int, arithmetic: str) -> tuple[i
 
 
 def _kernel(
-    xp: Any, rel: Any, n: int, max_exact: int, thresholds: tuple[int, ...], bidirectional: bool
+    xp: Any,
+    rel: Any,
+    n: int,
+    max_exact: int,
+    thresholds: tuple[int, ...],
+    bidirectional: bool,
+    carry: Any = None,
 ) -> Any:
-    """Buckets of the integer array ``rel`` on namespace ``xp``: comparisons only."""
-    dtype = xp.dtype(xp.dtype_of(rel))
+    """Buckets of the integer array ``rel`` on namespace ``xp``: comparisons only.
+
+    ``rel`` is int32 or int64 (``W`` bits). With ``carry`` (an array of -1, 0, 1 of the
+    same dtype) the relative position is ``rel + carry * 2**W``: uint64 values, and
+    differences that left the signed range. Nothing is negated or subtracted here, so
+    no value wraps: every threshold is a comparison with a constant found on the host
+    (``-2**63`` included, whose absolute value int64 cannot hold).
+    """
+    name = xp.dtype_of(rel)
+    dtype = xp.dtype(name)
+    info = np.iinfo(name)
+    span = 1 << info.bits
+    if carry is None and -int(info.min) not in thresholds:
+        # the common case: -2**(W-1) shares the bucket of -2**(W-1) + 1 (no threshold
+        # lies between their distances), whose absolute value does not wrap
+        rel = xp.where(rel == int(info.min), rel + 1, rel)
+        return _signed_kernel(xp, rel, n, max_exact, thresholds, bidirectional, dtype)
+
+    def split(c: int) -> tuple[int, int]:
+        """``c = low + c_carry * 2**W`` with ``low`` in the signed range."""
+        c_carry = (c - int(info.min)) // span
+        return c_carry, c - c_carry * span
+
+    def at_least(c: int) -> Any:
+        """``true rel >= c``: a bool array, or a Python bool where it is known."""
+        c_carry, low = split(c)
+        if carry is None:
+            return c_carry < 0 or (c_carry == 0 and rel >= low)
+        return xp.where(carry == c_carry, rel >= low, carry > c_carry)
+
+    def at_most(c: int) -> Any:
+        """``true rel <= c``: a bool array, or a Python bool where it is known."""
+        c_carry, low = split(c)
+        if carry is None:
+            return c_carry > 0 or (c_carry == 0 and rel <= low)
+        return xp.where(carry == c_carry, rel <= low, carry < c_carry)
+
+    def as_array(value: Any) -> Any:
+        if isinstance(value, (bool, int)):
+            return xp.zeros_like(rel) + int(value)
+        return value
+
+    def count(flags: list[Any]) -> Any:
+        total: Any = sum(1 for f in flags if f is True)
+        for f in flags:
+            if not isinstance(f, bool):
+                total = total + xp.astype(f, dtype)
+        return total
+
+    def select(flag: Any, x: Any, y: Any) -> Any:
+        if isinstance(flag, bool):
+            return x if flag else y
+        return xp.where(flag, as_array(x), as_array(y))
+
+    def both(a: Any, b: Any) -> Any:
+        if isinstance(a, bool):
+            return b if a else False
+        if isinstance(b, bool):
+            return a if b else False
+        return xp.where(a, b, a)
+
+    # thresholds reached: r <= -t (keys before the query), r >= t (keys after it)
+    large = max_exact + count([at_most(-t) for t in thresholds])
+    small = at_least(1 - max_exact)  # r > -max_exact
+    if bidirectional:
+        large = large + count([at_least(t) for t in thresholds])
+        small = both(small, at_most(max_exact - 1))  # and r < max_exact
+        value = xp.where(rel < 0, -rel, rel)  # |r| where r is small (no carry there)
+    else:
+        # max(-r, 0) where small (r > 0 may carry: its value is not read)
+        value = select(at_most(-1), -rel, 0)
+    bucket = as_array(select(small, value, large))
+    if bidirectional:
+        bucket = bucket + as_array(count([at_least(1)])) * n
+    return bucket
+
+
+def _signed_kernel(
+    xp: Any,
+    rel: Any,
+    n: int,
+    max_exact: int,
+    thresholds: tuple[int, ...],
+    bidirectional: bool,
+    dtype: Any,
+) -> Any:
+    """:func:`_kernel` for ``rel`` above the dtype's minimum: ``|rel|`` does not wrap."""
     if bidirectional:
         distance = xp.abs(rel)
     else:
@@ -220,17 +321,34 @@ def _kernel(
     return bucket
 
 
-def _as_relative(obj: Any, xp: Any, source: str | None, what: str) -> Any:
-    """``obj`` as an integer array of namespace ``xp`` (int64, int32 on JAX without x64)."""
+def _as_relative(obj: Any, xp: Any, source: str | None, what: str) -> tuple[Any, Any]:
+    """``obj`` as a signed integer array of namespace ``xp`` (int64, int32 on JAX without
+    x64) and its carry (see :func:`_kernel`): ``None``, or where unsigned values beyond
+    the signed range wrapped, the array of 1s and 0s that restores them."""
     if source is None:
         if isinstance(obj, (bool, np.bool_)):
             raise TypeError(f"{what} must be integers. Received: {obj!r}")
-        array = np.asarray(obj)
+        if isinstance(obj, numbers.Integral) and not -(2**63) <= int(obj) < 2**64:
+            raise ValueError(
+                f"{what} must be integers in [-2**63, 2**64) (int64 or uint64). Received: {obj!r}"
+            )
+        try:
+            array = np.asarray(obj)
+        except OverflowError as exc:
+            raise ValueError(
+                f"{what} must be integers in [-2**63, 2**64) (int64 or uint64). Received: {obj!r}"
+            ) from exc
         if array.size == 0:
             array = array.astype(np.int64)
         if array.dtype.kind not in "iu":
+            if array.dtype.kind in "fO" and _all_python_ints(obj):
+                raise ValueError(
+                    f"{what} must be integers of one NumPy dtype, int64 or uint64: "
+                    "in [-2**63, 2**63) or in [0, 2**64). Received Python ints from "
+                    f"{min(_flat_ints(obj))} to {max(_flat_ints(obj))}"
+                )
             raise TypeError(f"{what} must be integers. Received dtype: {array.dtype}")
-        source, obj = "numpy", array.astype(np.int64, copy=False)
+        source, obj = "numpy", array
     if source != xp.name:
         values = get_namespace(source).concrete(obj)
         if values is None:
@@ -245,19 +363,40 @@ def _as_relative(obj: Any, xp: Any, source: str | None, what: str) -> Any:
     name = xp.dtype_of(obj)
     if xp.kind(name) != "int":
         raise TypeError(f"{what} must be integers. Received dtype: {name}")
-    if name not in ("int32", "int64"):
-        wide = "int64" if xp.supports("int64") else "int32"
-        obj = xp.astype(obj, xp.dtype(wide))
-    return obj
+    wide = "int64" if xp.supports("int64") else "int32"
+    if name in ("int32", "int64"):
+        return obj, None
+    if name == "uint64" or (name == "uint32" and wide == "int32"):
+        signed = xp.dtype("int64" if name == "uint64" else "int32")
+        wrapped = xp.astype(obj, signed)  # two's complement: values >= 2**(W-1) wrap
+        return wrapped, xp.astype(wrapped < 0, signed)
+    return xp.astype(obj, xp.dtype(wide)), None
+
+
+def _flat_ints(obj: Any) -> list[Any]:
+    if isinstance(obj, (list, tuple)):
+        return [v for item in obj for v in _flat_ints(item)]
+    return [obj]
+
+
+def _all_python_ints(obj: Any) -> bool:
+    items = _flat_ints(obj)
+    return bool(items) and all(
+        isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in items
+    )
 
 
 def _fit_int(values: np.ndarray, xp: Any, what: str) -> np.ndarray:
-    """Host integers as int64, or int32 where ``xp`` has no int64 (JAX without x64)."""
-    values = values.astype(np.int64, copy=False)
+    """Host integers for ``xp``: int64 (uint64 kept where values reach ``2**63``), or
+    int32 where ``xp`` has no int64 (JAX without x64)."""
     if xp.supports("int64"):
-        return values
+        if values.dtype == np.uint64 and values.size and int(values.max()) >= 2**63:
+            return values
+        return values.astype(np.int64, copy=False)
+    if values.dtype == np.uint32:
+        return values  # held as it is; wrapped with a carry on the backend
     info = np.iinfo(np.int32)
-    if values.size and not (info.min <= values.min() and values.max() <= info.max):
+    if values.size and not (info.min <= int(values.min()) and int(values.max()) <= info.max):
         raise ValueError(
             f"{what} do not fit in int32, the widest integer of backend {xp.name!r} now "
             f"(enable jax_enable_x64 for int64). Received values from {values.min()} to "
@@ -425,21 +564,32 @@ def t5_relative_bucket(
     source = backend_of(relative_position)
     name = canonical_backend(backend) if backend is not None else (source or "numpy")
     xp = get_namespace(name)
-    rel = _as_relative(relative_position, xp, source, "relative_position")
+    rel, carry = _as_relative(relative_position, xp, source, "relative_position")
     # Host work, embedded as constants by tracing compilers (torch.compile).
     thresholds = xp.host_constant(_thresholds, n, int(max_distance), arithmetic)
     if xp.compile_eager_kernels and not xp.is_tracing() and not xp.is_traced(rel):
         # eager JAX: one compiled program, not one compilation per operation
-        program = _compiled_kernel(xp.name, n, max_exact, thresholds, bool(bidirectional))
-        return program(rel)
-    return _kernel(xp, rel, n, max_exact, thresholds, bool(bidirectional))
+        program = _compiled_kernel(
+            xp.name, n, max_exact, thresholds, bool(bidirectional), carry is not None
+        )
+        return program(rel) if carry is None else program(rel, carry)
+    return _kernel(xp, rel, n, max_exact, thresholds, bool(bidirectional), carry)
 
 
 @functools.lru_cache(maxsize=32)
 def _compiled_kernel(
-    backend: str, n: int, max_exact: int, thresholds: tuple[int, ...], bidirectional: bool
+    backend: str,
+    n: int,
+    max_exact: int,
+    thresholds: tuple[int, ...],
+    bidirectional: bool,
+    with_carry: bool,
 ) -> Any:
     xp = get_namespace(backend)
+    if with_carry:
+        return xp.compile(
+            lambda rel, carry: _kernel(xp, rel, n, max_exact, thresholds, bidirectional, carry)
+        )
     return xp.compile(lambda rel: _kernel(xp, rel, n, max_exact, thresholds, bidirectional))
 
 
@@ -612,10 +762,11 @@ def _diagonal_buckets(
     wide = "int64" if xp.supports("int64") else "int32"
     diagonals = xp.arange(q_len + k_len - 1, xp.dtype(wide), like=anchor) - (q_len - 1)
     if isinstance(offset, numbers.Integral):
-        relative = _relative_for_int_offset(xp, diagonals, int(offset), wide, q_len, k_len)
+        reach = max(thresholds, default=max_exact)
+        relative, carry = _relative_for_int_offset(xp, diagonals, int(offset), q_len, k_len, reach)
     else:
-        relative = _relative_for_array_offset(xp, diagonals, offset, offset_source, wide)
-    buckets = _kernel(xp, relative, n, max_exact, thresholds, bool(bidirectional))
+        relative, carry = _relative_for_array_offset(xp, diagonals, offset, offset_source, wide)
+    buckets = _kernel(xp, relative, n, max_exact, thresholds, bool(bidirectional), carry)
     return xp, buckets, (q_len, k_len, anchor)
 
 
@@ -640,22 +791,58 @@ def _result_namespace(
 
 
 def _relative_for_int_offset(
-    xp: Any, diagonals: Any, offset: int, wide: str, q_len: int, k_len: int
-) -> Any:
-    """``key - query`` per diagonal for one integer offset (checked to fit ``wide``)."""
-    if wide == "int32":
-        _fit_int(np.array([offset + q_len - 1, offset - k_len]), xp, "offset")
-    return diagonals - offset
+    xp: Any,
+    diagonals: Any,
+    offset: int,
+    q_len: int,
+    k_len: int,
+    reach: int,
+) -> tuple[Any, Any]:
+    """``key - query`` per diagonal for one integer offset, and its carry (``None``
+    where every difference stays in the signed range of ``diagonals``).
+
+    ``reach`` is the largest threshold (or ``max_exact``): every distance from it on
+    shares one bucket per side, so an offset whose differences all lie beyond it is
+    replaced by the nearest one that puts them there too (same buckets, small carry).
+    """
+    if abs(offset) > MAX_OFFSET:
+        raise ValueError(f"offset must be an integer in [-2**64, 2**64]. Received: {offset!r}")
+    if k_len - 1 - offset <= -reach:  # every key far before its query
+        offset = k_len - 1 + reach
+    elif 1 - q_len - offset >= reach:  # every key far after its query
+        offset = 1 - q_len - reach
+    info = np.iinfo(xp.dtype_of(diagonals))
+    span = 1 << info.bits
+    o_carry = (offset - int(info.min)) // span
+    if not info.min <= o_carry <= info.max:
+        raise ValueError(
+            f"offset {offset} with thresholds up to {reach} needs more than {info.bits}-bit "
+            f"integers on backend {xp.name!r} (enable jax_enable_x64 for int64)."
+        )
+    low = offset - o_carry * span  # offset = low + o_carry * 2**W, low in range
+    relative = diagonals - low
+    if o_carry == 0 and info.min <= 1 - q_len - low and k_len - 1 - low <= info.max:
+        return relative, None
+    # the subtraction wrapped where the result moved the wrong way
+    if low > 0:
+        wrapped = -xp.astype(relative > diagonals, relative.dtype)
+    elif low < 0:
+        wrapped = xp.astype(relative < diagonals, relative.dtype)
+    else:
+        wrapped = xp.zeros_like(relative)
+    return relative, wrapped - o_carry
 
 
 def _relative_for_array_offset(
     xp: Any, diagonals: Any, offset: Any, source: str | None, wide: str
-) -> Any:
+) -> tuple[Any, Any]:
     """``key - query`` per diagonal for an array offset: a scalar, or one per example
-    (``(batch,)`` -> ``(batch, q + k - 1)``)."""
-    shift = _as_relative(offset, xp, source, "offset")
+    (``(batch,)`` -> ``(batch, q + k - 1)``), and its carry."""
+    shift, shift_carry = _as_relative(offset, xp, source, "offset")
     if xp.dtype_of(shift) != wide:
         shift = xp.astype(shift, xp.dtype(wide))
+        if shift_carry is not None:
+            shift_carry = xp.astype(shift_carry, xp.dtype(wide))
     rank = len(shift.shape)
     if rank > 1:
         raise ValueError(
@@ -663,8 +850,19 @@ def _relative_for_array_offset(
             f"Received: offset of shape {tuple(shift.shape)}"
         )
     if rank == 1:
-        return xp.expand_dims(diagonals, 0) - xp.reshape(shift, (-1, 1))
-    return diagonals - shift
+        diagonals = xp.expand_dims(diagonals, 0)
+        shift = xp.reshape(shift, (-1, 1))
+        if shift_carry is not None:
+            shift_carry = xp.reshape(shift_carry, (-1, 1))
+    relative = diagonals - shift  # wraps where the difference leaves the signed range
+    dtype = xp.dtype(wide)
+    wrapped = xp.where(
+        shift < 0,
+        xp.astype(relative < diagonals, dtype),
+        -xp.astype(relative > diagonals, dtype),
+    )
+    carry = wrapped if shift_carry is None else wrapped - shift_carry
+    return relative, carry
 
 
 def _expand_diagonals(xp: Any, values: Any, geometry: tuple[int, int, Any]) -> Any:
@@ -840,7 +1038,11 @@ def t5_relative_bias(
     if len(shape) != 2:
         raise ValueError(f"table must have shape (num_buckets, n_heads). Received: shape {shape}")
     xp = get_namespace(source)
-    if xp.compile_eager_kernels and not _tracing(xp, table, offset):
+    if (
+        xp.compile_eager_kernels
+        and not _tracing(xp, table, offset)
+        and not (isinstance(offset, numbers.Integral) and not _fits_wide(int(offset), xp))
+    ):
         # Eager JAX: one compiled program per shape and configuration (the offset is
         # an argument: decode steps reuse it), not one compilation per operation.
         _length(query_length, "query_length")
@@ -876,6 +1078,12 @@ def t5_relative_bias(
     per_diagonal = xp.matrix_transpose(xp.take(table, buckets, axis=0))
     bias = _expand_diagonals(xp, per_diagonal, geometry)
     return bias[None] if len(bias.shape) == 3 else bias
+
+
+def _fits_wide(value: int, xp: Any) -> bool:
+    """Whether ``value`` is an int64 (int32 on JAX without x64)."""
+    bits = 64 if xp.supports("int64") else 32
+    return -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
 
 
 def _tracing(xp: Any, *arrays: Any) -> bool:

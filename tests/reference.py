@@ -84,3 +84,42 @@ def hf_t5_compute_bias(
     with torch.no_grad():
         attention.relative_attention_bias.weight.copy_(torch.as_tensor(table))
         return attention.compute_bias(q_len, k_len, past_seen_tokens=offset).numpy()
+
+
+def _log_float32(x: np.float32) -> np.float32:
+    """A float32 log, correctly rounded (mpmath), as PyTorch's CPU log gives it."""
+    with mpmath.workdps(40):
+        return np.float32(float(mpmath.log(mpmath.mpf(float(x)))))
+
+
+def t5_bucket_reference(
+    r: int, bidirectional: bool, num_buckets: int, max_distance: int, arithmetic: str
+) -> int:
+    """transformers' ``T5Attention._relative_position_bucket`` for one Python int ``r``,
+    line by line (modeling_t5.py); the distance is a Python int, so nothing overflows.
+    ``arithmetic="exact"`` takes the real-number floor of the log instead (in integers:
+    ``floor(log(a/e) / log(m/e) * (n - e)) >= k`` iff ``a**(n-e) * e**k >= m**k * e**(n-e)``).
+    """
+    buckets = 0
+    if bidirectional:
+        num_buckets //= 2
+        buckets += num_buckets if r > 0 else 0
+        a = abs(r)
+    else:
+        a = -min(r, 0)
+    max_exact = num_buckets // 2
+    if a < max_exact:
+        return buckets + a
+    m = num_buckets - max_exact
+    if arithmetic == "float32":
+        f32 = np.float32
+        ratio = f32(f32(a) / f32(max_exact))
+        scaled = f32(_log_float32(ratio) / f32(math.log(max_distance / max_exact)))
+        steps = int(f32(scaled * f32(m)))
+    else:
+        steps = 0
+        while steps < m and a**m * max_exact ** (steps + 1) >= max_distance ** (steps + 1) * (
+            max_exact**m
+        ):
+            steps += 1
+    return buckets + min(max_exact + steps, num_buckets - 1)

@@ -15,7 +15,7 @@ import pytest
 from conftest import assert_close, assert_equal, to_numpy
 from hypothesis import given
 from hypothesis import strategies as st
-from reference import hf_t5_compute_bias
+from reference import hf_t5_compute_bias, t5_bucket_reference
 
 import pe_core
 from pe_core.t5 import bucket_thresholds, t5_bucket_matrix, t5_relative_bias, t5_relative_bucket
@@ -174,11 +174,21 @@ def test_every_backend_gives_transformers_buckets(backend: str, data: st.DataObj
 
 
 def test_traced_buckets_equal_eager_ones(backend: str) -> None:
-    relative = np.arange(-3000, 3000, 7)
-    expected = _hf_bucket(relative, True, 32, 128)
+    # the extremes of the dtype too: transformers' own code overflows there (|-2**63|),
+    # so their buckets come from the Python-int restatement of it
+    wide = "int32" if backend == "jax" else "int64"
+    info = np.iinfo(wide)
+    extremes = [int(info.min), int(info.min) + 1, int(info.max) - 1, int(info.max)]
+    relative = np.concatenate([np.arange(-3000, 3000, 7), np.array(extremes)]).astype(wide)
+    expected = np.concatenate(
+        [
+            _hf_bucket(relative[: -len(extremes)], True, 32, 128),
+            [t5_bucket_reference(v, True, 32, 128, "float32") for v in extremes],
+        ]
+    )
     if backend == "jax":
         jax = pytest.importorskip("jax")
-        got = jax.jit(t5_relative_bucket)(relative.astype(np.int32))
+        got = jax.jit(t5_relative_bucket)(relative)
     elif backend == "torch":
         torch = pytest.importorskip("torch")
         got = torch.compile(t5_relative_bucket, fullgraph=True)(torch.as_tensor(relative))

@@ -55,8 +55,7 @@ def as_positions(obj: Any, xp: Namespace, source: str | None, *, what: str = "po
     """
     if source is None:
         if isinstance(obj, range):
-            check_request_size(len(obj), "float64", what=f"{what} (a range)")
-            array = np.arange(obj.start, obj.stop, obj.step, dtype=np.int64)
+            array = range_array(obj, what)
         else:
             if isinstance(obj, bool) or (
                 isinstance(obj, (list, tuple)) and any(isinstance(v, bool) for v in _flat(obj))
@@ -69,6 +68,7 @@ def as_positions(obj: Any, xp: Namespace, source: str | None, *, what: str = "po
                 array = np.asarray(obj)
             except (ValueError, OverflowError) as exc:
                 raise TypeError(f"{what} must be numbers of one shape. Received: {obj!r}") from exc
+            array = _unsigned_if_exact(obj, array)
             _check_python_integers(obj, array, what)
         source, obj = "numpy", array
     if source != xp.name:
@@ -89,6 +89,58 @@ def as_positions(obj: Any, xp: Namespace, source: str | None, *, what: str = "po
         )
         obj = xp.astype(obj, xp.dtype("float32"))
     return obj
+
+
+def range_array(positions: range, what: str = "positions") -> np.ndarray:
+    """A range's values, exactly: int64, or uint64 where they reach ``2**63``.
+
+    ``start + step * i`` is formed modulo ``2**64`` in uint64 (exact, since every value
+    lies in ``[-2**63, 2**64)``); a range with values outside that domain, or with
+    negative values and values from ``2**63`` on (no NumPy integer dtype holds both),
+    is refused.
+
+    >>> range_array(range(2**63 - 1, 2**63 + 1)).tolist()
+    [9223372036854775807, 9223372036854775808]
+    >>> range_array(range(-2, 1)).dtype
+    dtype('int64')
+    >>> range_array(range(-1, 2**63 + 1, 2**63 + 1))
+    Traceback (most recent call last):
+    ...
+    ValueError: positions (a range) must lie in [-2**63, 2**63) or in [0, 2**64) (int64 or uint64); range(-1, 9223372036854775809, 9223372036854775809) runs from -1 to 9223372036854775808.
+    """
+    n = len(positions)
+    check_request_size(n, "float64", what=f"{what} (a range)")
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    first, last = positions[0], positions[-1]
+    low, high = min(first, last), max(first, last)
+    if low >= -(2**63) and high < 2**63:
+        dtype: Any = np.int64
+    elif low >= 0 and high < 2**64:
+        dtype = np.uint64
+    else:
+        raise ValueError(
+            f"{what} (a range) must lie in [-2**63, 2**63) or in [0, 2**64) (int64 or "
+            f"uint64); {positions!r} runs from {low} to {high}."
+        )
+    steps = np.arange(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        values = np.uint64(positions.start % 2**64) + steps * np.uint64(positions.step % 2**64)
+    return values if dtype is np.uint64 else values.view(np.int64)
+
+
+def _unsigned_if_exact(obj: Any, array: np.ndarray) -> np.ndarray:
+    """A sequence of Python ints in ``[0, 2**64)`` that reaches ``2**63`` as uint64
+    (NumPy would store it as float64, rounded)."""
+    if array.dtype.kind not in "fO" or not isinstance(obj, (list, tuple)):
+        return array
+    items = list(_flat(obj))
+    if items and all(
+        isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in items
+    ):
+        if all(0 <= int(v) < 2**64 for v in items):
+            return np.asarray(obj, dtype=np.uint64)
+    return array
 
 
 def _check_python_integers(obj: Any, array: np.ndarray, what: str) -> None:

@@ -113,6 +113,14 @@ def _positions(offset: Offset, length: int, x_shape: tuple[int, ...]) -> Any:
     return jnp.reshape(offset, shape)[..., None] + jnp.arange(length, dtype=offset.dtype)
 
 
+def _nan_where_wrapped(positions: Any, values: jax.Array) -> jax.Array:
+    """``values`` with NaN rows where ``offset + arange`` wrapped past the largest integer
+    of its dtype (a traced offset near ``2**31``, or ``2**63`` with x64): those positions
+    are not the ones asked for, and the documented answer for them is NaN."""
+    wrapped = positions < positions[..., :1]  # the steps are >= 0: a wrap makes them fall
+    return jnp.where(wrapped[..., None], jnp.nan, values)
+
+
 def _sinusoidal(config: SinusoidalEncodingConfig, x: Any, offset: object) -> jax.Array:
     """``x + encoding`` for ``x`` of shape ``(..., seq, d_model)`` at positions from ``offset``."""
     x = jnp.asarray(x)
@@ -128,7 +136,8 @@ def _sinusoidal(config: SinusoidalEncodingConfig, x: Any, offset: object) -> jax
         if rows is not None and x.dtype != jnp.float64:
             return x + jnp.asarray(rows, dtype=x.dtype)
         return x + config._encode(range(offset, offset + length), x.dtype, backend="jax")
-    return x + config._encode(_positions(offset, length, x.shape), x.dtype)
+    positions = _positions(offset, length, x.shape)
+    return x + _nan_where_wrapped(positions, config._encode(positions, x.dtype))
 
 
 def _rope(config: RotaryEmbeddingConfig, q: Any, k: Any, positions: Any, offset: object) -> Any:
@@ -138,13 +147,16 @@ def _rope(config: RotaryEmbeddingConfig, q: Any, k: Any, positions: Any, offset:
     if positions is not None and (not isinstance(offset, int) or offset != 0):
         raise ValueError("Pass either positions or offset, not both.")
 
-    def positions_of(x: jax.Array) -> Any:
+    def rotated(x: jax.Array) -> Any:
         if positions is not None:
-            return positions
+            return config._rotate(x, positions)
         known = config._known_positions(offset, x.shape[-2])  # exact on the host
-        return _positions(offset, x.shape[-2], x.shape) if known is None else known
+        if known is not None:
+            return config._rotate(x, known)
+        steps = _positions(offset, x.shape[-2], x.shape)
+        return _nan_where_wrapped(steps, config._rotate(x, steps))
 
-    return tuple(config._rotate(x, positions_of(x)) for x in (q, k))
+    return tuple(rotated(x) for x in (q, k))
 
 
 def _patch_encoding(config: PatchEncodingConfig, x: Any, grid_shape: Any) -> jax.Array:

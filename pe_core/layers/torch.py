@@ -98,6 +98,14 @@ def _positions(offset: Offset, length: Any, x_shape: tuple[int | None, ...], dev
     return offset.to(device).reshape(shape)[..., None] + steps
 
 
+def _nan_where_wrapped(positions: Any, values: torch.Tensor) -> torch.Tensor:
+    """``values`` with NaN rows where ``offset + arange`` wrapped past the largest int64
+    (a tensor or compiled offset near ``2**63``): those positions are not the ones
+    asked for, and the documented answer for them is NaN."""
+    wrapped = positions < positions[..., :1]  # the steps are >= 0: a wrap makes them fall
+    return torch.where(wrapped[..., None], torch.nan, values)
+
+
 def _is_exporting() -> bool:
     """Whether ``torch.export`` is tracing (``torch.compiler.is_exporting``, torch >= 2.5)."""
     is_exporting = getattr(torch.compiler, "is_exporting", None)
@@ -276,12 +284,14 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
             tuple(like.shape) if like is not None else (None, length, self.d_model)
         )
         if _is_exporting():  # one exported program for every length: the symbolic length
-            return self._encode(_positions(offset, length, x_shape, device), dtype)
+            positions = _positions(offset, length, x_shape, device)
+            return _nan_where_wrapped(positions, self._encode(positions, dtype))
         if torch.compiler.is_compiling():
             positions = _positions(offset, sequence_bucket(length), x_shape, device)
-            return self._encode(positions, dtype)[..., :length, :]
+            return _nan_where_wrapped(positions, self._encode(positions, dtype))[..., :length, :]
         if not isinstance(offset, int):  # a tensor
-            return self._encode(_positions(offset, length, x_shape, device), dtype)
+            positions = _positions(offset, length, x_shape, device)
+            return _nan_where_wrapped(positions, self._encode(positions, dtype))
         cached = self._cached_rows(offset, length, device, dtype)
         if cached is not None:
             return cached
@@ -403,9 +413,13 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
             if isinstance(offset, torch.Tensor) or offset != 0:
                 raise ValueError("Pass either positions or offset, not both.")
             return self.rotate(q, positions), self.rotate(k, positions)
-        return self.rotate(q, self._default_positions(q, offset)), self.rotate(
-            k, self._default_positions(k, offset)
-        )
+        return self._rotate_from(q, offset), self._rotate_from(k, offset)
+
+    def _rotate_from(self, x: torch.Tensor, offset: Offset) -> torch.Tensor:
+        positions = self._default_positions(x, offset)
+        if isinstance(positions, range):
+            return self.rotate(x, positions)
+        return _nan_where_wrapped(positions, self.rotate(x, positions))
 
     def rotate(self, x: torch.Tensor, positions: Any) -> torch.Tensor:
         """:func:`~pe_core.rope.apply_rope` of ``x`` with this layer's configuration."""
