@@ -141,7 +141,7 @@ def rope_repr(spec: RopeSpec, head_dim: int) -> list[str]:
     if summary["rope_type"] != "default":
         parts.append(f"rope_type={summary['rope_type']!r}")
     shown = {"rope_type", "rope_theta", "head_dim", "rotary_dim", "attention_factor"}
-    parts += [f"{k}={short_repr(v)}" for k, v in summary.items() if k not in shown]
+    parts += [f"{k}={short_repr(thaw(v))}" for k, v in summary.items() if k not in shown]
     if summary["attention_factor"] != 1.0:
         parts.append(f"attention_factor={summary['attention_factor']!r}")
     if spec.layer_type is not None:
