@@ -121,7 +121,7 @@ def spec_repr(spec: Spec) -> str:
     """
     config = spec_to_config(spec)
     if isinstance(config, str):
-        return f"spec={config!r} (base={spec.base:g}, layout={spec.layout!r})"
+        return f"spec={config!r} (base={spec.base:.12g}, layout={spec.layout!r})"
     return f"spec={config!r}"
 
 
@@ -135,7 +135,11 @@ def rope_repr(spec: RopeSpec, head_dim: int) -> list[str]:
     "head_dim=16, base=500000, layout='half', rope_type='linear', factor=4.0"
     """
     summary = spec.summary(head_dim)
-    parts = [f"head_dim={head_dim}", f"base={summary['rope_theta']:g}", f"layout={spec.layout!r}"]
+    parts = [
+        f"head_dim={head_dim}",
+        f"base={summary['rope_theta']:.12g}",
+        f"layout={spec.layout!r}",
+    ]
     if summary["rotary_dim"] != head_dim:
         parts.append(f"rotary_dim={summary['rotary_dim']}")
     if summary["rope_type"] != "default":
@@ -192,7 +196,7 @@ class InitSignature:
     def __get__(self, obj: object, owner: type) -> inspect.Signature:
         if obj is not None:
             raise AttributeError("__signature__")
-        signature = inspect.signature(owner.__init__)
+        signature = inspect.signature(owner.__init__)  # type: ignore[misc]
         return signature.replace(parameters=list(signature.parameters.values())[1:])
 
 

@@ -398,7 +398,7 @@ class RotaryEmbeddingNDConfig(LayerConfig):
         parts = [f"head_dim={self.head_dim}", f"sections={self.sections}"]
         explicit = isinstance(self.frequencies, tuple)
         if not explicit:
-            parts.append(f"base={self.base:g}")
+            parts.append(f"base={self.base:.12g}")
         parts.append(f"layout={self.layout!r}")
         if self.section_layout != "contiguous":
             parts.append(f"section_layout={self.section_layout!r}")
