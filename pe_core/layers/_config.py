@@ -113,16 +113,26 @@ def short_repr(value: Any) -> str:
 
 
 def spec_repr(spec: Spec) -> str:
-    """``spec=...`` for ``repr``: a preset's name with the base and layout it stands for,
-    or the fields of another spec.
+    """``spec=...`` for ``repr``: a preset's name, or the fields of another spec that
+    differ from :class:`~pe_core.Spec`'s defaults, and the base and layout it uses.
 
     >>> spec_repr(PRESETS["vaswani"])
     "spec='vaswani' (base=10000, layout='interleaved')"
+    >>> spec_repr(Spec(base=500.0, axes=2))
+    "spec=Spec(base=500.0, axes=2) (base=500, layout='interleaved')"
     """
     config = spec_to_config(spec)
+    base = "" if spec.frequencies is not None else f"base={spec.base:.12g}, "  # unused then
+    used = f"({base}layout={spec.layout!r})"
     if isinstance(config, str):
-        return f"spec={config!r} (base={spec.base:.12g}, layout={spec.layout!r})"
-    return f"spec={config!r}"
+        return f"spec={config!r} {used}"
+    default = Spec()
+    changed = [
+        f"{f.name}={short_repr(getattr(spec, f.name))}"
+        for f in fields(spec)
+        if f.name != "name" and getattr(spec, f.name) != getattr(default, f.name)
+    ]
+    return f"spec=Spec({', '.join(changed)}) {used}"
 
 
 def rope_repr(spec: RopeSpec, head_dim: int) -> list[str]:
@@ -175,7 +185,11 @@ def layer_repr(layer: Any) -> str:
     >>> layer_repr(AlibiBiasConfig(4))
     'AlibiBiasConfig(n_heads=4, alibi_bias_max=8.0, causal=True)'
     """
-    return f"{type(layer).__name__}({layer._layer_repr()})"
+    try:
+        text = layer._layer_repr()
+    except AttributeError:  # asked for while the constructor runs (framework messages)
+        text = "..."
+    return f"{type(layer).__name__}({text})"
 
 
 class InitSignature:
@@ -189,8 +203,8 @@ class InitSignature:
     >>> class Layer:
     ...     __signature__ = InitSignature()
     ...     def __init__(self, d_model: int, *, dropout: float = 0.0) -> None: ...
-    >>> inspect.signature(Layer)
-    <Signature (d_model: int, *, dropout: float = 0.0) -> None>
+    >>> list(inspect.signature(Layer).parameters)
+    ['d_model', 'dropout']
     """
 
     def __get__(self, obj: object, owner: type) -> inspect.Signature:

@@ -193,6 +193,8 @@ class PatchEncodingConfig(LayerConfig):
             parts.append(f"grid_shape={self.grid_shape}")
         if self.spec is not None:
             parts.append(spec_repr(self.spec))
+        elif self.grid_shape is not None:  # the default of a grid with these axes
+            parts.append(spec_repr(self.spec_for(len(self.grid_shape), self.grid_shape)))
         if self.dropout:
             parts.append(f"dropout={self.dropout}")
         return ", ".join(parts)
