@@ -91,7 +91,13 @@ def _positions(
     """``pos + offset`` as an array of ``working`` dtype on ``like``'s backend and device
     (host values: the sum in float64, rounded once)."""
     positions = prepare_positions(
-        pos, xp, backend_of(pos), what="pos", check_values=check_values, tracing=tracing
+        pos,
+        xp,
+        backend_of(pos),
+        what="pos",
+        check_values=check_values,
+        tracing=tracing,
+        like=like,
     )
     wdtype = xp.dtype(working)
     if positions.array is not None:

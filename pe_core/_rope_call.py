@@ -97,6 +97,7 @@ def rope_factors(
         what="pos",
         check_values=check_values,
         tracing=xp.is_traced(x),
+        like=x,
     )
     check_broadcast(positions.shape, shape)
 

@@ -406,6 +406,7 @@ def apply_rope_nd(
         what="pos",
         check_values=check_values,
         tracing=xp.is_traced(x),
+        like=x,
     )
     k = len(sections)
     if not positions.shape or positions.shape[-1] != k:

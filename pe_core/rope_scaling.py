@@ -21,6 +21,9 @@ length-extrapolation scale).
 
 from __future__ import annotations
 
+import difflib
+import functools
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,23 +31,35 @@ import numpy as np
 
 from pe_core import _scaling
 from pe_core._modules import module_entries
-from pe_core._scaling._common import _even_rotary_dim, _real, _require, _top
+from pe_core._scaling._common import (
+    _even_rotary_dim,
+    _max_positions,
+    _original_max_positions,
+    _real,
+    _require,
+    _top,
+)
 from pe_core._scaling._types import MissingRopeKeyError, RopeScalingType, ScalingInputs
 from pe_core.typing import RopeConfig
 from pe_core.validation import positive_int
 
 __all__ = [
+    "READ_CONFIG_KEYS",
     "ROPE_TYPES",
     "SCALING_TYPES",
     "MissingRopeKeyError",
+    "RopeConfigWarning",
     "RopeScalingType",
     "ScalingInputs",
     "allowed_keys",
+    "check_config_keys",
+    "check_config_rope",
     "config_mapping",
     "needs_seq_len",
     "ntk_aware_base",
     "rope_config_for_layer",
     "rope_frequencies",
+    "rope_summary",
     "scaling_rope_type",
     "xpos_scale",
 ]
@@ -186,16 +201,28 @@ def _checked_rope_type(params: Mapping[str, Any]) -> str:
     rope_type = rope_type or legacy or "default"
     if rope_type not in SCALING_TYPES:
         known = ", ".join(sorted(SCALING_TYPES))
-        raise ValueError(f"Unknown rope_type {rope_type!r}. Expected one of: {known}.")
+        raise ValueError(
+            f"Unknown rope_type {rope_type!r}{_did_you_mean(rope_type, SCALING_TYPES)}. "
+            f"Expected one of: {known}."
+        )
     allowed = allowed_keys(rope_type)
     unknown = sorted(k for k, v in params.items() if k not in allowed and v is not None)
     if unknown:
         raise ValueError(
-            f"Unknown key {unknown[0]!r} in the rope parameters of rope_type {rope_type!r} "
-            f"(unknown keys: {unknown}). Expected keys: {', '.join(sorted(allowed))}."
+            f"Unknown key {unknown[0]!r}{_did_you_mean(unknown[0], allowed)} in the rope "
+            f"parameters of rope_type {rope_type!r} (unknown keys: {unknown}). Expected "
+            f"keys: {', '.join(sorted(allowed))}."
         )
     _check_required(params, str(rope_type))
     return str(rope_type)
+
+
+def _did_you_mean(word: object, choices: Any) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` (difflib), else ``""``."""
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _check_required(params: Mapping[str, Any], rope_type: str) -> None:
@@ -203,6 +230,22 @@ def _check_required(params: Mapping[str, Any], rope_type: str) -> None:
     for key in SCALING_TYPES[rope_type].required:
         if key not in params:
             _require(params, key, rope_type)
+
+
+def check_config_rope(config: Any) -> None:
+    """Check the rope dict(s) of a model config without a head size: each one's
+    ``rope_type`` and keys (every layer type's, for per-layer-type configs), raising what
+    :func:`rope_frequencies` would raise for them.
+
+    >>> check_config_rope({"rope_scaling": {"rope_type": "linaer", "factor": 2.0}})
+    Traceback (most recent call last):
+    ...
+    ValueError: Unknown rope_type 'linaer' (did you mean 'linear'?). Expected one of: default, dynamic, linear, llama3, longrope, proportional, yarn.
+    """
+    nested, flat = _per_layer_type(config_mapping(config))
+    for params in [flat] if nested is None else list(nested.values()):
+        if params:
+            _checked_rope_type(params)
 
 
 def rope_config_for_layer(config: Any, layer_type: str) -> dict[str, Any]:
@@ -335,6 +378,140 @@ def _rotary_pairs(
     return rotary_dim // 2
 
 
+# --------------------------------------------------------------------------- misspelt keys
+
+#: The top-level keys of a model config that pe_core reads (:func:`rope_frequencies`,
+#: :func:`rope_config_for_layer`, :mod:`pe_core.rope_nd`). A key of a config one edit
+#: away from one of them (two for keys of 8 characters or more) that is not itself one
+#: of them looks like a misspelling: :func:`check_config_keys` warns about it.
+READ_CONFIG_KEYS: tuple[str, ...] = (
+    "rope_parameters",
+    "rope_scaling",
+    "rope_theta",
+    "partial_rotary_factor",
+    "max_position_embeddings",
+    "original_max_position_embeddings",
+    "head_dim",
+    "qk_rope_head_dim",
+    "hidden_size",
+    "num_attention_heads",
+    "rotary_dim",
+    "rotary_pct",
+    "rotary_emb_base",
+    "n_embd",
+    "n_head",
+    "n_positions",
+    "rope_local_base_freq",
+    "layer_types",
+    "per_layer_config",
+    "global_head_dim",
+)
+
+#: Keys of real configs that close to a read key without being misspellings of it
+#: (every config class of transformers was checked): never reported.
+_NEIGHBOUR_KEYS = frozenset(
+    {"d_head", "hidden_sizes", "layer_type", "n_heads", "qk_nope_head_dim", "v_head_dim"}
+)
+
+
+class RopeConfigWarning(UserWarning):
+    """A model config holds a key that looks like a misspelling of a key pe_core reads
+    (``rope_thetta`` for ``rope_theta``): the key is ignored, the value pe_core reads
+    instead is its default or the correctly spelt key's."""
+
+
+def _edits(a: str, b: str, limit: int) -> int:
+    """The optimal-string-alignment distance of ``a`` and ``b`` (insertions, deletions,
+    substitutions and swaps of neighbours), or ``limit + 1`` once it exceeds ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], before[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        before, row = row, current
+    return row[-1]
+
+
+def _limit(key: str) -> int:
+    """The edits a misspelling of ``key`` may hold: 2 for keys of 8 characters or more."""
+    return 2 if len(key) >= 8 else 1
+
+
+@functools.lru_cache(maxsize=1024)
+def _misspelling_of(key: str, candidates: tuple[str, ...]) -> str | None:
+    """The key of ``candidates`` that ``key`` looks like a misspelling of, or ``None``."""
+    if key in candidates or key in _NEIGHBOUR_KEYS:
+        return None
+    near = [c for c in candidates if _edits(key, c, _limit(c)) <= _limit(c)]
+    if not near:
+        return None
+    return (difflib.get_close_matches(key, near, n=1, cutoff=0.0) or near)[0]
+
+
+def check_config_keys(config: Any, *, stacklevel: int = 2) -> None:
+    """Report the keys of a model config that look like misspellings of keys pe_core reads.
+
+    A key one edit away from a key of :data:`READ_CONFIG_KEYS` (two edits for keys of 8
+    characters or more: a letter added, dropped, changed or two swapped) is reported
+    with the key it resembles; the many other keys of a real config are not (a few real
+    keys that close to a read one, such as ``qk_nope_head_dim``, are known and left
+    alone). :func:`rope_frequencies` and :class:`~pe_core.RopeSpec` call it.
+
+    Warns
+    -----
+    RopeConfigWarning
+        For each such key: pe_core ignores it and reads the correctly spelt key (or its
+        default) instead.
+
+    Raises
+    ------
+    ValueError
+        A key close to ``rope_type`` in a mapping without ``rope_type`` or ``type``: a rope
+        dict whose type key is misspelt (its other keys would be ignored).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     check_config_keys({"head_dim": 64, "rope_thetta": 5e5, "vocab_size": 32000})
+    >>> print(caught[0].message)
+    Unknown config key 'rope_thetta' (did you mean 'rope_theta'?): pe_core does not read it, so rope_theta takes its default or another key's value. Rename the key, or ignore RopeConfigWarning if the key is meant.
+    >>> check_config_keys({"rope_typ": "linear", "factor": 2.0})
+    Traceback (most recent call last):
+    ...
+    ValueError: Unknown key 'rope_typ' (did you mean 'rope_type'?): a rope-parameters dict names its type as 'rope_type' (or 'type'), one of: default, dynamic, linear, llama3, longrope, proportional, yarn.
+    """
+    config = config_mapping(config)
+    typed = "rope_type" in config or "type" in config
+    for key in config:
+        if not isinstance(key, str):
+            continue
+        if not typed and _misspelling_of(key, ("rope_type",)) is not None:
+            raise ValueError(
+                f"Unknown key {key!r} (did you mean 'rope_type'?): a rope-parameters dict "
+                "names its type as 'rope_type' (or 'type'), one of: "
+                f"{', '.join(sorted(SCALING_TYPES))}."
+            )
+        match = _misspelling_of(key, READ_CONFIG_KEYS)
+        if match is not None:
+            warnings.warn(
+                f"Unknown config key {key!r} (did you mean {match!r}?): pe_core does not read "
+                f"it, so {match} takes its default or another key's value. Rename the key, "
+                "or ignore RopeConfigWarning if the key is meant.",
+                RopeConfigWarning,
+                stacklevel=stacklevel + 1,
+            )
+
+
 # --------------------------------------------------------------------------- the types
 
 #: Every ``rope_type`` :func:`rope_frequencies` understands: its function and keys, sorted
@@ -430,10 +607,11 @@ def rope_frequencies(
         ``rotary_dim`` (the number of rotated features), Gemma 3's
         ``rope_local_base_freq``. See ``docs/rope_scaling.md`` for the keys per type.
     seq_len : int, optional
-        Current sequence length. Used by ``dynamic`` (``None`` or anything
-        shorter than ``max_position_embeddings`` gives the unscaled init-time
-        frequencies) and ``longrope`` (long factors iff ``seq_len`` exceeds
-        ``original_max_position_embeddings``); ignored by the other types.
+        Current sequence length, an integer >= 0. Used by ``dynamic`` (``None``, 0
+        or anything shorter than ``max_position_embeddings`` gives the unscaled
+        init-time frequencies) and ``longrope`` (long factors iff ``seq_len`` exceeds
+        ``original_max_position_embeddings``; ``None`` and 0 give the short factors,
+        as transformers' own rope tests ask for them); ignored by the other types.
         This is a pure function: no cache, no state.
     layer_type : str, optional
         The layer type whose rope to use when the config has one per layer type:
@@ -494,15 +672,13 @@ def rope_frequencies(
     ((8,), 0.1)
     """
     config = config_mapping(config)
+    check_config_keys(config, stacklevel=3)
     if seq_len is not None:
-        seq_len = positive_int(seq_len, "seq_len")
+        seq_len = positive_int(seq_len, "seq_len", minimum=0)
     params, nested = _select(config, layer_type)
     rope_type = _checked_rope_type(params)
 
-    theta = params.get("rope_theta")
-    if theta is None:
-        theta = _top(config, "rope_theta")
-    theta = _real(DEFAULT_THETA if theta is None else theta, "rope_theta", minimum=1)
+    theta = _theta(config, params)
     head_dim = _head_dim(config, layer_type)
     pairs = _rotary_pairs(config, params, head_dim, rope_type)
 
@@ -521,6 +697,55 @@ def rope_frequencies(
     if not (np.all(np.isfinite(inv_freq)) and np.all(rotated > 0)):
         raise ValueError(overflow)
     return inv_freq, float(attention_factor)
+
+
+def _theta(config: Mapping[str, Any], params: Mapping[str, Any]) -> float:
+    """``rope_theta``: the rope dict's, else the config's, else :data:`DEFAULT_THETA`."""
+    theta = params.get("rope_theta")
+    if theta is None:
+        theta = _top(config, "rope_theta")
+    return _real(DEFAULT_THETA if theta is None else theta, "rope_theta", minimum=1)
+
+
+def rope_summary(config: Any, *, layer_type: str | None = None) -> dict[str, Any]:
+    """The values the rope of ``config`` is computed from, as :func:`rope_frequencies`
+    reads them: what a layer's ``repr`` shows.
+
+    ``rope_type``, ``rope_theta``, ``head_dim`` and ``rotary_dim`` (the rotated
+    features), then the type's own keys that the rope dict sets, in the type's order, and
+    the context lengths the type reads (``original_max_position_embeddings`` with
+    transformers' priorities, ``max_position_embeddings``) where the config gives them.
+    Raises what :func:`rope_frequencies` raises for the config's keys.
+
+    >>> rope_summary({"head_dim": 64, "rope_theta": 5e5, "max_position_embeddings": 131072,
+    ...               "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+    ...                                "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+    ...                                "original_max_position_embeddings": 8192}})
+    {'rope_type': 'llama3', 'rope_theta': 500000.0, 'head_dim': 64, 'rotary_dim': 64, 'factor': 8.0, 'low_freq_factor': 1.0, 'high_freq_factor': 4.0, 'original_max_position_embeddings': 8192}
+    """
+    config = config_mapping(config)
+    params, nested = _select(config, layer_type)
+    rope_type = _checked_rope_type(params)
+    head_dim = _head_dim(config, layer_type)
+    pairs = _rotary_pairs(config, params, head_dim, rope_type)
+    out: dict[str, Any] = {
+        "rope_type": rope_type,
+        "rope_theta": _theta(config, params),
+        "head_dim": head_dim,
+        "rotary_dim": 2 * pairs,
+    }
+    entry = SCALING_TYPES[rope_type]
+    keys = (*entry.required, *entry.optional)
+    original = "original_max_position_embeddings"
+    out.update((k, params[k]) for k in keys if k != original and params.get(k) is not None)
+    try:
+        if original in keys:
+            out[original] = _original_max_positions(config, params, rope_type, nested)
+        if entry.needs_seq_len:
+            out["max_position_embeddings"] = _max_positions(config, rope_type, params)
+    except MissingRopeKeyError:
+        pass  # the type does without it (or raises for it when computing)
+    return out
 
 
 def ntk_aware_base(theta: float, factor: float, rotary_dim: int) -> float:

@@ -32,10 +32,13 @@ import numpy as np
 from pe_core.rope_layout import LAYOUTS, ROTARY_FEATURES
 from pe_core.rope_scaling import (
     _checked_rope_type,
+    check_config_keys,
+    check_config_rope,
     config_mapping,
     needs_seq_len,
     rope_config_for_layer,
     rope_frequencies,
+    rope_summary,
 )
 from pe_core.typing import RopeConfig, RopeLayout, RotaryFeatures
 from pe_core.validation import choice, finite_real, optional_str, positive_int
@@ -169,7 +172,7 @@ class RopeSpec:
     >>> RopeSpec(scaling={"rope_type": "linear", "factr": 2.0})
     Traceback (most recent call last):
     ...
-    ValueError: Unknown key 'factr' in the rope parameters of rope_type 'linear' (unknown keys: ['factr']). Expected keys: factor, interleaved, max_position_embeddings, mrope_interleaved, mrope_section, partial_rotary_factor, rope_theta, rope_type, type.
+    ValueError: Unknown key 'factr' (did you mean 'factor'?) in the rope parameters of rope_type 'linear' (unknown keys: ['factr']). Expected keys: factor, interleaved, max_position_embeddings, mrope_interleaved, mrope_section, partial_rotary_factor, rope_theta, rope_type, type.
     """
 
     base: float = 10000.0
@@ -202,6 +205,9 @@ class RopeSpec:
             if "rope_type" in scaling or "type" in scaling:
                 # the type and its keys, now (the rest needs head_dim: constants())
                 _checked_rope_type(scaling)
+            else:  # a model config: its keys and its rope dicts, now
+                check_config_keys(scaling, stacklevel=4)
+                check_config_rope(scaling)
             scaling = freeze(scaling)
         elif layer_type is not None:
             raise ValueError(
@@ -240,9 +246,31 @@ class RopeSpec:
                 f"rotary_dim must be even and at most head_dim={head_dim}. "
                 f"Received: {self.rotary_dim}"
             )
-        if seq_len is not None:
-            seq_len = positive_int(seq_len, "seq_len")
+        if seq_len is not None:  # 0 as None: transformers' meaning (short longrope factors)
+            seq_len = positive_int(seq_len, "seq_len", minimum=0)
         return rope_constants(self.resolved_scaling, self.base, head_dim, self.rotary_dim, seq_len)
+
+    def summary(self, head_dim: int) -> dict[str, Any]:
+        """The values this spec's rope is computed from for heads of ``head_dim`` features:
+        :func:`~pe_core.rope_scaling.rope_summary` of the config it stands for (a
+        ``rope_theta`` of ``scaling`` is the one used, not ``base``), and the
+        ``attention_factor`` cos and sin are multiplied by. Raises what :meth:`constants`
+        raises.
+
+        >>> RopeSpec(scaling={"rope_theta": 5e5, "rope_scaling": {"type": "linear", "factor": 2.0}}).summary(8)
+        {'rope_type': 'linear', 'rope_theta': 500000.0, 'head_dim': 8, 'rotary_dim': 8, 'factor': 2.0, 'attention_factor': 1.0}
+        """
+        inv_freq, attention_factor = self.constants(head_dim)
+        dim = head_dim if self.rotary_dim is None else self.rotary_dim
+        scaling = self.resolved_scaling
+        if scaling is None:
+            config: dict[str, Any] = {"head_dim": dim, "rope_theta": self.base}
+        else:
+            config = _config_for(scaling, self.base, head_dim, dim)
+        out = rope_summary(config)
+        out["head_dim"], out["rotary_dim"] = int(head_dim), 2 * len(inv_freq)
+        out["attention_factor"] = attention_factor
+        return out
 
     def apply_rope_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of :func:`pe_core.rope.apply_rope` this spec stands for

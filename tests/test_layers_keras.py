@@ -363,3 +363,29 @@ def test_rotary_trainable_frequencies() -> None:
 
         grad = jax.grad(loss_of)([v.value for v in layer.trainable_variables])[0]
     assert grad is not None and float(np.abs(numpy_of(grad)).sum()) > 0
+
+
+@inner
+def test_reprs_show_the_values_used() -> None:
+    from pe_core.layers import keras as layers
+
+    config = {"head_dim": 8, "rope_theta": 5e5, "max_position_embeddings": 64}
+    config["rope_scaling"] = {"rope_type": "dynamic", "factor": 2.0}
+    shown = {
+        layers.RotaryEmbedding(D, scaling=config): (
+            "head_dim=8, base=500000, layout='half', rope_type='dynamic', factor=2.0, "
+            "max_position_embeddings=64"
+        ),
+        layers.SinusoidalEncoding(D): "d_model=8, spec='vaswani' (base=10000, layout=",
+        layers.RotaryEmbeddingND(D, sections=(2, 2)): "sections=(2, 2), base=10000, layout=",
+        layers.SinusoidalPatchEncoding(D, grid_shape=(2, 2)): "d_model=8, grid_shape=(2, 2)",
+        layers.T5RelativeBias(4): "n_heads=4, num_buckets=32, max_distance=128",
+        layers.AlibiBias(4): "n_heads=4, alibi_bias_max=8.0, causal=True",
+        layers.FourierFeatures(2, 4): "in_features=2, num_frequencies=4, scale=1.0",
+        layers.RelativePositionBias((2, 2), 4): "window_size=(2, 2), n_heads=4",
+        layers.Timesteps(8, True, 0): "num_channels=8, flip_sin_to_cos=True, downscale",
+    }
+    for layer, text in shown.items():
+        assert repr(layer).startswith(f"<{type(layer).__name__} name=") and text in repr(layer)
+    rope = layers.RotaryEmbedding(D, scaling=config)
+    assert rope.get_config()["base"] == 10000.0  # the arguments, for from_config

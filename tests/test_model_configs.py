@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -24,7 +25,10 @@ from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
 from pe_core.rope import apply_rope  # noqa: E402
 from pe_core.rope_scaling import (  # noqa: E402
+    READ_CONFIG_KEYS,
     MissingRopeKeyError,
+    RopeConfigWarning,
+    check_config_keys,
     rope_config_for_layer,
     rope_frequencies,
 )
@@ -335,7 +339,7 @@ def test_family_matches_transformers_rotary_embedding(name: str) -> None:
     assert d == frozen, "nothing may mutate the config"
 
 
-@pytest.mark.parametrize("seq_len", [4096, 4097, 131072])
+@pytest.mark.parametrize("seq_len", [0, 4096, 4097, 131072])
 def test_phi3_long_factors_match_transformers(seq_len: int) -> None:
     cfg = transformers.Phi3Config(**copy.deepcopy(PHI_3_5_MINI))
     want = ROPE_INIT_FUNCTIONS["longrope"](cfg, seq_len=seq_len)
@@ -600,3 +604,32 @@ def test_config_objects_and_wrong_types() -> None:
     with pytest.raises(TypeError, match="layer_type must be a string"):
         rope_frequencies(GEMMA_3_1B, layer_type=1)
     assert math.isclose(rope_frequencies(cfg)[0][-1], 500000.0 ** (-126 / 128) / 8, rel_tol=1e-15)
+
+
+def test_seq_len_zero_is_the_init_time_rope_for_dynamic_as_in_transformers() -> None:
+    # transformers' own rope tests pass seq_len=0 for the short longrope factors (above);
+    # for dynamic, max(0, max_position_embeddings): the init-time frequencies
+    d = {"head_dim": 16, "max_position_embeddings": 32}
+    d["rope_scaling"] = {"rope_type": "dynamic", "factor": 4.0}
+    cfg = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4, **copy.deepcopy(d))
+    want = ROPE_INIT_FUNCTIONS["dynamic"](cfg, seq_len=0)
+    _compare(rope_frequencies(d, seq_len=0), want)
+    assert np.array_equal(rope_frequencies(d, seq_len=0)[0], rope_frequencies(d)[0])
+    short = rope_frequencies(PHI_3_5_MINI, seq_len=0)[0]
+    assert np.array_equal(short, rope_frequencies(PHI_3_5_MINI)[0])
+    with pytest.raises(ValueError, match=r"seq_len must be an integer >= 0\. Received: -1"):
+        rope_frequencies(d, seq_len=-1)
+
+
+def test_real_configs_hold_no_key_that_looks_misspelt() -> None:
+    configs = [v for k, v in globals().items() if k.isupper() and isinstance(v, dict)]
+    configs += [transformers.LlamaConfig(), transformers.Phi3Config(), transformers.GPTJConfig()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RopeConfigWarning)
+        for config in configs:
+            check_config_keys(config)
+        # keys of transformers' configs one or two edits from a read key, not misspellings
+        near = ("qk_nope_head_dim", "v_head_dim", "n_heads", "d_head", "hidden_sizes", "layer_type")
+        check_config_keys({**dict.fromkeys(near, 1), **dict.fromkeys(READ_CONFIG_KEYS, 1)})
+    with pytest.warns(RopeConfigWarning, match=r"'rope_thetta' \(did you mean 'rope_theta'\?\)"):
+        rope_frequencies({**LLAMA_3_1_8B, "rope_thetta": 1e6})

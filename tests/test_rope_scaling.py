@@ -864,10 +864,10 @@ def test_error_llama3_band_order():
 
 
 @pytest.mark.parametrize(
-    ("bad", "error"), [(0, ValueError), (-5, ValueError), (2.5, TypeError), (True, TypeError)]
+    ("bad", "error"), [(-1, ValueError), (-5, ValueError), (2.5, TypeError), (True, TypeError)]
 )
 def test_error_bad_seq_len(bad, error):
-    with pytest.raises(error, match=r"seq_len must be an integer >= 1\. Received: "):
+    with pytest.raises(error, match=r"seq_len must be an integer >= 0\. Received: "):
         rope_frequencies(DYNAMIC, seq_len=bad)
 
 

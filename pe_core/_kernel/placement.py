@@ -92,6 +92,7 @@ def prepare_positions(
     what: str = "positions",
     check_values: bool = False,
     tracing: bool | None = None,
+    like: Any = None,
 ) -> Positions:
     """Convert and classify ``pos`` for computing on ``xp``.
 
@@ -111,6 +112,9 @@ def prepare_positions(
         Whether ``xp`` is tracing now, if the caller knows; host positions are then
         turned into (constant) ``xp`` arrays and take the traced kernel, so that no
         host computation is baked into a compiled graph by accident.
+    like : array, optional
+        The array the positions are used with: traced positions made from host values
+        are put on its device (a ``meta`` tensor's, for one).
 
     Examples
     --------
@@ -130,6 +134,8 @@ def prepare_positions(
                 tracing = xp.is_tracing()
             if tracing:
                 array = as_positions(host, xp, "numpy", what=what)
+                if like is not None:
+                    array = xp.asarray(array, like=like)
                 return Positions("traced", None, array, xp.shape(array), None)
         return Positions("host", host, None, tuple(host.shape), max_abs)
     array = as_positions(pos, xp, source, what=what)

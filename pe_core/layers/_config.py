@@ -18,6 +18,7 @@ mixins are in :mod:`pe_core.layers._config_nd`.
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import fields
 from typing import Any
 
@@ -46,14 +47,20 @@ from pe_core.validation import choice, finite_real, positive_int
 __all__ = [
     "AlibiBiasConfig",
     "FourierFeaturesConfig",
+    "InitSignature",
     "LayerConfig",
     "RotaryEmbeddingConfig",
     "SinusoidalEncodingConfig",
     "T5RelativeBiasConfig",
     "cached_table",
     "host_dtype",
+    "layer_repr",
+    "rope_repr",
+    "short_repr",
     "spec_from_config",
+    "spec_repr",
     "spec_to_config",
+    "timesteps_repr",
 ]
 
 
@@ -91,6 +98,121 @@ def spec_from_config(config: Spec | str | dict[str, Any] | None) -> Spec:
             values["frequencies"] = tuple(values["frequencies"])
         return Spec(**values)
     return resolve_spec(config)
+
+
+# --------------------------------------------------------------------------- reprs
+#
+# The text every framework's repr shows (torch ``extra_repr``, Flax ``__repr__``, Keras
+# ``__repr__``): the values a layer computes with, not only the arguments it was given.
+
+
+def short_repr(value: Any) -> str:
+    """``repr(value)``, a sequence of more than four values as ``[first, ..., last] (n)``."""
+    if isinstance(value, (list, tuple)) and len(value) > 4:
+        return f"[{value[0]!r}, ..., {value[-1]!r}] ({len(value)} values)"
+    return repr(value)
+
+
+def spec_repr(spec: Spec) -> str:
+    """``spec=...`` for ``repr``: a preset's name, or the fields of another spec that
+    differ from :class:`~pe_core.Spec`'s defaults, and the base and layout it uses.
+
+    >>> spec_repr(PRESETS["vaswani"])
+    "spec='vaswani' (base=10000, layout='interleaved')"
+    >>> spec_repr(Spec(base=500.0, axes=2))
+    "spec=Spec(base=500.0, axes=2) (base=500, layout='interleaved')"
+    """
+    config = spec_to_config(spec)
+    base = "" if spec.frequencies is not None else f"base={spec.base:.12g}, "  # unused then
+    used = f"({base}layout={spec.layout!r})"
+    if isinstance(config, str):
+        return f"spec={config!r} {used}"
+    default = Spec()
+    changed = [
+        f"{f.name}={short_repr(getattr(spec, f.name))}"
+        for f in fields(spec)
+        if f.name != "name" and getattr(spec, f.name) != getattr(default, f.name)
+    ]
+    return f"spec=Spec({', '.join(changed)}) {used}"
+
+
+def rope_repr(spec: RopeSpec, head_dim: int) -> list[str]:
+    """The ``key=value`` parts a rotary layer's ``repr`` shows: the rope it applies to heads
+    of ``head_dim`` features (:meth:`RopeSpec.summary <pe_core.RopeSpec.summary>`), so
+    a ``rope_theta`` or a scaling read from a model config shows as used.
+
+    >>> config = {"rope_theta": 5e5, "rope_scaling": {"rope_type": "linear", "factor": 4.0}}
+    >>> ", ".join(rope_repr(RopeSpec(scaling=config), 16))
+    "head_dim=16, base=500000, layout='half', rope_type='linear', factor=4.0"
+    """
+    summary = spec.summary(head_dim)
+    parts = [
+        f"head_dim={head_dim}",
+        f"base={summary['rope_theta']:.12g}",
+        f"layout={spec.layout!r}",
+    ]
+    if summary["rotary_dim"] != head_dim:
+        parts.append(f"rotary_dim={summary['rotary_dim']}")
+    if summary["rope_type"] != "default":
+        parts.append(f"rope_type={summary['rope_type']!r}")
+    shown = {"rope_type", "rope_theta", "head_dim", "rotary_dim", "attention_factor"}
+    parts += [f"{k}={short_repr(thaw(v))}" for k, v in summary.items() if k not in shown]
+    if summary["attention_factor"] != 1.0:
+        parts.append(f"attention_factor={summary['attention_factor']!r}")
+    if spec.layer_type is not None:
+        parts.append(f"layer_type={spec.layer_type!r}")
+    if spec.rotary_features != "first":
+        parts.append(f"rotary_features={spec.rotary_features!r}")
+    return parts
+
+
+def timesteps_repr(
+    num_channels: Any, flip_sin_to_cos: Any, downscale_freq_shift: Any, scale: Any
+) -> str:
+    """``num_channels=..., flip_sin_to_cos=..., ...`` for a ``Timesteps`` layer's ``repr``.
+
+    >>> timesteps_repr(320, True, 0, 1)
+    'num_channels=320, flip_sin_to_cos=True, downscale_freq_shift=0, scale=1'
+    """
+    return (
+        f"num_channels={num_channels}, flip_sin_to_cos={flip_sin_to_cos}, "
+        f"downscale_freq_shift={downscale_freq_shift}, scale={scale}"
+    )
+
+
+def layer_repr(layer: Any) -> str:
+    """``Name(key=value, ...)``: the class name and the configuration's ``repr`` text.
+
+    >>> layer_repr(AlibiBiasConfig(4))
+    'AlibiBiasConfig(n_heads=4, alibi_bias_max=8.0, causal=True)'
+    """
+    try:
+        text = layer._layer_repr()
+    except AttributeError:  # asked for while the constructor runs (framework messages)
+        text = "..."
+    return f"{type(layer).__name__}({text})"
+
+
+class InitSignature:
+    """A class's ``__signature__``: its ``__init__`` without ``self``.
+
+    For classes whose metaclass ``__call__`` takes ``(*args, **kwargs)`` (Flax NNX's),
+    so that :func:`inspect.signature` and IDEs show the constructor's parameters; a
+    subclass gets its own ``__init__``'s. Instances have none (their ``__call__``
+    is theirs).
+
+    >>> class Layer:
+    ...     __signature__ = InitSignature()
+    ...     def __init__(self, d_model: int, *, dropout: float = 0.0) -> None: ...
+    >>> list(inspect.signature(Layer).parameters)
+    ['d_model', 'dropout']
+    """
+
+    def __get__(self, obj: object, owner: type) -> inspect.Signature:
+        if obj is not None:
+            raise AttributeError("__signature__")
+        signature = inspect.signature(owner.__init__)  # type: ignore[misc]
+        return signature.replace(parameters=list(signature.parameters.values())[1:])
 
 
 # --------------------------------------------------------------------------- host tables
@@ -242,7 +364,7 @@ class SinusoidalEncodingConfig(LayerConfig):
 
     def sinusoidal_repr(self) -> str:
         """``d_model=..., spec=..., ...`` for ``repr``."""
-        parts = [f"d_model={self.d_model}", f"spec={spec_to_config(self.spec)!r}"]
+        parts = [f"d_model={self.d_model}", spec_repr(self.spec)]
         if self.dropout:
             parts.append(f"dropout={self.dropout}")
         if self.max_len is not None:
@@ -473,14 +595,9 @@ class RotaryEmbeddingConfig(LayerConfig):
         return config
 
     def rotary_repr(self) -> str:
-        """``head_dim=..., base=..., ...`` for ``repr``."""
-        parts = [f"head_dim={self.head_dim}", f"base={self.base:g}", f"layout={self.layout!r}"]
-        if self.rotary_dim is not None:
-            parts.append(f"rotary_dim={self.rotary_dim}")
-        if self.scaling is not None:
-            parts.append(f"scaling={self.scaling!r}")
-        if self.layer_type is not None:
-            parts.append(f"layer_type={self.layer_type!r}")
+        """``head_dim=..., base=..., ...`` for ``repr``: the rope applied (:func:`rope_repr`:
+        the effective base, rope type and factors), not only the arguments."""
+        parts = rope_repr(self.rope_spec, self.head_dim)
         if getattr(self, "trainable_frequencies", False):
             parts.append("trainable_frequencies=True")
             if self.frequency_heads is not None:

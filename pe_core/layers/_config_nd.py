@@ -24,7 +24,14 @@ from pe_core.layers._checks import (
     check_patch_spec,
     check_query_key,
 )
-from pe_core.layers._config import LayerConfig, host_dtype, spec_from_config, spec_to_config
+from pe_core.layers._config import (
+    LayerConfig,
+    host_dtype,
+    short_repr,
+    spec_from_config,
+    spec_repr,
+    spec_to_config,
+)
 from pe_core.nd import grid
 from pe_core.rope import apply_rope
 from pe_core.spec import Spec
@@ -185,7 +192,9 @@ class PatchEncodingConfig(LayerConfig):
         if self.grid_shape is not None:
             parts.append(f"grid_shape={self.grid_shape}")
         if self.spec is not None:
-            parts.append(f"spec={spec_to_config(self.spec)!r}")
+            parts.append(spec_repr(self.spec))
+        elif self.grid_shape is not None:  # the default of a grid with these axes
+            parts.append(spec_repr(self.spec_for(len(self.grid_shape), self.grid_shape)))
         if self.dropout:
             parts.append(f"dropout={self.dropout}")
         return ", ".join(parts)
@@ -386,11 +395,18 @@ class RotaryEmbeddingNDConfig(LayerConfig):
         }
 
     def rope_nd_repr(self) -> str:
-        """``head_dim=..., sections=..., ...`` for ``repr``."""
+        """``head_dim=..., sections=..., ...`` for ``repr``: the base (unless explicit
+        frequencies replace it) and the layout always, the other arguments when set."""
         parts = [f"head_dim={self.head_dim}", f"sections={self.sections}"]
-        for key in ("base", "layout", "section_layout", "frequencies", "rotary_dim", "grid_shape"):
-            value = getattr(self, key)
-            default = {"base": 10000.0, "layout": "half", "section_layout": "contiguous"}
-            if value is not None and value != default.get(key):
-                parts.append(f"{key}={value!r}")
+        explicit = isinstance(self.frequencies, tuple)
+        if not explicit:
+            parts.append(f"base={self.base:.12g}")
+        parts.append(f"layout={self.layout!r}")
+        if self.section_layout != "contiguous":
+            parts.append(f"section_layout={self.section_layout!r}")
+        if self.frequencies is not None:
+            parts.append(f"frequencies={short_repr(self.frequencies)}")
+        for key in ("rotary_dim", "grid_shape"):
+            if getattr(self, key) is not None:
+                parts.append(f"{key}={getattr(self, key)!r}")
         return ", ".join(parts)

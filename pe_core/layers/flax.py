@@ -36,10 +36,13 @@ from pe_core.layers._checks import check_sequence_input, per_example_shape
 from pe_core.layers._config import (
     AlibiBiasConfig,
     FourierFeaturesConfig,
+    InitSignature,
     LayerConfig,
     RotaryEmbeddingConfig,
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
+    layer_repr,
+    timesteps_repr,
 )
 from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
@@ -187,10 +190,15 @@ def _linen_dropout(rate: float, x: jax.Array, deterministic: bool) -> jax.Array:
 
 
 class _NNXModule(nnx.Module):
-    """What every NNX layer here adds to ``nnx.Module``: its ``repr``, the configuration's."""
+    """What every NNX layer here adds to ``nnx.Module``: its ``repr`` (and ``str``), the
+    configuration's, and the signature of its ``__init__``."""
+
+    __signature__ = InitSignature()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({cast(LayerConfig, self)._layer_repr()})"
+        return layer_repr(cast(LayerConfig, self))
+
+    __str__ = __repr__
 
 
 class _LinenModule(nn.Module):
@@ -201,6 +209,9 @@ class _LinenModule(nn.Module):
         for name, value in cast(LayerConfig, self)._validated_fields().items():
             object.__setattr__(self, name, value)
         super().__post_init__()
+
+    def __repr__(self) -> str:
+        return layer_repr(cast(LayerConfig, self))
 
 
 # --------------------------------------------------------------------------- NNX
@@ -793,6 +804,12 @@ def _check_timesteps_config(
     )
 
 
+def _timesteps_text(layer: Timesteps | LinenTimesteps) -> str:
+    return timesteps_repr(
+        layer.num_channels, layer.flip_sin_to_cos, layer.downscale_freq_shift, layer.scale
+    )
+
+
 class Timesteps(nnx.Module):
     """diffusers' ``Timesteps`` (NNX): :func:`pe_core.timestep_embedding` of the timesteps.
 
@@ -820,6 +837,13 @@ class Timesteps(nnx.Module):
         self.flip_sin_to_cos = flip_sin_to_cos
         self.downscale_freq_shift = downscale_freq_shift
         self.scale = scale
+
+    __signature__ = InitSignature()
+
+    def __repr__(self) -> str:
+        return f"Timesteps({_timesteps_text(self)})"
+
+    __str__ = __repr__
 
     def __call__(self, timesteps: Any) -> jax.Array:
         out: jax.Array = timestep_embedding(
@@ -854,6 +878,9 @@ class LinenTimesteps(nn.Module):
             self.num_channels, self.flip_sin_to_cos, self.downscale_freq_shift, self.scale
         )
         super().__post_init__()
+
+    def __repr__(self) -> str:
+        return f"LinenTimesteps({_timesteps_text(self)})"
 
     def __call__(self, timesteps: Any) -> jax.Array:
         out: jax.Array = timestep_embedding(

@@ -43,6 +43,7 @@ from pe_core.layers._config import (
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
     host_dtype,
+    timesteps_repr,
 )
 from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
@@ -166,6 +167,10 @@ class _Layer(keras.layers.Layer):
         config = super().get_config()
         config.update(cast(LayerConfig, self)._layer_config())
         return config
+
+    def __repr__(self) -> str:
+        text = cast(LayerConfig, self)._layer_repr()
+        return f"<{type(self).__name__} name={self.name}, built={self.built}, {text}>"
 
 
 class _PairLayer(_Layer):
@@ -723,6 +728,12 @@ class Timesteps(keras.layers.Layer):
             scale=self.scale,
         )
         return config
+
+    def __repr__(self) -> str:
+        text = timesteps_repr(
+            self.num_channels, self.flip_sin_to_cos, self.downscale_freq_shift, self.scale
+        )
+        return f"<Timesteps name={self.name}, built={self.built}, {text}>"
 
 
 @keras.saving.register_keras_serializable(package="pe_core")

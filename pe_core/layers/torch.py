@@ -47,6 +47,7 @@ from pe_core.layers._config import (
     RotaryEmbeddingConfig,
     SinusoidalEncodingConfig,
     T5RelativeBiasConfig,
+    timesteps_repr,
 )
 from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
@@ -822,7 +823,6 @@ class Timesteps(nn.Module):
         return out
 
     def extra_repr(self) -> str:
-        return (
-            f"num_channels={self.num_channels}, flip_sin_to_cos={self.flip_sin_to_cos}, "
-            f"downscale_freq_shift={self.downscale_freq_shift}, scale={self.scale}"
+        return timesteps_repr(
+            self.num_channels, self.flip_sin_to_cos, self.downscale_freq_shift, self.scale
         )
