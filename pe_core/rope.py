@@ -417,8 +417,9 @@ def apply_rope(
     True
     """
     if any_dtensor(x, pos):  # torch.distributed.tensor: on the local shard
+        on_shard: Any = apply_rope  # the implementation, not the overloads
         return rope_on_shards(
-            lambda local, local_pos: apply_rope(
+            lambda local, local_pos: on_shard(
                 local,
                 local_pos,
                 base=base,
