@@ -122,6 +122,30 @@ def _check_offset(offset: object) -> Any:
     )
 
 
+#: An int offset below this (in magnitude) takes int32 positions when the sequence
+#: length is unknown (room for 2**30 steps); int64 positions up to ``2**62``.
+_INT32_OFFSETS = 2**30
+_INT64_OFFSETS = 2**62
+
+
+def _offset_dtype(offset: int) -> str:
+    """The integer dtype of ``offset + arange(seq)`` for a sequence length unknown on the
+    host (a traced graph's ``None`` axis): int32 where it cannot overflow, else int64."""
+    if abs(offset) < _INT32_OFFSETS:
+        return "int32"
+    backend = keras.backend.backend()
+    if abs(offset) >= _INT64_OFFSETS or not get_namespace(backend).supports("int64"):
+        limit = "2**62" if get_namespace(backend).supports("int64") else "2**30 (no int64)"
+        raise ValueError(
+            f"offset must be below {limit} in magnitude when the sequence length is "
+            f"unknown (a traced graph with a None sequence axis) on Keras backend "
+            f"{backend!r}: offset + arange(seq) is computed there in integers. "
+            f"Received: offset={offset}. Give the sequence length statically, or pass "
+            "the positions themselves."
+        )
+    return "int64"
+
+
 def _positions(offset: Any, x: Any) -> Any:
     """``offset + arange(seq)`` for ``x`` ``(..., seq, d)`` as a backend tensor:
     ``(seq,)``, or ``(batch, 1, ..., seq)`` for per-example offsets ``(batch,)``."""
@@ -129,7 +153,7 @@ def _positions(offset: Any, x: Any) -> Any:
     if length is None:
         length = ops.shape(x)[-2]
     if isinstance(offset, int):
-        return ops.arange(length, dtype="int32") + offset
+        return ops.arange(length, dtype=_offset_dtype(offset)) + offset
     shape = per_example_shape(tuple(offset.shape), tuple(x.shape))
     steps = ops.arange(length, dtype=_dtype_name(offset))
     return ops.expand_dims(ops.reshape(offset, shape), -1) + steps
