@@ -145,6 +145,15 @@ class TensorflowNamespace(Namespace):
         # None for sizes unknown while tracing (e.g. a Keras batch axis)
         return tuple(None if n is None else int(n) for n in x.shape)
 
+    def check_known_rank(self, x: Any, what: str) -> None:
+        if isinstance(x, (tf.Tensor, tf.Variable)) and x.shape.rank is None:
+            raise ValueError(
+                f"{what} must have a known rank (number of axes) under tf.function; "
+                "received a tensor of unknown rank (shape None, e.g. input_signature="
+                "[tf.TensorSpec(None, ...)]). Give its axes, e.g. tf.TensorSpec([None, None], "
+                "tf.float32) for two axes (their sizes may stay None)."
+            )
+
     def merge_last_two(self, x: Any) -> Any:
         a, b = x.shape[-2], x.shape[-1]
         return tf.reshape(x, tf.concat([tf.shape(x)[:-2], [a * b]], axis=0))

@@ -180,7 +180,17 @@ def _encode_positions(config: SinusoidalEncodingConfig, positions: Any, dtype: s
 
 class _Layer(keras.layers.Layer):
     """What every layer here adds to ``keras.layers.Layer``: its ``get_config``, the
-    configuration's arguments, and an output of the input's shape."""
+    configuration's arguments, an output of the input's shape, and a clear error for
+    tensors of unknown rank (a ``tf.function`` signature of shape ``None``)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        backend = keras.backend.backend()
+        if backend in _PLACED_BACKENDS:
+            xp = get_namespace(backend)
+            for i, arg in enumerate(args):
+                if keras.ops.is_tensor(arg):
+                    xp.check_known_rank(arg, f"{type(self).__name__}'s input {i}")
+        return super().__call__(*args, **kwargs)
 
     def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
         return tuple(input_shape)
