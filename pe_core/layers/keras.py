@@ -64,6 +64,8 @@ __all__ = [
     "T5RelativeBias",
     "Timesteps",
     "assign_resampled",
+    "custom_objects",
+    "load_model",
 ]
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -809,3 +811,57 @@ class RelativePositionBias(RelativePositionBiasConfig, _Layer):
                     f"Received: shape {tuple(attention_scores.shape)}"
                 )
         return attention_scores + ops.cast(self.bias(), _dtype_name(attention_scores))
+
+
+# --------------------------------------------------------------------------- loading
+
+#: Every layer class of this module (registered for serialization, package "pe_core").
+_LAYERS = (
+    AlibiBias,
+    FourierFeatures,
+    RelativePositionBias,
+    RotaryEmbedding,
+    RotaryEmbeddingND,
+    SinusoidalEncoding,
+    SinusoidalPatchEncoding,
+    T5RelativeBias,
+    Timesteps,
+)
+
+
+def custom_objects() -> dict[str, type]:
+    """This module's layers by the names Keras saves them under (``"pe_core>Name"``),
+    for ``keras.saving.load_model(path, custom_objects=...)`` or
+    ``keras.saving.custom_object_scope``.
+
+    Keras finds a registered layer of a ``.keras`` file only once the module that
+    registers it has been imported; a process that loads a model without importing
+    :mod:`pe_core.layers.keras` gets Keras's "Could not locate class" error. Import
+    this module (or call :func:`load_model`) before loading.
+
+    Examples
+    --------
+    >>> custom_objects()["pe_core>SinusoidalEncoding"] is SinusoidalEncoding
+    True
+    """
+    return {f"pe_core>{layer.__name__}": layer for layer in _LAYERS}
+
+
+def load_model(filepath: Any, **kwargs: Any) -> Any:
+    """``keras.saving.load_model(filepath, **kwargs)`` with this module's layers known
+    (:func:`custom_objects`, beside any ``custom_objects`` given).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import keras, numpy as np
+    >>> inputs = keras.Input((3, 8))
+    >>> model = keras.Model(inputs, SinusoidalEncoding(8)(inputs))
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.keras")
+    >>> model.save(path)
+    >>> x = np.zeros((1, 3, 8), "float32")
+    >>> bool(np.array_equal(np.asarray(load_model(path)(x)), np.asarray(model(x))))
+    True
+    """
+    objects = {**custom_objects(), **dict(kwargs.pop("custom_objects", None) or {})}
+    return keras.saving.load_model(filepath, custom_objects=objects, **kwargs)
