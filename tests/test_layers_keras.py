@@ -297,9 +297,15 @@ def test_tensorflow_unknown_lengths_with_int_offsets_beyond_int32() -> None:
     spec = [tf.TensorSpec([None, None, D], tf.float32)]
     checks = {"atol": 2e-6, "rtol": 1e-7, "backend": "tensorflow", "dtype": "float32"}
     traced = {"input_signature": spec, "autograph": False}
+
+    def functions(offset: int) -> tuple:
+        return (
+            tf.function(lambda x: encoding.encoding(x, offset=offset), **traced),
+            tf.function(lambda x: rope.rotate(x, offset=offset), **traced),
+        )
+
     for offset in (2**31 - 2, 2**31 + 5, 2**62 - 9):
-        f = tf.function(lambda x: encoding.encoding(x, offset=offset), **traced)
-        g = tf.function(lambda x: rope.rotate(x, offset=offset), **traced)
+        f, g = functions(offset)
         positions = np.arange(4, dtype=np.int64) + offset
         want = pe_core.encode(positions, D, dtype="float64").astype("float32")
         assert_close(f(x), want, **checks)
@@ -307,9 +313,8 @@ def test_tensorflow_unknown_lengths_with_int_offsets_beyond_int32() -> None:
         rotated = apply_rope(x.astype("float64"), positions).astype("float32")
         assert_close(g(x), rotated, **checks)
     for offset in (2**62, -(2**63)):
-        f = tf.function(lambda x: encoding(x, offset=offset), **traced)
         with pytest.raises(ValueError, match=r"offset must be below 2\*\*62 in magnitude"):
-            f.get_concrete_function()
+            functions(offset)[0].get_concrete_function()
 
 
 @inner
@@ -319,7 +324,7 @@ def test_tensorflow_unknown_rank_inputs_are_refused_by_name() -> None:
 
     unknown = tf.TensorSpec(None, tf.float32)
     for layer, inputs in ((SinusoidalEncoding(D), 1), (RotaryEmbedding(D), 2)):
-        f = tf.function(lambda *a: layer(*a), input_signature=[unknown] * inputs, autograph=False)
+        f = tf.function(layer.__call__, input_signature=[unknown] * inputs, autograph=False)
         with pytest.raises(ValueError, match=f"{type(layer).__name__}'s input 0 must have a known"):
             f.get_concrete_function()
 
