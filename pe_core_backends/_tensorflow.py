@@ -24,8 +24,9 @@ class ShapeGenericFunction:
     graphs traced once per input dtypes and ranks, every size unknown (``None``),
     without XLA: any length reuses them, and at most :data:`MAX_SIGNATURES` are kept.
     They are traced with ``get_concrete_function``, so TensorFlow's retracing
-    detector never sees them. Inside a ``tf.function`` the XLA version is called (it
-    fuses the kernel's many elementwise operations into the caller's graph).
+    detector never sees them. Inside a ``tf.function`` the XLA version is called where
+    every size is known (it fuses the kernel's many elementwise operations into the
+    caller's graph); where a size is unknown the operations are traced inline.
     """
 
     def __init__(self, fn: Any, max_entries: int = MAX_SIGNATURES) -> None:
@@ -44,6 +45,11 @@ class ShapeGenericFunction:
 
     def __call__(self, *args: Any) -> Any:
         if not tf.executing_eagerly():
+            if any(None in tuple(getattr(a, "shape", ())) for a in args):
+                # an XLA call compiles once per concrete shape at run time (a served
+                # graph would compile per new length): the kernel's operations go into
+                # the caller's graph as they are instead
+                return self._fn(*args)
             return self._xla(*args)
         arrays = [tf.convert_to_tensor(a) for a in args]
         key = tuple((a.dtype, a.shape.rank) for a in arrays)

@@ -141,3 +141,24 @@ def test_adapter_loaders_have_source_autograph_can_read() -> None:
     loader = _registry._make_loader("json", "probe")
     assert "import json as adapter" in inspect.getsource(loader)
     assert loader().dumps([1]) == "[1]"
+
+
+def _xla_calls(signature: list) -> int:
+    """Operations of the traced graph that TensorFlow must compile with XLA."""
+
+    def must_compile(op: object) -> bool:
+        try:
+            return bool(op.get_attr("_XlaMustCompile"))  # type: ignore[attr-defined]
+        except ValueError:
+            return False
+
+    f = tf.function(lambda p: pe_core.encode(p, 8), input_signature=signature, autograph=False)
+    return sum(must_compile(op) for op in f.get_concrete_function().graph.get_operations())
+
+
+def test_traced_unknown_sizes_hold_no_xla_call_compiled_per_length() -> None:
+    """An XLA call in a graph of unknown sizes compiles once per concrete length when
+    run (a served model took about 1 s and 0.8 MB per new length): the kernel is
+    traced inline there, and as one XLA call where every size is known."""
+    assert _xla_calls([tf.TensorSpec([None], tf.int64)]) == 0
+    assert _xla_calls([tf.TensorSpec([7], tf.int64)]) == 1
