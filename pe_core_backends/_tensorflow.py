@@ -36,13 +36,6 @@ class ShapeGenericFunction:
         self._max_entries = max_entries
         self._graphs: OrderedDict[Any, Any] = OrderedDict()
 
-    @property
-    def traces(self) -> int:
-        """Graphs traced for eager calls so far (kept or evicted)."""
-        return self._traced
-
-    _traced = 0
-
     def __call__(self, *args: Any) -> Any:
         if not tf.executing_eagerly():
             if any(None in tuple(getattr(a, "shape", ())) for a in args):
@@ -57,7 +50,6 @@ class ShapeGenericFunction:
         if graph is None:
             specs = [tf.TensorSpec([None] * rank, dtype) for dtype, rank in key]
             graph = self._generic.get_concrete_function(*specs)
-            self._traced += 1
             self._graphs[key] = graph
             while len(self._graphs) > self._max_entries:
                 self._graphs.popitem(last=False)
