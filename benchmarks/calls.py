@@ -28,7 +28,8 @@ their ratio (below 1 pe_core is faster), with a target for each row:
   on the per-element kernel (``encode(jnp.arange(n) * 3, 64)``: positions not one
   run) and on the table path (``encode(range(n), 64, backend=...)``); resident memory
   growth from after the first call to after the last, and the TensorFlow warnings
-  and log records that mention retracing;
+  and log records that mention retracing. Baseline: the same calls on NumPy in the
+  same process (time per new length);
 * first eager torch call: in a fresh process, ``import pe_core, torch`` then
   ``pe_core.encode(torch.arange(5), 8)``: whether that loaded torch's compiler
   (``torch._dynamo`` / ``torch._inductor``) and how long the call took. Baseline: the
@@ -96,7 +97,9 @@ FULL: dict[str, Any] = {
     "offsets": (8, 4096, 128),  # batch, seq, d
     "rope": (8, 32, 4096, 128),
     "run": (8192, 1024),
-    "growth": (100, 300, 64),  # lengths range(100, 300), d
+    # lengths range(500, 700), d: from 512 rows on (d = 64) a table is large enough
+    # for a backend that builds tables (BUILDS_MIN_PAIRS) to build it itself
+    "growth": (500, 700, 64),
     "child_timeout_s": 900,
 }
 QUICK: dict[str, Any] = {
@@ -110,7 +113,7 @@ QUICK: dict[str, Any] = {
     "offsets": (2, 256, 32),
     "rope": (2, 4, 256, 64),
     "run": (512, 64),
-    "growth": (100, 104, 16),
+    "growth": (510, 516, 64),
     "child_timeout_s": 300,
 }
 
@@ -618,6 +621,16 @@ def growth(backend: str, path: str, start: int, stop: int, d: int) -> dict[str, 
         seconds = time.perf_counter() - t0
         gc.collect()
         after = resident_mb()
+        # the same eager calls on NumPy, in this process: the baseline of the row
+        numpy_call = {
+            "kernel": lambda n: pe_core.encode(np.arange(n) * 3, d),
+            "table": lambda n: pe_core.encode(range(n), d),
+        }[path]
+        numpy_call(lengths[0])
+        t0 = time.perf_counter()
+        for n in lengths[1:]:
+            numpy_call(n)
+        numpy_seconds = time.perf_counter() - t0
     warned = [str(w.message) for w in caught]
     return {
         "backend": backend,
@@ -628,6 +641,7 @@ def growth(backend: str, path: str, start: int, stop: int, d: int) -> dict[str, 
         "rss_before_mb": before,
         "rss_after_mb": after,
         "seconds": seconds,
+        "numpy_seconds": numpy_seconds,
         "retracing": records.count("retrac") + sum("retrac" in w.lower() for w in warned),
         "compiles": records.count("compiling") if backend == "jax" else None,
         "warnings": len(warned),
@@ -638,14 +652,19 @@ def growth(backend: str, path: str, start: int, stop: int, d: int) -> dict[str, 
 def growth_row(result: dict[str, Any]) -> Row:
     backend, path = result["backend"], result["path"]
     lo, hi = result["lengths"]
-    row = _row(f"growth_{path}", backend, f"n = {lo}..{hi}, d = {result['d']}", "", "–")
+    size = f"n = {lo}..{hi}, d = {result['d']}"
+    row = _row(f"growth_{path}", backend, size, "", "the same calls on NumPy")
     grew, retracing = result["growth_mb"], result["retracing"]
+    calls = max(hi - lo, 1)
+    per_call, numpy_per_call = result["seconds"] / calls, result["numpy_seconds"] / calls
     text = f"{grew:.0f} MB, {retracing} retracing"
     if result.get("compiles") is not None:
         text += f", {result['compiles']} XLA compiles"
     row.update(
         target_key="eager_growth_mb",
-        pe_core=text + f" ({result['seconds']:.1f} s)",
+        pe_core=text + f" ({result['seconds']:.1f} s, {per_call * 1e3:.2f} ms a length)",
+        baseline_value=f"{numpy_per_call * 1e3:.2f} ms a length",
+        ratio=per_call / numpy_per_call if numpy_per_call > 0 else None,
         met=grew < TARGETS["eager_growth_mb"] and retracing <= TARGETS["retracing_warnings"],
         **{k: v for k, v in result.items() if k not in ("backend", "path", "pe_core_file")},
     )
@@ -916,7 +935,8 @@ def report(results: dict[str, Any]) -> str:
         "not one run), table path `encode(range(n), d, backend=...)`. Resident memory "
         "(MB = 10^6 bytes) from after the first call to after the last; log records and "
         "warnings that mention retracing; for JAX the XLA compilations logged "
-        "(`jax_log_compiles`, including those of the caller's `arange(n) * 3`).",
+        "(`jax_log_compiles`, including those of the caller's `arange(n) * 3`). "
+        "Baseline: the same calls on NumPy in the same process, per new length.",
         "- first eager call: in a fresh process, `import pe_core, torch` then "
         "`pe_core.encode(torch.arange(5), 8)`; the modules named `torch._dynamo*` or "
         "`torch._inductor*` in `sys.modules` after it, and the call's wall time. "

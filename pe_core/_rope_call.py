@@ -81,6 +81,7 @@ def rope_factors(
     """Validate one 1-D call and build its ``cos``/``sin`` (prepare → plan)."""
     layout = check_layout(layout)
     xp, x = as_input(x, backend)
+    xp.check_known_rank(x, "x")
     shape = xp.shape(x)
     x_dtype = xp.dtype_of(x)
     if not shape:

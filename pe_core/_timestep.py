@@ -565,8 +565,8 @@ def _kernel(xp: Namespace, array: Any, config: tuple, *, traced: bool) -> Any:
         sin, cos = xp.sin(angles), xp.cos(angles)
     parts = [cos, sin] if flip else [sin, cos]
     if dim % 2:
-        shape = xp.shape(sin)
-        parts.append(xp.zeros((*shape[:-1], 1), xp.dtype(working), like=sin))
+        # a slice, not xp.zeros(shape): sizes may be unknown (a shape-generic graph)
+        parts.append(xp.zeros_like(sin[..., :1]))
     return xp.concat(parts, -1)
 
 

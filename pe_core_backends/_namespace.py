@@ -108,6 +108,10 @@ class Namespace:
     def shape(self, x: Any) -> tuple[int, ...]:
         return tuple(int(n) for n in x.shape)
 
+    def check_known_rank(self, x: Any, what: str) -> None:
+        """Raise ``ValueError`` naming ``what`` when ``x``'s number of axes is unknown
+        (a traced array of unknown rank); nothing where ranks are always known."""
+
     # -- tracing ----------------------------------------------------------------
     def is_tracing(self) -> bool:
         """Whether a compiler of this backend is tracing now (new arrays are symbolic)."""

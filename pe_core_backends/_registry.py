@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
+import linecache
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType, ModuleType
@@ -65,7 +66,11 @@ def _make_loader(module: str, name: str) -> Callable[[], ModuleType]:
     )
     scope: dict[str, Any] = {}
     source = f"def load_{name}_adapter():\n    {statement}\n    return adapter\n"
-    exec(compile(source, f"<pe_core_backends adapter loader: {module}>", "exec"), scope)
+    filename = f"<pe_core_backends adapter loader: {module}>"
+    # its source findable by inspect (as IPython does for its cells): tf.function's
+    # AutoGraph reads the source of every function it meets, else warns
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), scope)
     loader: Callable[[], ModuleType] = scope[f"load_{name}_adapter"]
     loader.__module__ = __name__
     return loader

@@ -289,6 +289,89 @@ def test_tensorflow_graphs_with_unknown_shapes() -> None:
 
 @inner
 @pytest.mark.skipif(INNER != "tensorflow", reason="TensorFlow only")
+def test_tensorflow_unknown_lengths_with_int_offsets_beyond_int32() -> None:
+    """``offset + arange(seq)`` for a ``None`` sequence axis: int64 where int32 would
+    wrap (it was wrong by about 2 near and past 2**31), a clear error past 2**62."""
+    import tensorflow as tf
+
+    encoding, rope = SinusoidalEncoding(D), RotaryEmbedding(D)
+    x = np.random.default_rng(6).standard_normal((2, 4, D)).astype("float32")
+    spec = [tf.TensorSpec([None, None, D], tf.float32)]
+    checks = {"atol": 2e-6, "rtol": 1e-7, "backend": "tensorflow", "dtype": "float32"}
+    traced = {"input_signature": spec, "autograph": False}
+
+    def functions(offset: int) -> tuple:
+        return (
+            tf.function(lambda x: encoding.encoding(x, offset=offset), **traced),
+            tf.function(lambda x: rope.rotate(x, offset=offset), **traced),
+        )
+
+    for offset in (2**31 - 2, 2**31 + 5, 2**62 - 9):
+        f, g = functions(offset)
+        positions = np.arange(4, dtype=np.int64) + offset
+        want = pe_core.encode(positions, D, dtype="float64").astype("float32")
+        assert_close(f(x), want, **checks)
+        assert_close(encoding.encoding(x, offset=offset), want, **checks)  # eager
+        rotated = apply_rope(x.astype("float64"), positions).astype("float32")
+        assert_close(g(x), rotated, **checks)
+    for offset in (2**62, -(2**63)):
+        with pytest.raises(ValueError, match=r"offset must be below 2\*\*62 in magnitude"):
+            functions(offset)[0].get_concrete_function()
+
+
+@inner
+@pytest.mark.skipif(INNER != "tensorflow", reason="TensorFlow only")
+def test_tensorflow_unknown_rank_inputs_are_refused_by_name() -> None:
+    import tensorflow as tf
+
+    unknown = tf.TensorSpec(None, tf.float32)
+    for layer, inputs in ((SinusoidalEncoding(D), 1), (RotaryEmbedding(D), 2)):
+        f = tf.function(layer.__call__, input_signature=[unknown] * inputs, autograph=False)
+        with pytest.raises(ValueError, match=f"{type(layer).__name__}'s input 0 must have a known"):
+            f.get_concrete_function()
+
+
+_LOAD_IN_A_FRESH_PROCESS = """
+import sys
+import keras, numpy as np
+path, data, want = sys.argv[1], np.load(sys.argv[2]), np.load(sys.argv[3])
+try:
+    keras.saving.load_model(path)
+except TypeError as error:
+    print("PLAIN LOAD FAILS:", "pe_core>SinusoidalEncoding" in str(error))
+assert "pe_core.layers.keras" not in sys.modules
+from pe_core.layers.keras import load_model
+got = np.asarray(keras.ops.convert_to_numpy(load_model(path)(data)))
+print("REMEDY EQUAL:", bool(np.array_equal(got, want)))
+"""
+
+
+@inner
+@pytest.mark.skipif(INNER != "tensorflow", reason="one backend is enough")
+def test_a_keras_file_loads_in_a_process_that_never_imported_the_layers(
+    tmp_path: Path,
+) -> None:
+    from pe_core.layers.keras import custom_objects
+
+    names = {keras.saving.get_registered_name(layer) for layer in custom_objects().values()}
+    assert names == set(custom_objects())
+    inputs = keras.Input((5, D))
+    x = SinusoidalEncoding(D, spec="fairseq")(inputs)
+    model = keras.Model(inputs, keras.layers.Add()(list(RotaryEmbedding(D)(x, x))))
+    data = np.random.default_rng(7).standard_normal((2, 5, D)).astype("float32")
+    model.save(tmp_path / "m.keras")
+    np.save(tmp_path / "data.npy", data)
+    np.save(tmp_path / "want.npy", numpy_of(model(data)).astype("float32"))
+    command = [sys.executable, "-c", _LOAD_IN_A_FRESH_PROCESS]
+    command += [str(tmp_path / name) for name in ("m.keras", "data.npy", "want.npy")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "PLAIN LOAD FAILS: True" in result.stdout, result.stdout
+    assert "REMEDY EQUAL: True" in result.stdout, result.stdout
+
+
+@inner
+@pytest.mark.skipif(INNER != "tensorflow", reason="TensorFlow only")
 def test_encode_inside_tf_function() -> None:
     import tensorflow as tf
 

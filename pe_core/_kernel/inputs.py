@@ -73,6 +73,7 @@ def as_positions(obj: Any, xp: Namespace, source: str | None, *, what: str = "po
         source, obj = "numpy", array
     if source != xp.name:
         obj = xp.asarray(_host_numpy(obj, source, what))
+    xp.check_known_rank(obj, what)
     dtype_name = xp.dtype_of(obj)
     kind = xp.kind(dtype_name)
     if kind not in ("int", "float"):

@@ -66,6 +66,8 @@ __all__ = [
     "T5RelativeBias",
     "Timesteps",
     "assign_resampled",
+    "custom_objects",
+    "load_model",
 ]
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -124,6 +126,30 @@ def _check_offset(offset: object) -> Any:
     )
 
 
+#: An int offset below this (in magnitude) takes int32 positions when the sequence
+#: length is unknown (room for 2**30 steps); int64 positions up to ``2**62``.
+_INT32_OFFSETS = 2**30
+_INT64_OFFSETS = 2**62
+
+
+def _offset_dtype(offset: int) -> str:
+    """The integer dtype of ``offset + arange(seq)`` for a sequence length unknown on the
+    host (a traced graph's ``None`` axis): int32 where it cannot overflow, else int64."""
+    if abs(offset) < _INT32_OFFSETS:
+        return "int32"
+    backend = keras.backend.backend()
+    if abs(offset) >= _INT64_OFFSETS or not get_namespace(backend).supports("int64"):
+        limit = "2**62" if get_namespace(backend).supports("int64") else "2**30 (no int64)"
+        raise ValueError(
+            f"offset must be below {limit} in magnitude when the sequence length is "
+            f"unknown (a traced graph with a None sequence axis) on Keras backend "
+            f"{backend!r}: offset + arange(seq) is computed there in integers. "
+            f"Received: offset={offset}. Give the sequence length statically, or pass "
+            "the positions themselves."
+        )
+    return "int64"
+
+
 def _positions(offset: Any, x: Any) -> Any:
     """``offset + arange(seq)`` for ``x`` ``(..., seq, d)`` as a backend tensor:
     ``(seq,)``, or ``(batch, 1, ..., seq)`` for per-example offsets ``(batch,)``."""
@@ -131,7 +157,7 @@ def _positions(offset: Any, x: Any) -> Any:
     if length is None:
         length = ops.shape(x)[-2]
     if isinstance(offset, int):
-        return ops.arange(length, dtype="int32") + offset
+        return ops.arange(length, dtype=_offset_dtype(offset)) + offset
     shape = per_example_shape(tuple(offset.shape), tuple(x.shape))
     steps = ops.arange(length, dtype=_dtype_name(offset))
     return ops.expand_dims(ops.reshape(offset, shape), -1) + steps
@@ -158,7 +184,17 @@ def _encode_positions(config: SinusoidalEncodingConfig, positions: Any, dtype: s
 
 class _Layer(keras.layers.Layer):
     """What every layer here adds to ``keras.layers.Layer``: its ``get_config``, the
-    configuration's arguments, and an output of the input's shape."""
+    configuration's arguments, an output of the input's shape, and a clear error for
+    tensors of unknown rank (a ``tf.function`` signature of shape ``None``)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        backend = keras.backend.backend()
+        if backend in _PLACED_BACKENDS:
+            xp = get_namespace(backend)
+            for i, arg in enumerate(args):
+                if keras.ops.is_tensor(arg):
+                    xp.check_known_rank(arg, f"{type(self).__name__}'s input {i}")
+        return super().__call__(*args, **kwargs)
 
     def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
         return tuple(input_shape)
@@ -787,3 +823,57 @@ class RelativePositionBias(RelativePositionBiasConfig, _Layer):
                     f"Received: shape {tuple(attention_scores.shape)}"
                 )
         return attention_scores + ops.cast(self.bias(), _dtype_name(attention_scores))
+
+
+# --------------------------------------------------------------------------- loading
+
+#: Every layer class of this module (registered for serialization, package "pe_core").
+_LAYERS = (
+    AlibiBias,
+    FourierFeatures,
+    RelativePositionBias,
+    RotaryEmbedding,
+    RotaryEmbeddingND,
+    SinusoidalEncoding,
+    SinusoidalPatchEncoding,
+    T5RelativeBias,
+    Timesteps,
+)
+
+
+def custom_objects() -> dict[str, type]:
+    """This module's layers by the names Keras saves them under (``"pe_core>Name"``),
+    for ``keras.saving.load_model(path, custom_objects=...)`` or
+    ``keras.saving.custom_object_scope``.
+
+    Keras finds a registered layer of a ``.keras`` file only once the module that
+    registers it has been imported; a process that loads a model without importing
+    :mod:`pe_core.layers.keras` gets Keras's "Could not locate class" error. Import
+    this module (or call :func:`load_model`) before loading.
+
+    Examples
+    --------
+    >>> custom_objects()["pe_core>SinusoidalEncoding"] is SinusoidalEncoding
+    True
+    """
+    return {f"pe_core>{layer.__name__}": layer for layer in _LAYERS}
+
+
+def load_model(filepath: Any, **kwargs: Any) -> Any:
+    """``keras.saving.load_model(filepath, **kwargs)`` with this module's layers known
+    (:func:`custom_objects`, beside any ``custom_objects`` given).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import keras, numpy as np
+    >>> inputs = keras.Input((3, 8))
+    >>> model = keras.Model(inputs, SinusoidalEncoding(8)(inputs))
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.keras")
+    >>> model.save(path)
+    >>> x = np.zeros((1, 3, 8), "float32")
+    >>> bool(np.array_equal(np.asarray(load_model(path)(x)), np.asarray(model(x))))
+    True
+    """
+    objects = {**custom_objects(), **dict(kwargs.pop("custom_objects", None) or {})}
+    return keras.saving.load_model(filepath, custom_objects=objects, **kwargs)
