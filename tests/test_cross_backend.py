@@ -7,7 +7,6 @@ each framework rounds its own way) differ from NumPy by at most 2**-22 in float3
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
