@@ -160,7 +160,8 @@ def grid(
         NumPy by default, or that of ``like``.
     dtype : str or dtype, optional
         ``int64`` by default (``int32`` on JAX without x64); any integer or float dtype
-        the backend has.
+        the backend has that holds every coordinate exactly (a ValueError otherwise:
+        bfloat16 holds the integers up to 256, float16 up to 2048).
     like : array, optional
         An array whose backend and device the grid should follow.
 
@@ -189,11 +190,34 @@ def grid(
     else:
         name = xp.dtype_name(dtype)
     target = xp.dtype(name)
+    _check_grid_dtype(name, sizes)
     axes = np.meshgrid(*(np.arange(n, dtype=np.int64) for n in sizes), indexing="ij")
     coords = np.stack(axes, axis=-1)
     if name in ("int32", "int64", "float16", "float32", "float64"):
         return xp.asarray(coords.astype(name), like=like)
     return xp.astype(xp.asarray(coords.astype(np.float32), like=like), target)
+
+
+# the largest integer up to which every integer is exact in each float dtype
+_EXACT_INTEGERS = {"float16": 2**11, "bfloat16": 2**8, "float32": 2**24, "float64": 2**53}
+
+
+def _check_grid_dtype(name: str, sizes: tuple[int, ...]) -> None:
+    """Refuse a ``dtype`` that cannot hold every coordinate of the grid exactly (a
+    float16/bfloat16 grid would otherwise be rounded, an int8 one wrap around)."""
+    largest = max(sizes, default=0) - 1
+    if name in _EXACT_INTEGERS:
+        limit = _EXACT_INTEGERS[name]
+        kind = f"every integer above {limit} is rounded"
+    else:
+        limit = int(np.iinfo(name).max)
+        kind = f"its largest value is {limit}"
+    if largest > limit:
+        raise ValueError(
+            f"grid coordinates up to {largest} are not exact in dtype {name} ({kind}). "
+            f"Received shape: {sizes}. Use an integer dtype (the default) or float32, "
+            "and keep low precision for the encoding (encode(..., dtype=...))."
+        )
 
 
 def _scaled_coordinates(

@@ -77,6 +77,7 @@ from pe_core._rope_call import (
     check_head_dim,
     check_layout,
     check_rotary_dim,
+    host_float64,
 )
 from pe_core.rope_scaling import (
     SCALING_TYPES,
@@ -430,7 +431,8 @@ def apply_rope_nd(
     plan = xp.host_constant(
         _plan, scaling, base, head_dim, rotary_dim, sections, section_layout, frequencies
     )
-    if positions.placement == "host":
+    if positions.placement == "host":  # float16/bfloat16 x: float64 rotation, rounded once
+        working = working_dtype(xp.dtype_of(x), xp, round_once=host_float64(xp, x))
         cos, sin = _host_factors(xp, positions, plan, working, x)
     else:
         cos, sin = _device_factors(xp, positions, plan, working)
