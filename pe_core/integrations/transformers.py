@@ -12,6 +12,10 @@ attention factor, in the dtype transformers returns (``x.dtype``). The module ke
 its buffers, its state dict and its class; :func:`unpatch_rotary_embeddings` (or
 leaving :func:`patched_rotary_embeddings`) gives back the original ``forward``.
 
+Integer position ids (what transformers passes) take a one-word int64 reduction
+(:func:`~pe_core._kernel.angles.word64_constants`) whose constants are built once per
+device and dtype: a decode step costs what transformers' own forward costs.
+
 Rules transformers applies per call are kept: ``longrope`` takes its long factors
 when ``max(position_ids) + 1`` exceeds ``original_max_position_embeddings`` (chosen on
 the device, no host read), ``dynamic`` grows its base with the longest sequence seen
