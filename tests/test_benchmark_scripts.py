@@ -189,3 +189,22 @@ def test_timesteps_quick_prints_every_row():
         for batch in ("1", "64", "4096"):
             for dim in ("320", "1280"):
                 assert (kind, batch, dim) in cells
+
+
+def test_hf_patch_quick_prints_every_row(monkeypatch, capsys):
+    """In this process (torch and transformers are imported once for the suite)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks import hf_patch
+
+    threads = torch.get_num_threads()
+    assert hf_patch.main(["--quick"]) == 0
+    assert torch.get_num_threads() == threads  # the suite's setting is given back
+    rows = table_rows(capsys.readouterr().out)
+    assert rows[0] == ["rope type", "call", "unpatched ms", "patched ms", "ratio"]
+    cells = [(r[0], r[1]) for r in rows[1:]]
+    rope_types = ("default", "llama3")
+    calls = ("decode, batch 1", "decode, batch 8", "prefill 512", "prefill 4096")
+    assert cells == [(rope, call) for rope in rope_types for call in calls]
+    assert all(float(r[4]) > 0 for r in rows[1:])

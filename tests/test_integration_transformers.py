@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import mpmath
 import numpy as np
 import pytest
 
@@ -266,6 +267,51 @@ def test_float64_model_gets_float64_exact_cos_sin() -> None:
     # the reference's float64 product p * w is off by up to about 1e5 * 2**-53
     np.testing.assert_allclose(cos.numpy(), want_cos.numpy(), rtol=0, atol=3e-11)
     np.testing.assert_allclose(sin.numpy(), want_sin.numpy(), rtol=0, atol=3e-11)
+
+
+#: int64 positions across the whole range (both signs, the int32 and int64 limits).
+WIDE_POSITIONS = [0, 1, -1, 12_345, FAR, 2**31 - 1, 2**31, -(2**31) - 5, 2**40 + 3]
+WIDE_POSITIONS += [10**15, 2**62 + 17, -(2**63), 2**63 - 1, -7 * 10**17]
+
+
+def _mpmath_cos_sin(positions: list[int], omegas: tuple[float, ...]) -> np.ndarray:
+    """cos and sin of ``p * w`` at 60 digits, ``p`` and ``w`` the exact numbers they
+    are: shape ``(2, len(positions), len(omegas))``."""
+    out = np.empty((2, len(positions), len(omegas)))
+    with mpmath.workdps(60):
+        for i, p in enumerate(positions):
+            for j, w in enumerate(omegas):
+                angle = mpmath.mpf(p) * mpmath.mpf(w)
+                out[0, i, j], out[1, i, j] = float(mpmath.cos(angle)), float(mpmath.sin(angle))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_integer_positions_are_exact_over_the_whole_int64_range(dtype: str) -> None:
+    """int64 and int32 position ids (a decode step's few and a prefill's many, which
+    compute each pair once) against mpmath; float position ids take the general kernel."""
+    module = rotary_modules(patch_rotary_embeddings(build("llama-default")))[0]
+    omegas, _ = rope_frequencies(module.config)
+    want = _mpmath_cos_sin(WIDE_POSITIONS, tuple(omegas))
+    x = torch.zeros(1, dtype=getattr(torch, dtype))
+    atol = 5e-7 if dtype == "float32" else 2e-15
+    small = [p for p in WIDE_POSITIONS if abs(p) < 2**31]
+    keep = [WIDE_POSITIONS.index(p) for p in small]
+    cases = [
+        (torch.tensor(WIDE_POSITIONS)[None], slice(None)),  # few positions: full width
+        (torch.tensor(WIDE_POSITIONS * 20)[None], slice(None)),  # many: pairs once
+        (torch.tensor(small, dtype=torch.int32)[None], keep),
+        (torch.tensor(small, dtype=torch.float64)[None], keep),  # the general kernel
+    ]
+    n = len(omegas)
+    for pos, rows in cases:
+        cos, sin = module(x, pos)
+        assert cos.dtype == sin.dtype == x.dtype and cos.shape == (1, pos.shape[1], 2 * n)
+        count = len(want[0, rows])
+        for got, expected in zip((cos, sin), want[:, rows], strict=True):
+            got = got[0, :count].double().numpy()
+            np.testing.assert_allclose(got[:, :n], expected, rtol=0, atol=atol)
+            np.testing.assert_array_equal(got[:, n:], got[:, :n])
 
 
 def test_torch_compile_fullgraph() -> None:

@@ -181,6 +181,41 @@ def _cached_turn_constant_fields(omegas: tuple[float, ...], offset: int | float)
     )
 
 
+@functools.lru_cache(maxsize=64)
+def word64_constants(omegas: tuple[float, ...]) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The constants of the one-word reduction of int64 positions (plain Python numbers).
+
+    ``frac(f) = F / 2**64 + g`` for each frequency in turns ``f = w / 2pi``, with ``F``
+    a signed 64-bit integer and ``|g| <= 2**-65`` (``f`` worked out to ``2**-160``).
+    For an int64 position ``p``, ``p * F`` in int64 arithmetic wraps modulo ``2**64``:
+    that is ``frac(p * F / 2**64)``, exactly; the rest ``p * g`` is at most 1/4 turn, a
+    float product with an error below ``2**-26`` turns in float32 (``2**-54`` in
+    float64). So ``turns = wrap(p * F) / 2**64 + p * g`` for every int64 ``p``, in
+    three elementwise operations on a backend with int64 (the turns then lie within
+    ``[-3/4, 3/4]``; sin and cos take them as they are).
+
+    >>> from fractions import Fraction
+    >>> words, rests = word64_constants((1.0,))
+    >>> p = 10**15
+    >>> wrapped = (p * words[0] + 2**63) % 2**64 - 2**63  # int64 wrap-around
+    >>> t = wrapped / 2**64 + p * rests[0]
+    >>> bool(abs(t - float(turns_fraction(p, 1.0))) < 1e-12)
+    True
+    """
+    words: list[int] = []
+    rests: list[float] = []
+    for omega in omegas:
+        exact = Fraction(omega)
+        v = _centered(exact * _inv_2pi(_bit_size(exact) + 64))  # frac(f), in [-1/2, 1/2]
+        word = round(v * 2**64)
+        rest = v - Fraction(word, 2**64)
+        if word >= 2**63:  # keep the signed int64 range; frac is unchanged
+            word -= 2**64
+        words.append(word)
+        rests.append(float(rest))
+    return tuple(words), tuple(rests)
+
+
 def reduced_turns(
     xp: Namespace,
     positions: Any,

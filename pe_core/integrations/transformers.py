@@ -12,6 +12,10 @@ attention factor, in the dtype transformers returns (``x.dtype``). The module ke
 its buffers, its state dict and its class; :func:`unpatch_rotary_embeddings` (or
 leaving :func:`patched_rotary_embeddings`) gives back the original ``forward``.
 
+Integer position ids (what transformers passes) take a one-word int64 reduction
+(:func:`~pe_core._kernel.angles.word64_constants`) whose constants are built once per
+device and dtype: a decode step costs what transformers' own forward costs.
+
 Rules transformers applies per call are kept: ``longrope`` takes its long factors
 when ``max(position_ids) + 1`` exceeds ``original_max_position_embeddings`` (chosen on
 the device, no host read), ``dynamic`` grows its base with the longest sequence seen
@@ -35,14 +39,14 @@ import contextlib
 import inspect
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
 import torch
 from torch import nn
 
-from pe_core._kernel.angles import exact_cos_sin
+from pe_core._kernel.angles import exact_cos_sin, word64_constants
 from pe_core.rope_scaling import rope_frequencies
 from pe_core_backends import get_namespace
 
@@ -74,6 +78,14 @@ class _Rope:
     long: tuple[tuple[float, ...], float, int] | None = None  # longrope: long set, limit
     original_max: int = 0  # dynamic: the module's original_max_seq_len
     cached: int = 0  # dynamic: the module's max_seq_len_cached (mirrored)
+    # the constants of the int64 route on a device, per (set, device, dtype, width):
+    # built on first use there, dropped when the frequencies change (dynamic)
+    tables: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    def __getstate__(self) -> dict[str, Any]:  # copies and pickles rebuild the tables
+        return {**vars(self), "tables": {}}
 
 
 @dataclass
@@ -248,19 +260,81 @@ def _dynamic_update(rope: _Rope, position_ids: torch.Tensor) -> None:
     if seq_len > rope.cached:  # growth
         rope.omegas, rope.scale = _frequencies(rope.config, rope.layer_type, seq_len=seq_len)
         rope.cached = seq_len
+        rope.tables = {}
     elif seq_len < rope.original_max and rope.cached > rope.original_max:  # reset
         rope.omegas, rope.scale = _frequencies(rope.config, rope.layer_type)
         rope.cached = rope.original_max
+        rope.tables = {}
 
 
 #: pe_core's torch namespace (this module imports torch anyway).
 _TORCH = get_namespace("torch")
 
 
-def _cos_sin(
-    position_ids: torch.Tensor, omegas: tuple[float, ...], scale: float, working: str
+#: Integer position dtypes of the one-word route (int32 promotes to int64 there).
+_WORD_DTYPES = (torch.int64, torch.int32)
+
+#: Most positions whose cos/sin are computed at full width (the constants repeated:
+#: fewest operations, decode steps); more positions compute the pairs once and
+#: concatenate (half the sin/cos work, prefill).
+_FULL_WIDTH_MAX = 256
+
+#: Radians per unit of the wrapped int64 word (``2pi / 2**64``, exact scaling).
+_RADIANS_PER_WORD = 2.0 * math.pi / 2.0**64
+
+
+def _word_tables(
+    rope: _Rope, which: int, device: torch.device, dtype: torch.dtype, full: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    return exact_cos_sin(_TORCH, position_ids, omegas, working=working, scale=scale)
+    """The int64 words ``F`` and the rests ``2pi g`` of
+    :func:`~pe_core._kernel.angles.word64_constants` as tensors on ``device``: built
+    once per device, dtype and width (eager), inline when compiling (graph constants)."""
+    key = (which, device, dtype, full)
+    found = rope.tables.get(key)
+    if found is not None:
+        return found
+    omegas = rope.omegas if which == 0 else rope.long[0]  # type: ignore[index]
+    words, rests = word64_constants(omegas)
+    radians = [2.0 * math.pi * g for g in rests]
+    if full:
+        words, radians = words * 2, radians * 2
+    tables = (
+        torch.tensor(words, dtype=torch.int64, device=device),
+        torch.tensor(radians, dtype=dtype, device=device),
+    )
+    if not torch.compiler.is_compiling():
+        rope.tables[key] = tables
+    return tables
+
+
+def _word_cos_sin(
+    position_ids: torch.Tensor, tables: tuple[torch.Tensor, torch.Tensor], scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``scale * cos`` and ``scale * sin`` of integer positions, exactly reduced: the
+    angle is ``wrap(p * F) * 2pi / 2**64 + p * 2pi g`` (int64 wrap-around, see
+    :func:`~pe_core._kernel.angles.word64_constants`), within about 3e-7 rad in
+    float32 (1e-15 in float64) for every int64 position."""
+    words, radians = tables
+    p = position_ids.unsqueeze(-1)
+    angles = (p * words).to(radians.dtype).mul_(_RADIANS_PER_WORD)
+    angles = angles.addcmul_(p.to(radians.dtype), radians)
+    cos, sin = angles.cos(), angles.sin()
+    if scale != 1.0:
+        cos, sin = cos.mul_(scale), sin.mul_(scale)
+    return cos, sin
+
+
+def _cos_sin(
+    rope: _Rope, which: int, position_ids: torch.Tensor, dtype: torch.dtype, full: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin of one frequency set of ``rope`` (0: its own, 1: longrope's long set)."""
+    omegas, scale = (rope.omegas, rope.scale) if which == 0 else rope.long[:2]  # type: ignore[index]
+    if position_ids.dtype in _WORD_DTYPES:
+        tables = _word_tables(rope, which, position_ids.device, dtype, full)
+        return _word_cos_sin(position_ids, tables, scale)
+    working = "float64" if dtype == torch.float64 else "float32"
+    cos, sin = exact_cos_sin(_TORCH, position_ids, omegas, working=working, scale=scale)
+    return (torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)) if full else (cos, sin)
 
 
 class _ExactForward:
@@ -281,22 +355,26 @@ class _ExactForward:
                 f"{self.name} (patched by pe_core) has ropes for layer_type in "
                 f"{sorted(map(str, self.ropes))}. Received: layer_type={layer_type!r}"
             )
-        working = "float64" if x.dtype == torch.float64 else "float32"
-        if self.recompose is not None and position_ids.ndim == 2:
+        dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+        recompose = self.recompose
+        if recompose is not None and position_ids.ndim == 2:
             position_ids = position_ids.expand(3, -1, -1)  # text-only M-RoPE ids
+        full = recompose is None and position_ids.numel() <= _FULL_WIDTH_MAX
         if rope.long is not None:  # longrope: long factors past the original length
-            long_omegas, long_scale, limit = rope.long
-            short = _cos_sin(position_ids, rope.omegas, rope.scale, working)
-            long = _cos_sin(position_ids, long_omegas, long_scale, working)
-            use_long = torch.max(position_ids) + 1 > limit
+            short = _cos_sin(rope, 0, position_ids, dtype, full)
+            long = _cos_sin(rope, 1, position_ids, dtype, full)
+            use_long = torch.max(position_ids) + 1 > rope.long[2]
             cos = torch.where(use_long, long[0], short[0])
             sin = torch.where(use_long, long[1], short[1])
         else:
             if rope.original_max:
                 _dynamic_update(rope, position_ids)
-            cos, sin = _cos_sin(position_ids, rope.omegas, rope.scale, working)
-        cos, sin = _full(cos, self.recompose), _full(sin, self.recompose)
-        return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
+            cos, sin = _cos_sin(rope, 0, position_ids, dtype, full)
+        if not full:
+            cos, sin = _full(cos, recompose), _full(sin, recompose)
+        if x.dtype != dtype:
+            cos, sin = cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
+        return cos, sin
 
 
 def _rotary_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
