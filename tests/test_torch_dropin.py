@@ -105,7 +105,9 @@ def test_positional_arguments_as_the_textbook_module() -> None:
         5000,
         True,
     )
-    assert layer.extra_repr() == "d_model=512, spec='vaswani', dropout=0.1, max_len=5000"
+    assert layer.extra_repr() == (
+        "d_model=512, spec='vaswani' (base=10000, layout='interleaved'), dropout=0.1, max_len=5000"
+    )
     assert SinusoidalEncoding(512, batch_first=False).extra_repr().endswith("batch_first=False")
 
 

@@ -180,7 +180,7 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
     >>> import torch
     >>> layer = SinusoidalEncoding(4, 0.0, 16)  # (d_model, dropout, max_len)
     >>> layer
-    SinusoidalEncoding(d_model=4, spec='vaswani', max_len=16)
+    SinusoidalEncoding(d_model=4, spec='vaswani' (base=10000, layout='interleaved'), max_len=16)
     >>> seq_first = SinusoidalEncoding(4, batch_first=False)  # x: (seq, batch, d_model)
     >>> y = seq_first(torch.zeros(3, 2, 4))
     >>> y[:, 0, 0].tolist() == y[:, 1, 0].tolist() == layer(torch.zeros(1, 3, 4))[0, :, 0].tolist()
