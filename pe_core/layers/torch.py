@@ -50,7 +50,7 @@ from pe_core.layers._config import (
 )
 from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
-from pe_core.layers._tables import pe_table_problem, sequence_bucket
+from pe_core.layers._tables import pe_table_problem
 from pe_core.nd import grid
 from pe_core.spec import Spec
 from pe_core.timestep import timestep_embedding
@@ -255,11 +255,8 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         x_shape: tuple[int | None, ...] = (
             tuple(like.shape) if like is not None else (None, length, self.d_model)
         )
-        if _is_exporting():  # one exported program for every length: the symbolic length
+        if _is_exporting() or torch.compiler.is_compiling():  # a symbolic length stays so
             return self._encode(_positions(offset, length, x_shape, device), dtype)
-        if torch.compiler.is_compiling():
-            positions = _positions(offset, sequence_bucket(length), x_shape, device)
-            return self._encode(positions, dtype)[..., :length, :]
         if not isinstance(offset, int):  # a tensor
             return self._encode(_positions(offset, length, x_shape, device), dtype)
         cached = self._cached_rows(offset, length, device, dtype)
