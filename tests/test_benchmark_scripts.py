@@ -188,3 +188,17 @@ def test_timesteps_quick_prints_every_row():
         for batch in ("1", "64", "4096"):
             for dim in ("320", "1280"):
                 assert (kind, batch, dim) in cells
+
+
+@pytest.mark.slow
+def test_compiled_quick_prints_every_row():
+    """One route (jax.jit: compiling it takes seconds; inductor's take a minute)."""
+    pytest.importorskip("jax")
+    output = run_module("benchmarks.compiled", "--quick", "--routes", "jax.jit", timeout=300)
+    rows = table_rows(output)
+    assert rows[0] == ["route", "call", "size", "pe_core ms", "textbook ms", "pe_core / textbook"]
+    assert [(cells[0], cells[1]) for cells in rows[1:]] == [
+        ("jax.jit", "encode"),
+        ("jax.jit", "apply_rope"),
+    ]
+    assert all(cells[5].endswith("×") for cells in rows[1:])

@@ -191,6 +191,7 @@ def reduced_turns(
     max_abs_position: float | None = None,
     poison: bool = True,
     constants: tuple | None = None,
+    quarters: tuple[int, ...] | None = None,
 ) -> Any:
     """Turns ``(positions + offset) * omegas / 2pi`` reduced to ``[-1/2, 1/2]``.
 
@@ -220,6 +221,9 @@ def reduced_turns(
         The fields of :class:`TurnConstants` already worked out (by
         :func:`turn_constant_fields`, perhaps of exact rational frequencies); then
         ``omegas`` and ``offset`` are not read.
+    quarters : tuple of int, optional
+        Quarter turns (0 to 3) added to each column exactly (in the integer word):
+        ``sin`` of a column with one quarter turn is the ``cos`` of its angle.
 
     Returns
     -------
@@ -283,7 +287,7 @@ def reduced_turns(
             words = ((low, xp.astype(low, wdtype), 0), high)
     else:
         words = ((xp.astype(integer, int32), xp.astype(integer, wdtype), 0),)
-    turns = _word_turns(xp, words, consts, wdtype, bad=bad)
+    turns = _word_turns(xp, words, consts, wdtype, bad=bad, quarters=quarters)
     if wrapped is not None:
         shift = xp.astype(xp.expand_dims(wrapped, -1), wdtype)
         turns = turns + shift * _const(xp, consts.wrap64, wdtype, positions)
@@ -488,8 +492,9 @@ def _word_turns(
     consts: TurnConstants,
     wdtype: Any,
     bad: Any = None,
+    quarters: tuple[int, ...] | None = None,
 ) -> Any:
-    """``sum(p * frac(scale_k * f))`` modulo 1 over ``words`` ``(p32, pf, k)``: an
+    """``sum(p * frac(scale_k * f))`` (plus ``quarters / 4``) modulo 1 over ``words`` ``(p32, pf, k)``: an
     integer ``|p| <= 2**31`` as int32 (wrapped modulo ``2**32``) and as a float, in
     ``(-1.01, 1.01)``.
 
@@ -508,6 +513,9 @@ def _word_turns(
             scale = xp.where(xp.expand_dims(bad, -1), scale * float("nan"), scale)
         rest = scale * _const(xp, consts.rests[k], wdtype, p32)
         fine = rest if fine is None else fine + rest
+    if quarters is not None:  # a quarter turn is 2**30 in the word: exact, wrapping
+        shift = [(q % 4) * 2**30 - (2**32 if q % 4 > 1 else 0) for q in quarters]
+        wrapped = wrapped + xp.asarray(shift, dtype=wrapped.dtype, like=wrapped)
     # int32 -> float keeps 24 bits: split the wrapped word so both halves convert exactly.
     top = xp.bitwise_right_shift(wrapped, 16)  # floor(wrapped / 2**16)
     bottom = xp.bitwise_and(wrapped, 0xFFFF)
