@@ -53,7 +53,6 @@ def make_model():
             "encode_far": pe_core.encode(positions + BIG, D),
             "apply_rope": pe_core.apply_rope(q, positions),
             "sinusoidal": sinusoidal(x),
-            "sinusoidal_offsets": sinusoidal(x, torch.tensor([3, 70_000])),
             "rotary": rotary(q, q)[1],
             "alibi": alibi(n, n, like=x),
             "t5": t5(n, n),

@@ -271,6 +271,7 @@ def reduced_turns(
         integer = xp.astype(integer, xp.dtype("int64" if wide else "int32"))
 
     int32 = xp.dtype("int32")
+    words: tuple[tuple[Any, Any, int], ...]
     if wide:
         if xp.dtype_of(integer) == "uint32":  # no int64 here (JAX without x64)
             low = xp.astype(integer, int32)  # wraps: the signed low 32 bits
@@ -513,6 +514,7 @@ def _word_turns(
             scale = xp.where(xp.expand_dims(bad, -1), scale * float("nan"), scale)
         rest = scale * _const(xp, consts.rests[k], wdtype, p32)
         fine = rest if fine is None else fine + rest
+    assert wrapped is not None and fine is not None  # at least one word
     if quarters is not None:  # a quarter turn is 2**30 in the word: exact, wrapping
         shift = [(q % 4) * 2**30 - (2**32 if q % 4 > 1 else 0) for q in quarters]
         wrapped = wrapped + xp.asarray(shift, dtype=wrapped.dtype, like=wrapped)

@@ -31,6 +31,7 @@ __all__ = [
     "placed_rows",
 ]
 
+
 def placed_rows(
     xp: Namespace,
     config: SinusoidalEncodingConfig,
