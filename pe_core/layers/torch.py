@@ -155,14 +155,13 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
     alike (as PyTorch's own size checks); drop the entry to skip the check.
 
     *Compilation.* Under ``torch.compile(fullgraph=True)`` the encoding is computed in
-    the graph for the whole *bucket* of the sequence length (the smallest power of two
-    above it, at least 16) and sliced. With a dynamic sequence axis
-    (``torch._dynamo.mark_dynamic(x, 1)``, or automatically from the second length
-    PyTorch sees) every length within a bucket reuses one graph. A tensor ``offset``
-    never recompiles; a Python ``int`` offset is specialised by PyTorch on its first
-    value, as every int argument is, and made dynamic when it changes (one recompile).
-    ``torch.export`` (and ONNX export) encodes the symbolic length itself, not its
-    bucket: one exported program serves every length (see :doc:`deploying`).
+    the graph for the sequence length it is given, a symbolic one included: with a
+    dynamic sequence axis (``torch._dynamo.mark_dynamic(x, 1)``, ``dynamic=True``, or
+    automatically from the second length PyTorch sees) every length reuses one graph.
+    A tensor ``offset`` never recompiles; a Python ``int`` offset is specialised by
+    PyTorch on its first value, as every int argument is, and made dynamic when it
+    changes (one recompile). ``torch.export`` (and ONNX export) encodes the symbolic
+    length too: one exported program serves every length (see :doc:`deploying`).
 
     Examples
     --------
