@@ -275,7 +275,7 @@ def reduced_turns(
     if wide:
         if xp.dtype_of(integer) == "uint32":  # no int64 here (JAX without x64)
             low = xp.astype(integer, int32)  # wraps: the signed low 32 bits
-            high = xp.bitwise_right_shift(integer, 31)  # 1 where low wrapped negative
+            high = xp.astype(xp.bitwise_right_shift(integer, 31), int32)  # low wrapped
             words = ((low, xp.astype(low, wdtype), 0), (high, xp.astype(high, wdtype), 1))
         else:
             # int32 words (the signed low 32 bits and floor(p / 2**32)): every operation
@@ -504,10 +504,11 @@ def _word_turns(
     small rests ``p * g_k`` are float products. Where ``bad`` (positions' shape) is
     true the result is NaN.
     """
+    int32 = xp.dtype("int32")
     wrapped = None
     fine = None
     for p32, pf, k in words:
-        product = xp.expand_dims(p32, -1) * xp.asarray(consts.words[k], dtype=p32.dtype, like=p32)
+        product = xp.expand_dims(p32, -1) * xp.asarray(consts.words[k], dtype=int32, like=p32)
         wrapped = product if wrapped is None else wrapped + product
         scale = xp.expand_dims(pf, -1)
         if bad is not None and k == words[-1][2]:  # NaN enters through a multiplier
@@ -517,7 +518,7 @@ def _word_turns(
     assert wrapped is not None and fine is not None  # at least one word
     if quarters is not None:  # a quarter turn is 2**30 in the word: exact, wrapping
         shift = [(q % 4) * 2**30 - (2**32 if q % 4 > 1 else 0) for q in quarters]
-        wrapped = wrapped + xp.asarray(shift, dtype=wrapped.dtype, like=wrapped)
+        wrapped = wrapped + xp.asarray(shift, dtype=int32, like=wrapped)
     # int32 -> float keeps 24 bits: split the wrapped word so both halves convert exactly.
     top = xp.bitwise_right_shift(wrapped, 16)  # floor(wrapped / 2**16)
     bottom = xp.bitwise_and(wrapped, 0xFFFF)
