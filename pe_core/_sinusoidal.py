@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pe_core import device_tables
-from pe_core._kernel.angles import reduced_turns, sin_cos_turns
+from pe_core._kernel.angles import reduced_turns, sin_cos_turns, turn_constant_fields
 from pe_core._kernel.features import assemble, disassemble
 from pe_core._kernel.host_tables import few_integer_sin_cos, host_sin_cos
 from pe_core._kernel.inputs import (
@@ -370,6 +370,23 @@ def _kernel(
     Positions outside the kernel's exact range (NaN, inf, floats ``|x| >= 2**63``) give
     NaN rows.
     """
+    if traced and not xp.traced_polynomials and d % 2 == 0:
+        # A compiler fuses everything: one sin per feature, cos columns a quarter turn
+        # ahead (added exactly to the integer word), each feature in its own column:
+        # one contiguous, vectorised loop, no interleaving stores.
+        pairs = len(freqs)
+        if layout == "interleaved":
+            columns, quarters = (
+                [i // 2 for i in range(2 * pairs)],
+                [i % 2 for i in range(2 * pairs)],
+            )
+        else:
+            columns, quarters = [*range(pairs)] * 2, [0] * pairs + [1] * pairs
+        constants = xp.host_constant(_column_constants, freqs, offset, tuple(columns))
+        turns = reduced_turns(
+            xp, positions, freqs, working=working, constants=constants, quarters=tuple(quarters)
+        )
+        return xp.sin(turns * (2.0 * math.pi))
     turns = reduced_turns(xp, positions, freqs, offset=offset, working=working, poison=True)
     if traced and working == "float32" and xp.traced_polynomials:
         # A compiler fuses everything: polynomial sin/cos beat the library's here.
@@ -378,6 +395,32 @@ def _kernel(
         angles = turns * (2.0 * math.pi)
         sin, cos = xp.sin(angles), xp.cos(angles)
     return assemble(xp, sin, cos, layout, pad=0.0 if d % 2 else None)
+
+
+def _column_constants(*args: Any) -> tuple:
+    # A plain function (not the cache wrapper) so torch.compile can embed its result.
+    return _cached_column_constants(*args)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_column_constants(
+    freqs: tuple[float, ...], offset: float, columns: tuple[int, ...]
+) -> tuple:
+    """The turn constants of ``freqs`` (:func:`~pe_core._kernel.angles.turn_constant_fields`)
+    with one entry per output column: column ``j`` takes frequency ``columns[j]``."""
+    fields = turn_constant_fields(freqs, offset)
+
+    def pick(values: tuple | None) -> tuple | None:
+        return None if values is None else tuple(values[j] for j in columns)
+
+    words, rests, f, wrap64, offset_turns = fields
+    return (
+        (pick(words[0]), pick(words[1])),
+        (pick(rests[0]), pick(rests[1])),
+        pick(f),
+        pick(wrap64),
+        pick(offset_turns),
+    )
 
 
 @functools.lru_cache(maxsize=32)

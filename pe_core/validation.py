@@ -79,11 +79,14 @@ def positive_int(value: object, name: str, *, minimum: int = 1, what: str | None
     ...
     ValueError: n_heads must be an integer >= 1. Received: 0
     """
-    message = f"{name} must be {_allowed(f'an integer >= {minimum}', what)}. Received: {value!r}"
+
+    def message() -> str:  # built only to raise: a traced size may not format
+        return f"{name} must be {_allowed(f'an integer >= {minimum}', what)}. Received: {value!r}"
+
     if not is_integer(value):
-        raise TypeError(message)
+        raise TypeError(message())
     if value < minimum:  # type: ignore[operator]
-        raise ValueError(message)
+        raise ValueError(message())
     return int(value)  # type: ignore[call-overload]
 
 

@@ -211,6 +211,12 @@ class Namespace:
     def where(self, condition: Any, x: Any, y: Any) -> Any:
         raise NotImplementedError
 
+    def int64_words(self, x: Any) -> tuple[Any, Any]:
+        """The int32 words of int64 ``x``: its signed low 32 bits (``x`` modulo
+        ``2**32``, wrapped to int32) and ``floor(x / 2**32)``."""
+        int32 = self.dtype("int32")
+        return self.astype(x, int32), self.astype(self.bitwise_right_shift(x, 32), int32)
+
     def bitwise_right_shift(self, x: Any, bits: int) -> Any:
         """Arithmetic shift of integers: floor division by ``2**bits``."""
         raise NotImplementedError

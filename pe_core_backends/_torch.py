@@ -46,6 +46,26 @@ def _host_constant(fn: Any, *args: Any) -> Any:
     return fn(*args)
 
 
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _specialized(value: Any) -> Any:
+    """``value`` with every symbolic number in it made the number it is now.
+
+    While ``torch.compile`` traces with dynamic shapes, a size read off a tensor (and,
+    with ``dynamic=True``, a float read off an object) is symbolic; the host constants
+    are static configuration (a feature width, a base), so the compiled graph is
+    specialised to their values, with a guard that recompiles if one changes.
+    """
+    # Dynamo reports a symbolic number as the Python type it stands for: ask about all.
+    if isinstance(value, (bool, int, float, *_SYMBOLIC)):
+        return torch.fx.experimental.symbolic_shapes.guard_scalar(value)
+    if isinstance(value, (tuple, list)):
+        items = [_specialized(v) for v in value]
+        return tuple(items) if isinstance(value, tuple) else items
+    return value
+
+
 def _whole_graph(fn: Any) -> Any:
     """``torch.compile`` of ``fn`` as one graph with static shapes (imports the compiler)."""
     return torch.compile(fn, fullgraph=True, dynamic=False)
@@ -59,6 +79,8 @@ class TorchNamespace(Namespace):
     traced_polynomials = False
 
     def host_constant(self, fn: Any, *args: Any) -> Any:
+        if torch.compiler.is_compiling():
+            args = tuple([_specialized(a) for a in args])
         return _host_constant(fn, *args)
 
     def _dtype_object(self, name: str) -> Any:
@@ -218,7 +240,19 @@ class TorchNamespace(Namespace):
     def matrix_transpose(self, x: Any) -> Any:
         return x.transpose(-1, -2)
 
+    def int64_words(self, x: Any) -> tuple[Any, Any]:
+        if sys.byteorder != "little" or not torch.compiler.is_compiling():
+            return super().int64_words(x)
+        # compiled code: the words are the tensor's own memory, read as int32 (inductor
+        # does not vectorise int64 shifts and narrowing on CPUs without AVX-512)
+        words = x.reshape(-1).view(torch.int32).reshape(*x.shape, 2)
+        return words[..., 0], words[..., 1]
+
     def expand_diagonals(self, values: Any, rows: int, cols: int, like: Any = None) -> Any:
+        if torch.compiler.is_compiling():
+            # unfold's shape rule equates a symbolic window with its size: the gather
+            # keeps sequence lengths symbolic (and fuses into the next kernel)
+            return super().expand_diagonals(values, rows, cols, like=like)
         # windows values[s : s + cols] for s = 0 .. rows - 1, the last row's first
         return values.unfold(-1, cols, 1).flip(-2)
 

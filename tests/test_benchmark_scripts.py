@@ -191,6 +191,20 @@ def test_timesteps_quick_prints_every_row():
                 assert (kind, batch, dim) in cells
 
 
+@pytest.mark.slow
+def test_compiled_quick_prints_every_row():
+    """One route (jax.jit: compiling it takes seconds; inductor's take a minute)."""
+    pytest.importorskip("jax")
+    output = run_module("benchmarks.compiled", "--quick", "--routes", "jax.jit", timeout=300)
+    rows = table_rows(output)
+    assert rows[0] == ["route", "call", "size", "pe_core ms", "textbook ms", "pe_core / textbook"]
+    assert [(cells[0], cells[1]) for cells in rows[1:]] == [
+        ("jax.jit", "encode"),
+        ("jax.jit", "apply_rope"),
+    ]
+    assert all(cells[5].endswith("×") for cells in rows[1:])
+
+
 def test_hf_patch_quick_prints_every_row(monkeypatch, capsys):
     """In this process (torch and transformers are imported once for the suite)."""
     torch = pytest.importorskip("torch")

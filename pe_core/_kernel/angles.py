@@ -226,6 +226,7 @@ def reduced_turns(
     max_abs_position: float | None = None,
     poison: bool = True,
     constants: tuple | None = None,
+    quarters: tuple[int, ...] | None = None,
 ) -> Any:
     """Turns ``(positions + offset) * omegas / 2pi`` reduced to ``[-1/2, 1/2]``.
 
@@ -255,6 +256,9 @@ def reduced_turns(
         The fields of :class:`TurnConstants` already worked out (by
         :func:`turn_constant_fields`, perhaps of exact rational frequencies); then
         ``omegas`` and ``offset`` are not read.
+    quarters : tuple of int, optional
+        Quarter turns (0 to 3) added to each column exactly (in the integer word):
+        ``sin`` of a column with one quarter turn is the ``cos`` of its angle.
 
     Returns
     -------
@@ -301,18 +305,25 @@ def reduced_turns(
                 integer = xp.where(bad, xp.zeros_like(integer), integer)
         integer = xp.astype(integer, xp.dtype("int64" if wide else "int32"))
 
+    int32 = xp.dtype("int32")
+    words: tuple[tuple[Any, Any, int], ...]
     if wide:
-        low = xp.astype(integer, xp.dtype("int32"))  # wraps: the signed low 32 bits
         if xp.dtype_of(integer) == "uint32":  # no int64 here (JAX without x64)
-            high = xp.bitwise_right_shift(integer, 31)  # 1 where low wrapped negative
+            low = xp.astype(integer, int32)  # wraps: the signed low 32 bits
+            high = xp.astype(xp.bitwise_right_shift(integer, 31), int32)  # low wrapped
+            words = ((low, xp.astype(low, wdtype), 0), (high, xp.astype(high, wdtype), 1))
         else:
-            carry = xp.bitwise_and(xp.bitwise_right_shift(integer, 31), 1)
-            high = xp.bitwise_right_shift(integer, _SPLIT_BITS) + carry  # |high| <= 2**31
-        turns = _word_turns(xp, low, consts, 0, wdtype) + _frac(
-            xp, _word_turns(xp, high, consts, 1, wdtype, bad=bad)
-        )
+            # int32 words (the signed low 32 bits and floor(p / 2**32)): every operation
+            # on them vectorises, where int64 ones may not
+            low, upper = xp.int64_words(integer)
+            carry = xp.astype(low < 0, int32)  # 1 where the low word wrapped negative
+            # high = upper + carry, |high| <= 2**31: int32 wraps at 2**31 (the same
+            # product modulo 2**32), the float keeps its value
+            high = (upper + carry, xp.astype(upper, wdtype) + xp.astype(carry, wdtype), 1)
+            words = ((low, xp.astype(low, wdtype), 0), high)
     else:
-        turns = _word_turns(xp, integer, consts, 0, wdtype, bad=bad)
+        words = ((xp.astype(integer, int32), xp.astype(integer, wdtype), 0),)
+    turns = _word_turns(xp, words, consts, wdtype, bad=bad, quarters=quarters)
     if wrapped is not None:
         shift = xp.astype(xp.expand_dims(wrapped, -1), wdtype)
         turns = turns + shift * _const(xp, consts.wrap64, wdtype, positions)
@@ -512,25 +523,42 @@ def sin_cos_turns(xp: Namespace, turns: Any) -> tuple[Any, Any]:
 
 
 def _word_turns(
-    xp: Namespace, p: Any, consts: TurnConstants, k: int, wdtype: Any, bad: Any = None
+    xp: Namespace,
+    words: tuple[tuple[Any, Any, int], ...],
+    consts: TurnConstants,
+    wdtype: Any,
+    bad: Any = None,
+    quarters: tuple[int, ...] | None = None,
 ) -> Any:
-    """``p * frac(scale_k * f)`` modulo 1 for integer ``|p| <= 2**31``, in (-3/4, 3/4).
+    """``sum(p * frac(scale_k * f))`` (plus ``quarters / 4``) modulo 1 over ``words`` ``(p32, pf, k)``: an
+    integer ``|p| <= 2**31`` as int32 (wrapped modulo ``2**32``) and as a float, in
+    ``(-1.01, 1.01)``.
 
-    Where ``bad`` (positions' shape) is true the result is NaN.
+    The 32-bit words ``p * F_k`` are summed in int32 arithmetic, which wraps modulo
+    ``2**32`` like each product: one exact integer for every word, converted once; the
+    small rests ``p * g_k`` are float products. Where ``bad`` (positions' shape) is
+    true the result is NaN.
     """
-    # int32 arithmetic wraps modulo 2**32 (an int64 p of 2**31 wraps to -2**31: the
-    # same product modulo 2**32); the rest term takes p's own value.
-    p32 = xp.expand_dims(xp.astype(p, xp.dtype("int32")), -1)
-    wrapped = p32 * xp.asarray(consts.words[k], dtype=xp.dtype("int32"), like=p)
+    int32 = xp.dtype("int32")
+    wrapped = None
+    fine = None
+    for p32, pf, k in words:
+        product = xp.expand_dims(p32, -1) * xp.asarray(consts.words[k], dtype=int32, like=p32)
+        wrapped = product if wrapped is None else wrapped + product
+        scale = xp.expand_dims(pf, -1)
+        if bad is not None and k == words[-1][2]:  # NaN enters through a multiplier
+            scale = xp.where(xp.expand_dims(bad, -1), scale * float("nan"), scale)
+        rest = scale * _const(xp, consts.rests[k], wdtype, p32)
+        fine = rest if fine is None else fine + rest
+    assert wrapped is not None and fine is not None  # at least one word
+    if quarters is not None:  # a quarter turn is 2**30 in the word: exact, wrapping
+        shift = [(q % 4) * 2**30 - (2**32 if q % 4 > 1 else 0) for q in quarters]
+        wrapped = wrapped + xp.asarray(shift, dtype=int32, like=wrapped)
     # int32 -> float keeps 24 bits: split the wrapped word so both halves convert exactly.
     top = xp.bitwise_right_shift(wrapped, 16)  # floor(wrapped / 2**16)
     bottom = xp.bitwise_and(wrapped, 0xFFFF)
     coarse = xp.astype(top, wdtype) * 2.0**-16
-    scale = xp.expand_dims(xp.astype(p, wdtype), -1)
-    if bad is not None:  # NaN enters through the (positions-sized) multiplier
-        scale = xp.where(xp.expand_dims(bad, -1), scale * float("nan"), scale)
-    fine = xp.astype(bottom, wdtype) * 2.0**-32 + scale * _const(xp, consts.rests[k], wdtype, p)
-    return coarse + fine
+    return coarse + (xp.astype(bottom, wdtype) * 2.0**-32 + fine)
 
 
 def _const(xp: Namespace, values: tuple[float, ...], wdtype: Any, like: Any) -> Any:

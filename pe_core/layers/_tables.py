@@ -1,18 +1,14 @@
-"""Tables the framework layers place on devices, check in checkpoints, or bucket.
+"""Tables the framework layers place on devices or check in checkpoints.
 
 * :func:`placed_rows` and :func:`placed_patch_table`: an encoding of host-known
   positions (a Python ``int`` offset, a patch grid) as the input's array, built on the
   host by the layer's configuration and placed on the input's device once, then reused
   from :mod:`pe_core.device_tables` (keyed by backend, device, dtype and the rows);
 * :func:`pe_table_problem`: why a checkpoint's ``pe`` table (a textbook
-  ``PositionalEncoding``'s buffer) is not a layer's encoding;
-* :func:`sequence_bucket`: the length buckets of compiled PyTorch code.
+  ``PositionalEncoding``'s buffer) is not a layer's encoding.
 
 The ``max_len`` cache itself, :func:`~pe_core.layers._config.cached_table`, belongs to
 the configuration.
-
->>> sequence_bucket(20)
-32
 """
 
 from __future__ import annotations
@@ -30,15 +26,10 @@ from pe_core.spec import Spec
 from pe_core_backends import Namespace
 
 __all__ = [
-    "MIN_BUCKET",
     "pe_table_problem",
     "placed_patch_table",
     "placed_rows",
-    "sequence_bucket",
 ]
-
-#: The smallest bucket of :func:`sequence_bucket`.
-MIN_BUCKET = 16
 
 
 def placed_rows(
@@ -152,22 +143,3 @@ def pe_table_problem(
             f"{row} (allowed: {tolerance:.3g}); was it made with another spec?"
         )
     return None
-
-
-def sequence_bucket(length: Any, minimum: int = MIN_BUCKET) -> int:
-    """The bucket of a sequence length: the smallest power of two ``> length``, at least 16.
-
-    Compiled layers (``torch.compile``) encode positions for the whole bucket and slice
-    the first ``length`` rows, so the shapes they trace depend on the bucket only: any
-    length within a bucket (1 to 15, 16 to 31, 32 to 63, ...) reuses one compiled graph.
-    Written with comparisons only, so a symbolic length (a ``torch.SymInt``) yields the
-    range guards ``bucket / 2 <= length < bucket`` rather than a specialisation (the
-    bucket is strictly larger than the length, so slicing it never equates the two).
-
-    >>> [sequence_bucket(n) for n in (1, 15, 16, 31, 32, 100)]
-    [16, 16, 32, 32, 64, 128]
-    """
-    bucket = minimum
-    while length >= bucket:
-        bucket *= 2
-    return bucket

@@ -51,7 +51,7 @@ from pe_core.layers._config import (
 )
 from pe_core.layers._config_index import RelativePositionBiasConfig
 from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
-from pe_core.layers._tables import pe_table_problem, sequence_bucket
+from pe_core.layers._tables import pe_table_problem
 from pe_core.nd import grid
 from pe_core.spec import Spec
 from pe_core.timestep import timestep_embedding
@@ -166,14 +166,13 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
     alike (as PyTorch's own size checks); drop the entry to skip the check.
 
     *Compilation.* Under ``torch.compile(fullgraph=True)`` the encoding is computed in
-    the graph for the whole *bucket* of the sequence length (the smallest power of two
-    above it, at least 16) and sliced. With a dynamic sequence axis
-    (``torch._dynamo.mark_dynamic(x, 1)``, or automatically from the second length
-    PyTorch sees) every length within a bucket reuses one graph. A tensor ``offset``
-    never recompiles; a Python ``int`` offset is specialised by PyTorch on its first
-    value, as every int argument is, and made dynamic when it changes (one recompile).
-    ``torch.export`` (and ONNX export) encodes the symbolic length itself, not its
-    bucket: one exported program serves every length (see :doc:`deploying`).
+    the graph for the sequence length it is given, a symbolic one included: with a
+    dynamic sequence axis (``torch._dynamo.mark_dynamic(x, 1)``, ``dynamic=True``, or
+    automatically from the second length PyTorch sees) every length reuses one graph.
+    A tensor ``offset`` never recompiles; a Python ``int`` offset is specialised by
+    PyTorch on its first value, as every int argument is, and made dynamic when it
+    changes (one recompile). ``torch.export`` (and ONNX export) encodes the symbolic
+    length too: one exported program serves every length (see :doc:`deploying`).
 
     Examples
     --------
@@ -284,12 +283,9 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         x_shape: tuple[int | None, ...] = (
             tuple(like.shape) if like is not None else (None, length, self.d_model)
         )
-        if _is_exporting():  # one exported program for every length: the symbolic length
+        if _is_exporting() or torch.compiler.is_compiling():  # a symbolic length stays so
             positions = _positions(offset, length, x_shape, device)
             return _nan_where_wrapped(positions, self._encode(positions, dtype))
-        if torch.compiler.is_compiling():
-            positions = _positions(offset, sequence_bucket(length), x_shape, device)
-            return _nan_where_wrapped(positions, self._encode(positions, dtype))[..., :length, :]
         if not isinstance(offset, int):  # a tensor
             positions = _positions(offset, length, x_shape, device)
             return _nan_where_wrapped(positions, self._encode(positions, dtype))
