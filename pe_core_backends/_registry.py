@@ -26,7 +26,7 @@ import keyword
 import linecache
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType, ModuleType
+from types import ModuleType
 from typing import Any
 
 __all__ = ["REGISTRY", "ROWS", "BackendInfo", "Registry"]
@@ -229,9 +229,11 @@ class Registry:
                 by_alias[key] = row.name
             for top in row.array_modules:
                 by_module[top] = (*by_module.get(top, ()), row)
-        self.by_name = MappingProxyType({row.name: row for row in self.rows})
-        self.by_alias = MappingProxyType(by_alias)
-        self.by_module = MappingProxyType(by_module)
+        # Plain dicts, read-only by their type: torch.compile cannot read a mapping proxy
+        # once any dict has changed in its trace (pe_core's caches fill on a first call).
+        self.by_name = {row.name: row for row in self.rows}
+        self.by_alias = by_alias
+        self.by_module = by_module
         self.names = tuple(sorted(self.by_name))
 
     def __repr__(self) -> str:

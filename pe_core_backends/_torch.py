@@ -15,6 +15,12 @@ from pe_core_backends._device import device_path_forced
 from pe_core_backends._namespace import ArrayFunction, Namespace
 
 
+def _exporting() -> bool:
+    """Whether ``torch.export`` is tracing (``torch.compiler.is_exporting``, torch >= 2.5)."""
+    is_exporting = getattr(torch.compiler, "is_exporting", None)
+    return bool(is_exporting()) if is_exporting is not None else False
+
+
 def _writable(x: Any) -> Any:
     """``x``, or a copy of it when it is a read-only NumPy array.
 
@@ -22,8 +28,8 @@ def _writable(x: Any) -> Any:
     the tensor would write to it): pe_core's cached tables and a caller's read-only inputs
     are copied instead, so no warning escapes and no cache can be written through a result.
     """
-    if isinstance(x, np.ndarray) and not x.flags.writeable:
-        return x.copy()
+    if isinstance(x, np.ndarray) and not torch.compiler.is_compiling() and not x.flags.writeable:
+        return x.copy()  # (compiled code takes host arrays as constants: nothing to share)
     return x
 
 
@@ -241,11 +247,12 @@ class TorchNamespace(Namespace):
         return x.transpose(-1, -2)
 
     def int64_words(self, x: Any) -> tuple[Any, Any]:
-        if sys.byteorder != "little" or not torch.compiler.is_compiling():
+        if sys.byteorder != "little" or not torch.compiler.is_compiling() or _exporting():
             return super().int64_words(x)
         # compiled code: the words are the tensor's own memory, read as int32 (inductor
-        # does not vectorise int64 shifts and narrowing on CPUs without AVX-512)
-        words = x.reshape(-1).view(torch.int32).reshape(*x.shape, 2)
+        # does not vectorise int64 shifts and narrowing on CPUs without AVX-512); exported
+        # programs keep the arithmetic (ONNX has no reinterpreting view)
+        words = x.contiguous().reshape(-1).view(torch.int32).reshape(*x.shape, 2)
         return words[..., 0], words[..., 1]
 
     def expand_diagonals(self, values: Any, rows: int, cols: int, like: Any = None) -> Any:

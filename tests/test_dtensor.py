@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import HANG_TIMEOUT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -223,7 +224,7 @@ def test_dtensor_shards_compute_locally(world: int, tmp_path: Path) -> None:
     outputs = []
     try:
         for proc in procs:
-            outputs.append(proc.communicate(timeout=900)[0])  # guards against a hang only
+            outputs.append(proc.communicate(timeout=HANG_TIMEOUT)[0])  # guards against a hang only
     finally:
         for proc in procs:
             if proc.poll() is None:

@@ -25,6 +25,7 @@ from typing import Any
 import mpmath
 import numpy as np
 import pytest
+from conftest import HANG_TIMEOUT
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -420,7 +421,7 @@ def test_import_pe_core_does_not_import_the_integration() -> None:
         "assert not {'torch', 'transformers'} & set(sys.modules), sorted(sys.modules)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=900)
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=HANG_TIMEOUT)
 
 
 def test_a_patched_model_copies_and_pickles_with_its_patch() -> None:

@@ -364,7 +364,7 @@ def test_a_keras_file_loads_in_a_process_that_never_imported_the_layers(
     np.save(tmp_path / "want.npy", numpy_of(model(data)).astype("float32"))
     command = [sys.executable, "-c", _LOAD_IN_A_FRESH_PROCESS]
     command += [str(tmp_path / name) for name in ("m.keras", "data.npy", "want.npy")]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=HANG_TIMEOUT)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "PLAIN LOAD FAILS: True" in result.stdout, result.stdout
     assert "REMEDY EQUAL: True" in result.stdout, result.stdout

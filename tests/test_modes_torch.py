@@ -7,9 +7,13 @@ Gradients are checked against central finite differences of float64 references
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
-from conftest import assert_close, assert_equal
+from conftest import HANG_TIMEOUT, assert_close, assert_equal
 from reference import schedule, table
 
 import pe_core
@@ -207,3 +211,34 @@ def test_compile_inductor_default_settings_across_lengths() -> None:
     torch._dynamo.reset()
     model = TinyModel()
     check_compiled(torch.compile(model), model, (5, 17, 40))
+
+
+_COMPILED_FIRST = """
+import numpy as np, torch, pe_core
+from pe_core.layers.torch import RotaryEmbedding
+# compiled before any eager call: pe_core's caches fill during the trace
+coords = torch.tensor([[0.0, 1.0], [2.0, 3.0], [5.0, 7.0]])
+nd = torch.compile(lambda c: pe_core.encode(c, 16, spec="mae_2d"), fullgraph=True, backend="eager")
+one = torch.compile(lambda p: pe_core.encode(p, 8), fullgraph=True, backend="eager")
+q = torch.ones(1, 2, 5, 8)
+rope = torch.compile(lambda q: pe_core.apply_rope(q, torch.arange(5)), fullgraph=True, backend="eager")
+layer = torch.compile(RotaryEmbedding(8), fullgraph=True, backend="eager")
+got = [nd(coords), one(torch.arange(6)), rope(q), layer(q, q)[0]]
+want = [pe_core.encode(coords, 16, spec="mae_2d"), pe_core.encode(torch.arange(6), 8),
+        pe_core.apply_rope(q, torch.arange(5)), RotaryEmbedding(8)(q, q)[0]]
+for g, w in zip(got, want):
+    assert torch.allclose(g, w, atol=1e-6), (g, w)
+print("ok")
+"""
+
+
+def test_compiled_before_any_eager_call() -> None:
+    """A first call under torch.compile(fullgraph=True) traces in one graph (a fresh
+    process: in this one, earlier tests have filled pe_core's caches)."""
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_COMPILED_FIRST)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_TIMEOUT,
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
