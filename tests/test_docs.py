@@ -20,6 +20,8 @@ from conftest import HANG_TIMEOUT
 
 from pe_core_backends._registry import REGISTRY
 
+pytestmark = pytest.mark.slow  # builds the site once (about a minute) and runs every page's code
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

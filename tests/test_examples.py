@@ -13,6 +13,8 @@ from types import ModuleType
 import pytest
 from conftest import HANG_TIMEOUT
 
+pytestmark = pytest.mark.slow  # runs each example script in its own process
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 STEPS = 25
 

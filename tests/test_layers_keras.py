@@ -23,6 +23,7 @@ BACKENDS = ("jax", "tensorflow", "torch")
 inner = pytest.mark.skipif(not INNER, reason="runs in the per-backend subprocess")
 
 
+@pytest.mark.slow  # a subprocess per Keras backend
 @pytest.mark.skipif(bool(INNER), reason="the outer test")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_backend(backend: str) -> None:

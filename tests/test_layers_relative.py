@@ -208,6 +208,7 @@ def test_layer_arguments_are_checked() -> None:
 # --------------------------------------------------------------------------- Keras
 
 
+@pytest.mark.slow  # a subprocess per Keras backend
 @outer
 @pytest.mark.parametrize("backend", ["jax", "tensorflow", "torch"])
 def test_keras_backend(backend: str) -> None:

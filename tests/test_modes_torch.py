@@ -232,6 +232,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow  # a fresh process
 def test_compiled_before_any_eager_call() -> None:
     """A first call under torch.compile(fullgraph=True) traces in one graph (a fresh
     process: in this one, earlier tests have filled pe_core's caches)."""
