@@ -19,11 +19,24 @@
   framework array types, for annotations: a type checker reads them from the stub
   ``pe_core/_array_types.pyi`` (which names ``numpy.ndarray``, ``torch.Tensor``,
   ``jax.Array`` and ``tf.Tensor``); when the code runs they are :data:`typing.Any`.
-  The public functions are overloaded on them, so a checker types a call's result by
-  its input: a ``torch.Tensor`` in, a ``torch.Tensor`` out; host data
-  (:data:`HostArrayLike`) with ``backend="torch"`` (:data:`TorchBackend`), a
-  ``torch.Tensor`` too; host data alone, a NumPy array. A framework that is not
-  installed where the checker runs reads as ``Any``.
+  A framework that is not installed where the checker runs reads as ``Any``.
+* **One typing shape** (einops' "a type variable instead of overloads"): a public
+  function that returns an array of its input's framework is typed with one of two
+  type variables bound to :class:`SupportsArray`, so a checker types the result by the
+  input: a ``torch.Tensor`` in, a ``torch.Tensor`` out.
+
+  - :data:`ArrayT` for functions with no ``backend=`` argument: host data
+    (:data:`HostArrayLike`: lists, ranges, numbers) computes on NumPy, so the result of
+    host data is a NumPy array (the type variable's default, :data:`NDArray`).
+  - :data:`BackendArrayT` for functions with a ``backend=`` argument: the result of
+    host data is the backend's array, which only the call knows, so it reads as
+    ``Any`` (the type variable's default).
+
+  ``@overload`` is kept only where the *call shape* changes the result: ``encode``
+  and the factories that take sizes only (``alibi_bias``, ``t5_bucket_matrix``,
+  ``grid``, ...) give a NumPy array for host data and the named backend's array for
+  ``backend="torch"`` (:data:`TorchBackend`), ``"jax"`` or ``"tf"``; ``apply_rope``
+  gives a tuple for a ``(q, k)`` tuple.
 * :data:`RopeConfig` is what a ``scaling=`` or ``config=`` argument takes: a mapping
   (a parsed ``config.json``, a rope-parameters dict) or a transformers
   ``PretrainedConfig`` (:class:`HasToDict`: anything with ``to_dict()``).
@@ -45,16 +58,39 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
-if TYPE_CHECKING:  # a stub file: nothing to import when the code runs
+
+class SupportsArray(Protocol):
+    """What every backend's array has: a ``shape`` and a ``dtype`` (the bound of
+    :data:`ArrayT` and :data:`BackendArrayT`; lists, ranges and numbers have neither)."""
+
+    @property
+    def shape(self) -> Any: ...
+
+    @property
+    def dtype(self) -> Any: ...
+
+
+if TYPE_CHECKING:  # a stub file and a TypeVar default: nothing to import when the code runs
+    from typing_extensions import TypeVar
+
     from pe_core._array_types import JaxArray, NDArray, TFTensor, TorchTensor
+
+    ArrayT = TypeVar("ArrayT", bound=SupportsArray, default=NDArray)
+    BackendArrayT = TypeVar("BackendArrayT", bound=SupportsArray, default=Any)
 else:
+    from typing import TypeVar
+
     NDArray = TorchTensor = JaxArray = TFTensor = Any
+    ArrayT = TypeVar("ArrayT", bound=SupportsArray)
+    BackendArrayT = TypeVar("BackendArrayT", bound=SupportsArray)
 
 __all__ = [
     "Array",
     "ArrayLike",
+    "ArrayT",
     "AxisLayout",
     "AxisOrder",
+    "BackendArrayT",
     "BackendLike",
     "BackendName",
     "DTypeLike",
@@ -62,6 +98,7 @@ __all__ = [
     "FloatDTypeName",
     "HasToDict",
     "HostArrayLike",
+    "HostData",
     "Interpolation",
     "JaxArray",
     "JaxBackend",
@@ -79,6 +116,7 @@ __all__ = [
     "RotaryFeatures",
     "SectionLayout",
     "SinCosOrder",
+    "SupportsArray",
     "T5Arithmetic",
     "TFTensor",
     "TableLayout",
@@ -112,6 +150,11 @@ TensorFlowBackend: TypeAlias = Literal["tensorflow", "tf"]
 #: Host data that computes on NumPy unless ``backend=`` says otherwise: a Python
 #: number, a ``range``, a (nested) sequence or a NumPy array.
 HostArrayLike: TypeAlias = int | float | range | Sequence[Any] | NDArray
+
+#: Host data that is not yet an array: a Python number, a ``range`` or a (nested)
+#: sequence. A signature ``pos: ArrayT | HostData`` types an array input by
+#: :data:`ArrayT` and Python data by its default.
+HostData: TypeAlias = int | float | range | Sequence[Any]
 
 #: What a ``backend=`` argument takes: a :data:`BackendName`, or any spelling
 #: :func:`pe_core_backends.canonical_backend` accepts (``"np"``, ``"tf"``,

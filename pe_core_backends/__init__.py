@@ -36,6 +36,7 @@ from pe_core_backends._torch_dtensor import (
 __all__ = [
     "BACKENDS",
     "FLOAT_DTYPES",
+    "HOST",
     "BackendInfo",
     "Namespace",
     "any_dtensor",
@@ -298,3 +299,8 @@ def _titles() -> str:
     """``"NumPy, JAX, PyTorch or TensorFlow"``: the frameworks' names, for messages."""
     titles = [row.title for row in _registry.REGISTRY.rows]
     return ", ".join(titles[:-1]) + f" or {titles[-1]}" if len(titles) > 1 else titles[0]
+
+
+#: The NumPy namespace: where host values (Python data, NumPy arrays, host tables) are
+#: computed. Defined once here; every module that computes on the host reads it.
+HOST: Namespace = get_namespace("numpy")
