@@ -1,6 +1,7 @@
-"""Extending pe_core without editing it: a toy preset, a toy RoPE scaling type and a toy
-backend, each added the way docs/architecture.md describes (a preset or a scaling type is
-one module; a backend is an adapter module and one registry row).
+"""Extending pe_core without editing it: a toy preset, a toy RoPE scaling type, a toy
+backend and a toy integration, each added the way docs/architecture.md describes (a preset,
+a scaling type or an integration is one module; a backend is an adapter module and one
+registry row).
 
 The toy modules are written to a scratch folder. For the preset and the scaling type the
 folder is put on the package's ``__path__`` (``pe_core._presets``, ``pe_core._scaling``)
@@ -26,7 +27,7 @@ import pytest
 from conftest import assert_close, positions_on
 
 import pe_core
-from pe_core import _presets, _scaling, presets, rope_scaling, rope_spec
+from pe_core import _presets, _scaling, integrations, presets, rope_scaling, rope_spec
 from pe_core.rope_scaling import rope_frequencies
 from pe_core_backends import (
     BackendInfo,
@@ -309,3 +310,96 @@ def test_the_toy_backend_is_not_numpy(toy_backend: ModuleType) -> None:
     with pytest.raises(AssertionError, match="expected a toy array"):
         assert_close(np.zeros(2), np.zeros(2), atol=0, backend="toy")
     assert backend_of(np.zeros(2)) == "numpy"
+
+
+# --------------------------------------------------------------------------- an integration
+
+_LIBRARY = "pe_core_toy_models"  # the toy library whose models the integration patches
+
+TOY_LIBRARY = '''
+    """A toy model library: its rotary module forms ``positions * inv_freq`` in float32."""
+
+    import numpy as np
+
+
+    class ToyRotary:
+        def __init__(self, head_dim, base=10000.0):
+            self.inv_freq = base ** (-np.arange(0, head_dim, 2, dtype=np.float32) / head_dim)
+
+        def cos_sin(self, positions):
+            angles = np.asarray(positions, np.float32)[:, None] * self.inv_freq
+            return np.cos(angles), np.sin(angles)
+
+
+    class ToyModel:
+        def __init__(self, head_dim, layers=2):
+            self.rotaries = [ToyRotary(head_dim) for _ in range(layers)]
+'''
+
+TOY_INTEGRATION = f'''
+    """``pe_core.integrations.toy``: a toy library's rotary modules made exact."""
+
+    import {_LIBRARY}
+
+    import pe_core
+
+
+    def _exact_cos_sin(module, positions):
+        d = 2 * module.inv_freq.shape[-1]
+        table = pe_core.encode(positions, d, spec=pe_core.Spec(layout="split"))
+        return table[:, d // 2 :], table[:, : d // 2]
+
+
+    def patch_rotary_embeddings(model):
+        if not isinstance(model, {_LIBRARY}.ToyModel):
+            raise ValueError(f"{{type(model).__name__}} has no rotary module")
+        for module in model.rotaries:
+            module.cos_sin = lambda positions, module=module: _exact_cos_sin(module, positions)
+        return model
+'''
+
+
+@pytest.fixture
+def toy_integration(tmp_path: Path) -> Iterator[ModuleType]:
+    """The toy library on ``sys.path`` and ``pe_core.integrations.toy``, one module added to
+    the integrations package, as a new integration is (docs/architecture.md)."""
+    _write(tmp_path / "library", _LIBRARY, TOY_LIBRARY)
+    folder = _write(tmp_path / "integrations", "toy", TOY_INTEGRATION)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(tmp_path / "library"))
+        patch.setattr(integrations, "__path__", [*integrations.__path__, str(folder)])
+        try:
+            yield importlib.import_module("pe_core.integrations.toy")
+        finally:
+            for name in ("pe_core.integrations.toy", _LIBRARY):
+                sys.modules.pop(name, None)
+            with contextlib.suppress(AttributeError):
+                delattr(integrations, "toy")
+
+
+def test_one_module_makes_an_integration(toy_integration: ModuleType) -> None:
+    library = sys.modules[_LIBRARY]
+    model = library.ToyModel(64)
+    positions = np.array([0, 1, 7, 4096, 100_000])
+    angles = positions[:, None] * 10000.0 ** (-np.arange(0, 64, 2, dtype=np.float64) / 64)
+    cos_before, _ = model.rotaries[0].cos_sin(positions)
+    assert np.max(np.abs(cos_before - np.cos(angles))) > 1e-3  # float32 angles at 1e5
+    assert toy_integration.patch_rotary_embeddings(model) is model
+    for module in model.rotaries:
+        cos, sin = module.cos_sin(positions)
+        assert_close(cos, np.cos(angles), atol=ATOL32, dtype="float32")
+        assert_close(sin, np.sin(angles), atol=ATOL32, dtype="float32")
+    with pytest.raises(ValueError, match="list has no rotary module"):
+        toy_integration.patch_rotary_embeddings([])
+
+
+def test_an_integration_module_is_a_framework_room() -> None:
+    """The house rules take an integration module as a room by its place alone: the
+    rooms test lists none, and the import contract ignores every ``integrations.*``."""
+    rooms = importlib.import_module("test_framework_rooms")
+    source = "import torch\n\ndef f(xp):\n    return xp.name == 'torch'\n"
+    found = {"pe_core/integrations/toy.py": rooms.offences(source, "pe_core/integrations/toy.py")}
+    assert len(found["pe_core/integrations/toy.py"]) == 2
+    assert rooms.misplaced(found, {}) == []
+    planted = {"pe_core/toy.py": rooms.offences(source, "pe_core/toy.py")}
+    assert len(rooms.misplaced(planted, {})) == 2
