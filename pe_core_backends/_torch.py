@@ -15,12 +15,6 @@ from pe_core_backends._device import device_path_forced
 from pe_core_backends._namespace import ArrayFunction, Namespace
 
 
-def _exporting() -> bool:
-    """Whether ``torch.export`` is tracing (``torch.compiler.is_exporting``, torch >= 2.5)."""
-    is_exporting = getattr(torch.compiler, "is_exporting", None)
-    return bool(is_exporting()) if is_exporting is not None else False
-
-
 def _writable(x: Any) -> Any:
     """``x``, or a copy of it when it is a read-only NumPy array.
 
@@ -115,11 +109,6 @@ class TorchNamespace(Namespace):
             x = x.float()
         return x.numpy()
 
-    def concrete(self, x: Any) -> np.ndarray | None:
-        if self.is_traced(x):
-            return None
-        return self.to_numpy(x)
-
     def shape(self, x: Any) -> tuple[int, ...]:
         return tuple(x.shape)
 
@@ -132,6 +121,10 @@ class TorchNamespace(Namespace):
         # fake and meta tensors, and the wrappers of function transforms (torch.func's
         # vmap, grad, jacrev: plain torch.Tensor to Python, with no storage to read)
         return x.device.type == "meta" or torch._C._functorch.is_functorch_wrapped_tensor(x)
+
+    def is_exporting(self) -> bool:
+        is_exporting = getattr(torch.compiler, "is_exporting", None)
+        return bool(is_exporting()) if is_exporting is not None else False
 
     def requires_grad(self, x: Any) -> bool:
         return bool(x.requires_grad) and torch.is_grad_enabled()
@@ -247,7 +240,7 @@ class TorchNamespace(Namespace):
         return x.transpose(-1, -2)
 
     def int64_words(self, x: Any) -> tuple[Any, Any]:
-        if sys.byteorder != "little" or not torch.compiler.is_compiling() or _exporting():
+        if sys.byteorder != "little" or not torch.compiler.is_compiling() or self.is_exporting():
             return super().int64_words(x)
         # compiled code: the words are the tensor's own memory, read as int32 (inductor
         # does not vectorise int64 shifts and narrowing on CPUs without AVX-512); exported

@@ -46,7 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from pe_core_backends import Namespace, get_namespace
+from pe_core._kernel.compiled import compiled
+from pe_core_backends import Namespace
 
 #: Integer positions are split at 2**32 when they may not fit in int32.
 _SPLIT_BITS = 32
@@ -453,7 +454,7 @@ def exact_cos_sin(
     True
     """
     if xp.bounded_compiles and not xp.is_traced(positions):
-        return _compiled_cos_sin(xp.name, omegas, working, scale)(positions)
+        return compiled(xp.name, _cos_sin, omegas, working, scale, None)(positions)
     return _cos_sin(xp, positions, omegas, working, scale, max_abs_position)
 
 
@@ -472,12 +473,6 @@ def _cos_sin(
     if scale != 1.0:
         cos, sin = cos * scale, sin * scale
     return cos, sin
-
-
-@functools.lru_cache(maxsize=32)
-def _compiled_cos_sin(backend: str, omegas: tuple[float, ...], working: str, scale: float) -> Any:
-    xp = get_namespace(backend)
-    return xp.compile(lambda p: _cos_sin(xp, p, omegas, working, scale, None))
 
 
 #: sin(2 pi r) = r * P(r^2) and cos(2 pi r) = Q(r^2) on |r| <= 1/8 turn: least-squares

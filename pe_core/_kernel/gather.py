@@ -45,10 +45,7 @@ from pe_core._kernel.routes import (
     GATHER_TABLE_FRACTION,
 )
 from pe_core.rope_layout import TABLE_LAYOUTS
-from pe_core_backends import Namespace, get_namespace
-
-#: The NumPy namespace (host computations), looked up once.
-_NUMPY = get_namespace("numpy")
+from pe_core_backends import HOST, Namespace
 
 #: Bytes of each gathered operand per chunk (cache-sized).
 CHUNK_BYTES = 512 * 1024
@@ -115,8 +112,7 @@ def _unit_complex(angles: np.ndarray, *, conj: bool, form: str, working: str) ->
 @functools.lru_cache(maxsize=64)
 def step_table(block: int, omegas: tuple[float, ...], working: str, form: str) -> np.ndarray:
     """The ``(B, n)`` table of ``e^{ibw}`` (``cos - i sin`` for form ``"sin_cos"``)."""
-    numpy = _NUMPY
-    angles = reduced_angles(numpy, np.arange(block, dtype=np.int64), omegas, working="float64")
+    angles = reduced_angles(HOST, np.arange(block, dtype=np.int64), omegas, working="float64")
     return _unit_complex(angles, conj=True, form=form, working=working)
 
 
@@ -131,9 +127,8 @@ def start_table(
     form: str,
 ) -> np.ndarray:
     """The ``(A, n)`` table at positions ``lo + a*B + offset`` (``sin + i cos`` or ``e^{i.}``)."""
-    numpy = _NUMPY
     starts = lo + block * np.arange(blocks, dtype=np.int64)
-    angles = reduced_angles(numpy, starts, omegas, offset=offset, working="float64")
+    angles = reduced_angles(HOST, starts, omegas, offset=offset, working="float64")
     return _unit_complex(angles, conj=False, form=form, working=working)
 
 
