@@ -20,7 +20,7 @@ modules, pip extras and array classes are one :class:`BackendInfo` row each in
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pe_core_backends import _registry
 from pe_core_backends._device import device_path_forced, force_device_path
@@ -301,6 +301,14 @@ def _titles() -> str:
     return ", ".join(titles[:-1]) + f" or {titles[-1]}" if len(titles) > 1 else titles[0]
 
 
-#: The NumPy namespace: where host values (Python data, NumPy arrays, host tables) are
-#: computed. Defined once here; every module that computes on the host reads it.
-HOST: Namespace = get_namespace("numpy")
+if TYPE_CHECKING:
+    #: The NumPy namespace: where host values (Python data, NumPy arrays, host tables) are
+    #: computed. Defined once here; every module that computes on the host reads it.
+    HOST: Namespace
+
+
+def __getattr__(name: str) -> Any:
+    # HOST is looked up on first use: importing pe_core_backends imports no adapter
+    if name == "HOST":
+        return get_namespace("numpy")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
