@@ -184,20 +184,13 @@ class TorchNamespace(Namespace):
     cos: ArrayFunction = staticmethod(torch.cos)
     reshape: ArrayFunction = staticmethod(torch.reshape)
 
-    def bitwise_right_shift(self, x: Any, bits: int) -> Any:
-        return torch.bitwise_right_shift(x, bits)
-
-    def bitwise_and(self, x: Any, mask: int) -> Any:
-        return torch.bitwise_and(x, mask)
-
+    bitwise_right_shift: ArrayFunction = staticmethod(torch.bitwise_right_shift)
+    bitwise_and: ArrayFunction = staticmethod(torch.bitwise_and)
     where: ArrayFunction = staticmethod(torch.where)
     zeros_like: ArrayFunction = staticmethod(torch.zeros_like)
-
-    def expand_dims(self, x: Any, axis: int) -> Any:
-        return torch.unsqueeze(x, axis)
-
-    def broadcast_to(self, x: Any, shape: tuple[int, ...]) -> Any:
-        return torch.broadcast_to(x, shape)
+    expand_dims: ArrayFunction = staticmethod(torch.unsqueeze)
+    broadcast_to: ArrayFunction = staticmethod(torch.broadcast_to)
+    view_as_real: ArrayFunction = staticmethod(torch.view_as_real)
 
     def stack(self, arrays: list[Any], axis: int = 0) -> Any:
         return torch.stack(arrays, dim=axis)
@@ -206,9 +199,6 @@ class TorchNamespace(Namespace):
         return torch.cat(arrays, dim=axis)
 
     mutable = True
-
-    def view_as_real(self, z: Any) -> Any:
-        return torch.view_as_real(z)
 
     def complex_view(self, x: Any) -> Any:
         return torch.view_as_complex(x.unflatten(-1, (-1, 2)))

@@ -25,6 +25,7 @@ import numpy as np
 
 from pe_core._kernel.angles import reduced_angles
 from pe_core._kernel.compiled import compiled
+from pe_core._kernel.gather import start_table
 from pe_core_backends import HOST, Namespace
 
 
@@ -59,34 +60,13 @@ def block_shape(n_rows: int) -> tuple[int, int]:
     return -(-n_rows // block), block
 
 
-def _unit_complex(angles: np.ndarray, *, conj_offsets: bool, working: str) -> np.ndarray:
-    kind = np.complex64 if working == "float32" else np.complex128
-    if conj_offsets:  # cos(bw) - i sin(bw)
-        return (np.cos(angles) - 1j * np.sin(angles)).astype(kind)
-    return (np.sin(angles) + 1j * np.cos(angles)).astype(kind)  # sin(aw) + i cos(aw)
-
-
 @functools.lru_cache(maxsize=64)
 def offset_table(block: int, omegas: tuple[float, ...], working: str) -> np.ndarray:
     """``cos(b w) - i sin(b w)`` for the offsets ``b = 0 .. block - 1`` (``(block, P)``
     complex, exact angles; cached)."""
     angles = reduced_angles(HOST, np.arange(block), omegas, working="float64")
-    table = _unit_complex(angles, conj_offsets=True, working=working)
-    return table
-
-
-@functools.lru_cache(maxsize=64)
-def _start_table(
-    start: int,
-    blocks: int,
-    block: int,
-    omegas: tuple[float, ...],
-    offset: int | float,
-    working: str,
-) -> np.ndarray:
-    starts = start + block * np.arange(blocks, dtype=np.int64)
-    angles = reduced_angles(HOST, starts, omegas, offset=offset, working="float64")
-    return _unit_complex(angles, conj_offsets=False, working=working)
+    kind = np.complex64 if working == "float32" else np.complex128
+    return (np.cos(angles) - 1j * np.sin(angles)).astype(kind)
 
 
 def _combine(xp: Namespace, starts: Any, offsets: Any, n_rows: int, layout: str) -> Any:
@@ -117,7 +97,8 @@ def table_sin_cos(
     layout, whole blocks) the product is written straight into it.
     """
     blocks, block = block_shape(n_rows)
-    starts = _start_table(start, blocks, block, omegas, offset, working)
+    # sin(aw) + i cos(aw) at the block starts: the lookup route's start rows
+    starts = start_table(start, blocks, block, omegas, offset, working, "sin_cos")
     offsets = offset_table(block, omegas, working)
     starts = xp.asarray(starts, like=like)
     offsets = xp.asarray(offsets, like=like)
