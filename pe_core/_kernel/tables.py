@@ -23,9 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from pe_core._kernel.angles import reduced_angles
+from pe_core._kernel.angles import reduced_angles, start_table
 from pe_core._kernel.compiled import compiled
-from pe_core._kernel.gather import start_table
 from pe_core_backends import HOST, Namespace
 
 
