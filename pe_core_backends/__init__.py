@@ -1,8 +1,10 @@
 """Array namespaces for the frameworks pe_core runs on.
 
-This package knows arrays and frameworks and nothing about positional encodings.
-Each backend module exposes one :class:`Namespace` object with the handful of
-Array-API-named functions the pe_core kernel uses (``sin``, ``floor``, ``stack``, ...).
+This package knows arrays and frameworks. Each backend module exposes one
+:class:`Namespace` object: the Array-API-named functions the pe_core kernel uses
+(``sin``, ``floor``, ``stack``, ...), which every backend provides, and optional fast
+paths with generic defaults, a few of them whole kernels of pe_core's encodings (see
+``pe_core_backends/_namespace.py``).
 A framework is imported only when its namespace is asked for, and the backend of an
 array is found by looking its class up in :data:`sys.modules`, so nothing here ever
 imports a framework the caller did not hand us. Which backends exist, their adapter
