@@ -1,8 +1,10 @@
 """Array namespaces for the frameworks pe_core runs on.
 
-This package knows arrays and frameworks and nothing about positional encodings.
-Each backend module exposes one :class:`Namespace` object with the handful of
-Array-API-named functions the pe_core kernel uses (``sin``, ``floor``, ``stack``, ...).
+This package knows arrays and frameworks. Each backend module exposes one
+:class:`Namespace` object: the Array-API-named functions the pe_core kernel uses
+(``sin``, ``floor``, ``stack``, ...), which every backend provides, and optional fast
+paths with generic defaults, a few of them whole kernels of pe_core's encodings (see
+``pe_core_backends/_namespace.py``).
 A framework is imported only when its namespace is asked for, and the backend of an
 array is found by looking its class up in :data:`sys.modules`, so nothing here ever
 imports a framework the caller did not hand us. Which backends exist, their adapter
@@ -20,7 +22,7 @@ modules, pip extras and array classes are one :class:`BackendInfo` row each in
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pe_core_backends import _registry
 from pe_core_backends._device import device_path_forced, force_device_path
@@ -301,6 +303,14 @@ def _titles() -> str:
     return ", ".join(titles[:-1]) + f" or {titles[-1]}" if len(titles) > 1 else titles[0]
 
 
-#: The NumPy namespace: where host values (Python data, NumPy arrays, host tables) are
-#: computed. Defined once here; every module that computes on the host reads it.
-HOST: Namespace = get_namespace("numpy")
+if TYPE_CHECKING:
+    #: The NumPy namespace: where host values (Python data, NumPy arrays, host tables) are
+    #: computed. Defined once here; every module that computes on the host reads it.
+    HOST: Namespace
+
+
+def __getattr__(name: str) -> Any:
+    # HOST is looked up on first use: importing pe_core_backends imports no adapter
+    if name == "HOST":
+        return get_namespace("numpy")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -142,11 +142,6 @@ class JaxNamespace(Namespace):
     def from_dlpack(self, obj: Any) -> Any:
         return jax.dlpack.from_dlpack(obj)
 
-    def concrete(self, x: Any) -> np.ndarray | None:
-        if isinstance(x, jax.core.Tracer):
-            return None
-        return np.asarray(x)
-
     def is_tracing(self) -> bool:
         try:
             from jax._src.core import trace_state_clean
@@ -207,11 +202,11 @@ class JaxNamespace(Namespace):
     expand_dims: ArrayFunction = staticmethod(jnp.expand_dims)
     broadcast_to: ArrayFunction = staticmethod(jnp.broadcast_to)
 
-    def stack(self, arrays: list[Any], axis: int = 0) -> Any:
-        return jnp.stack(arrays, axis=axis)
-
-    def concat(self, arrays: list[Any], axis: int = 0) -> Any:
-        return jnp.concatenate(arrays, axis=axis)
+    stack: ArrayFunction = staticmethod(jnp.stack)
+    concat: ArrayFunction = staticmethod(jnp.concatenate)
+    cumsum: ArrayFunction = staticmethod(jnp.cumsum)
+    sum: ArrayFunction = staticmethod(jnp.sum)
+    searchsorted: ArrayFunction = staticmethod(jnp.searchsorted)
 
     def view_as_real(self, z: Any) -> Any:
         return jnp.stack([jnp.real(z), jnp.imag(z)], axis=-1)
@@ -259,16 +254,6 @@ class JaxNamespace(Namespace):
             method="cubic" if method == "bicubic" else "linear",
             antialias=antialias,
         )
-
-    # -- position ids from data (pe_core.position_ids) ---------------------------------
-    def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
-        return jnp.cumsum(x, axis=axis, dtype=dtype)
-
-    def sum(self, x: Any, axis: int, dtype: Any) -> Any:
-        return jnp.sum(x, axis=axis, dtype=dtype)
-
-    def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
-        return jnp.searchsorted(sorted_sequence, values, side=side)
 
 
 NAMESPACE = JaxNamespace()

@@ -1,8 +1,18 @@
-"""The interface every backend adapter implements.
+"""The interface every backend adapter implements, in two parts.
 
-The pe_core kernel is written once against these names, which follow the Python
-Array API standard (``sin``, ``floor``, ``stack``, ``concat``, ``astype``, ...).
-Adapters are deliberately small: only what the kernel needs, nothing encoding-specific.
+:class:`ArrayCore` is what every backend must provide: functions named as in the Python
+Array API standard (``sin``, ``floor``, ``stack``, ``concat``, ``astype``, ...) and what
+pe_core must know about an array (its dtype, shape and device, whether it is traced).
+Nothing in it knows about positional encodings.
+
+:class:`FastPaths` is optional: compilation, writing in place, host-read guards, and the
+few whole kernels pe_core's encodings call as one unit (rotating feature pairs for
+rotary embeddings, the Toeplitz expansion of T5 biases, the int32 words of int64
+positions for the angle kernel, ...). Each has a generic default written with the core,
+which an adapter overrides where its framework does better.
+
+:class:`Namespace` is both: the base class of every adapter, and the type pe_core's
+kernel is written against.
 """
 
 from __future__ import annotations
@@ -21,16 +31,20 @@ from pe_core_backends._device import device_path_forced
 ArrayFunction: TypeAlias = Callable[..., Any]
 
 
-class Namespace:
-    """Base class of the backend adapters.
+class ArrayCore:
+    """What every backend provides: Array-API-named functions and facts about arrays.
 
-    Subclasses set :attr:`name` and fill in the framework-specific methods.
-    ``like`` arguments carry placement: a new array is put on the device of ``like``.
+    Subclasses set :attr:`name` and fill in the framework-specific methods (those that
+    raise ``NotImplementedError`` here). ``like`` arguments carry placement: a new
+    array is put on the device of ``like``.
     """
 
     name: str = "?"
     #: float dtype names this backend has (a subset of ``FLOAT_DTYPES``).
     float_dtypes: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
+
+    def __repr__(self) -> str:
+        return f"<pe_core_backends namespace {self.name!r}>"
 
     # -- dtypes ---------------------------------------------------------------
     def _dtype_object(self, name: str) -> Any:
@@ -76,16 +90,6 @@ class Namespace:
             return "complex"
         return "other"
 
-    # -- host-side constants ----------------------------------------------------
-    def host_constant(self, fn: Any, *args: Any) -> Any:
-        """Evaluate ``fn(*args)`` in plain Python and treat the result as a constant.
-
-        ``fn`` must be pure and return plain Python data (numbers and tuples). Tracing
-        compilers that would otherwise trace into ``fn`` (``torch.compile``) are told
-        to run it once and embed the result.
-        """
-        return fn(*args)
-
     # -- creation and conversion ---------------------------------------------
     def asarray(self, x: Any, dtype: Any = None, like: Any = None) -> Any:
         raise NotImplementedError
@@ -102,8 +106,9 @@ class Namespace:
         return np.asarray(x)
 
     def concrete(self, x: Any) -> np.ndarray | None:
-        """A NumPy view of ``x`` if its values are known now, ``None`` when traced."""
-        return self.to_numpy(x)
+        """The values of ``x`` as NumPy if they are known now (:meth:`to_numpy`), ``None``
+        when ``x`` is traced."""
+        return None if self.is_traced(x) else self.to_numpy(x)
 
     def shape(self, x: Any) -> tuple[int, ...]:
         return tuple(int(n) for n in x.shape)
@@ -121,6 +126,11 @@ class Namespace:
         """Whether ``x`` is a symbolic (traced) value whose numbers are unknown."""
         return False
 
+    def is_exporting(self) -> bool:
+        """Whether a graph exporter of this backend is tracing now (``torch.export``:
+        ``torch.compiler.is_exporting``, torch >= 2.5); ``False`` where there is none."""
+        return False
+
     def requires_grad(self, x: Any) -> bool:
         """Whether gradients are being recorded for ``x`` (eager autograd: torch).
 
@@ -131,9 +141,6 @@ class Namespace:
         return False
 
     # -- placement ------------------------------------------------------------
-    #: whether this backend's arrays can live on an accelerator (NumPy: never)
-    has_devices: bool = True
-
     @property
     def numpy_arrays(self) -> bool:
         """Whether this backend's arrays are NumPy arrays themselves (the host namespace:
@@ -147,8 +154,6 @@ class Namespace:
         Arrays on an accelerator are never read back to the host by pe_core; see
         :func:`~pe_core_backends.force_device_path`.
         """
-        if not self.has_devices:
-            return False
         return device_path_forced() or self._on_accelerator(x)
 
     def _on_accelerator(self, x: Any) -> bool:
@@ -166,29 +171,7 @@ class Namespace:
         """A new array with the values of ``x`` (on its device)."""
         return x
 
-    # -- the few-positions lanes of encode and apply_rope -------------------------
-    def host_view(self, x: Any) -> np.ndarray | None:
-        """The values of ``x`` as a NumPy array without a copy, transfer or synchronisation.
-
-        Only for eager arrays in host memory that nothing records (no autograd, no
-        tracing, no function transform, no forced device path); ``None`` otherwise, and
-        for backends that cannot tell cheaply. The few-positions lanes of
-        :func:`~pe_core.encode` and :func:`~pe_core.apply_rope` compute from such a
-        view on the host; ``None`` sends the call down the general route.
-        """
-        return None
-
-    def rotate_small(self, x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
-        """Rotate a float32 ``x`` in host memory by host-built factors, or ``None``.
-
-        ``factors`` is a :class:`~pe_core.rope_small.HostFactors` (NumPy float32
-        ``cos``/``sin`` of shape ``P + (rotary_dim/2,)``, ``P`` broadcasting against
-        ``x.shape[:-1]``). ``None`` when ``x`` is not an eager float32 array in host
-        memory that nothing records; the caller then takes the general route.
-        """
-        return None
-
-    # -- elementwise and shape functions (Array API names) --------------------
+    # -- elementwise functions ------------------------------------------------
     def floor(self, x: Any) -> Any:
         raise NotImplementedError
 
@@ -196,10 +179,11 @@ class Namespace:
         raise NotImplementedError
 
     def log1p(self, x: Any) -> Any:
-        """``log(1 + x)`` elementwise (Llama 4's attention scales)."""
+        """``log(1 + x)`` elementwise."""
         raise NotImplementedError
 
     def round(self, x: Any) -> Any:
+        """Round half to even."""
         raise NotImplementedError
 
     def sin(self, x: Any) -> Any:
@@ -211,18 +195,28 @@ class Namespace:
     def where(self, condition: Any, x: Any, y: Any) -> Any:
         raise NotImplementedError
 
-    def int64_words(self, x: Any) -> tuple[Any, Any]:
-        """The int32 words of int64 ``x``: its signed low 32 bits (``x`` modulo
-        ``2**32``, wrapped to int32) and ``floor(x / 2**32)``."""
-        int32 = self.dtype("int32")
-        return self.astype(x, int32), self.astype(self.bitwise_right_shift(x, 32), int32)
-
     def bitwise_right_shift(self, x: Any, bits: int) -> Any:
         """Arithmetic shift of integers: floor division by ``2**bits``."""
         raise NotImplementedError
 
     def bitwise_and(self, x: Any, mask: int) -> Any:
         raise NotImplementedError
+
+    # -- creation, shapes and joins ---------------------------------------------
+    def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
+        raise NotImplementedError
+
+    def zeros_like(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def empty(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
+        """A new array whose values are unspecified (zeros where nothing cheaper exists)."""
+        return self.zeros(shape, dtype, like=like)
+
+    def arange(self, n: int, dtype: Any, like: Any = None) -> Any:
+        """``[0, 1, ..., n - 1]`` of integer ``dtype`` (a dtype object of this backend),
+        on ``like``'s device."""
+        return self.asarray(np.arange(n), dtype=dtype, like=like)
 
     def stack(self, arrays: list[Any], axis: int = 0) -> Any:
         raise NotImplementedError
@@ -236,13 +230,7 @@ class Namespace:
     def expand_dims(self, x: Any, axis: int) -> Any:
         raise NotImplementedError
 
-    def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
-        raise NotImplementedError
-
     def broadcast_to(self, x: Any, shape: tuple[int, ...]) -> Any:
-        raise NotImplementedError
-
-    def zeros_like(self, x: Any) -> Any:
         raise NotImplementedError
 
     def merge_last_two(self, x: Any) -> Any:
@@ -255,11 +243,70 @@ class Namespace:
         shape = self.shape(x)
         return self.reshape(x, (*shape[:-1], shape[-1] // size, size))
 
-    # -- complex numbers, compilation and in-place output -----------------------
     def view_as_real(self, z: Any) -> Any:
         """A complex array ``(...,)`` as real ``(..., 2)`` of (real, imaginary) parts."""
         raise NotImplementedError
 
+    # -- gathers, products and reductions ---------------------------------------
+    def take(self, x: Any, index: Any, axis: int = 0) -> Any:
+        """``x`` indexed along ``axis`` by an integer array ``index`` of any shape
+        (``numpy.take``): shape ``x.shape[:axis] + index.shape + x.shape[axis + 1:]``.
+
+        A gather: gradients flow to ``x``.
+        """
+        if axis == 0:
+            return x[index]
+        if axis == -1:
+            return x[..., index]
+        if axis > 0:
+            return x[(slice(None),) * axis + (index,)]
+        return x[(Ellipsis, index) + (slice(None),) * (-axis - 1)]
+
+    def matrix_transpose(self, x: Any) -> Any:
+        """``(..., a, b)`` -> ``(..., b, a)`` (the Array API's ``matrix_transpose``)."""
+        return x.mT
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        """``a @ b`` (the Array API's ``matmul``): batch axes broadcast, also between
+        operands of different ranks (a matrix times a stack of matrices)."""
+        return a @ b
+
+    def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
+        """Running sums of ``x`` (booleans or integers) along ``axis`` in integer ``dtype``
+        (a dtype object of this backend): ``out[..., i] = x[..., 0] + ... + x[..., i]``."""
+        raise NotImplementedError(f"backend {self.name!r} has no cumsum")
+
+    def sum(self, x: Any, axis: int, dtype: Any) -> Any:
+        """The sum of ``x`` (booleans or integers) along ``axis`` (removed) in ``dtype``."""
+        raise NotImplementedError(f"backend {self.name!r} has no sum")
+
+    def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
+        """Insertion points of ``values`` into the 1-D ascending ``sorted_sequence`` (same
+        dtype), as ``numpy.searchsorted``: for ``side="right"`` the number of entries
+        ``<= value``. Integer indices of this backend's index dtype."""
+        raise NotImplementedError(f"backend {self.name!r} has no searchsorted")
+
+
+class FastPaths(ArrayCore):
+    """The optional parts of a backend, each with a generic default built on the core.
+
+    An adapter overrides the ones its framework does better: compilers, in-place
+    writes, host-read guards, and the whole kernels pe_core's encodings call as one
+    unit (:meth:`rotate_pairs`, :meth:`rotate_small`, :meth:`expand_diagonals`,
+    :meth:`int64_words`, ...). Flags (``compiles``, ``mutable``, ...) say which.
+    """
+
+    # -- constants for tracing compilers ------------------------------------------
+    def host_constant(self, fn: Any, *args: Any) -> Any:
+        """Evaluate ``fn(*args)`` in plain Python and treat the result as a constant.
+
+        ``fn`` must be pure and return plain Python data (numbers and tuples). Tracing
+        compilers that would otherwise trace into ``fn`` (``torch.compile``) are told
+        to run it once and embed the result.
+        """
+        return fn(*args)
+
+    # -- compilation ----------------------------------------------------------------
     def compile(self, fn: Any) -> Any:
         """``fn`` compiled for this backend where that fuses elementwise work
         (``jax.jit``, ``tf.function(jit_compile=True)``); unchanged elsewhere."""
@@ -319,6 +366,7 @@ class Namespace:
             )
         return build(fn)
 
+    # -- in-place output -------------------------------------------------------------
     #: whether arrays can be written in place (``out=`` arguments)
     mutable: bool = False
 
@@ -334,18 +382,51 @@ class Namespace:
         """``out[...] = value``."""
         raise TypeError(f"backend {self.name!r} arrays are immutable; out= is not supported")
 
-    # -- rotary embedding ---------------------------------------------------------
+    def take_rows(self, table: Any, indices: Any, out: Any = None) -> Any:
+        """``table[indices]`` along the first axis (``indices`` a 1-D integer array).
+
+        With ``out`` (mutable backends; shape ``(len(indices),) + table.shape[1:]``) the
+        rows are written into it and it is returned.
+        """
+        rows = self.take(table, indices, axis=0)
+        return rows if out is None else self.copy_into(out, rows)
+
+    def fill_where(self, x: Any, condition: Any, value: int) -> Any:
+        """``x`` with the Python number ``value`` where ``condition`` holds. ``x`` must be a
+        new array the caller owns: mutable backends may write into it."""
+        return self.where(condition, self.asarray(value, dtype=x.dtype), x)
+
+    # -- kernels of the encodings ----------------------------------------------------
+    def int64_words(self, x: Any) -> tuple[Any, Any]:
+        """The int32 words of int64 ``x``: its signed low 32 bits (``x`` modulo
+        ``2**32``, wrapped to int32) and ``floor(x / 2**32)`` (the angle kernel's split
+        of wide integer positions)."""
+        int32 = self.dtype("int32")
+        return self.astype(x, int32), self.astype(self.bitwise_right_shift(x, 32), int32)
+
+    def expand_diagonals(self, values: Any, rows: int, cols: int, like: Any = None) -> Any:
+        """Per-diagonal values ``(..., rows + cols - 1)`` as a ``(..., rows, cols)`` matrix
+        with ``out[..., i, j] = values[..., j - i + rows - 1]`` (a Toeplitz expansion:
+        T5's relative bias).
+
+        ``like`` places the index arrays a gather needs (its device).
+        """
+        wide = self.dtype("int64" if self.supports("int64") else "int32")
+        keys = self.expand_dims(self.arange(cols, wide, like=like), 0)
+        queries = self.expand_dims(self.arange(rows, wide, like=like), 1)
+        return self.take(values, keys - queries + (rows - 1), axis=-1)
+
     def rotate_pairs(
         self, x: Any, cos: Any, sin: Any, layout: str, rotary_dim: int, working: str
     ) -> Any:
-        """Rotate feature pairs of ``x`` (``(..., head_dim)``) by angles with ``cos``/``sin``.
+        """Rotate feature pairs of ``x`` (``(..., head_dim)``) by angles with ``cos``/``sin``
+        (rotary embeddings).
 
         ``cos`` and ``sin`` have shape ``P + (rotary_dim/2,)`` with ``P`` broadcasting
         against ``x.shape[:-1]``, in the ``working`` dtype on ``x``'s device. Pairs are
         ``(j, j + r/2)`` for ``layout="half"`` and ``(2j, 2j + 1)`` for
         ``"interleaved"``; features past ``rotary_dim`` pass through. Computed in
-        ``working`` precision and rounded once to ``x``'s dtype. Adapters may override
-        this with a faster kernel of their framework.
+        ``working`` precision and rounded once to ``x``'s dtype.
         """
         shape = self.shape(x)
         head_dim, half = shape[-1], rotary_dim // 2
@@ -370,58 +451,29 @@ class Namespace:
             out = self.concat([out, x[..., rotary_dim:]], axis=-1)
         return out
 
-    def __repr__(self) -> str:
-        return f"<pe_core_backends namespace {self.name!r}>"
+    def host_view(self, x: Any) -> np.ndarray | None:
+        """The values of ``x`` as a NumPy array without a copy, transfer or synchronisation.
 
-    # -- row gathers (pe_core._kernel.gather) -------------------------------------------
-    def empty(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
-        """A new array whose values are unspecified (zeros where nothing cheaper exists)."""
-        return self.zeros(shape, dtype, like=like)
-
-    def take_rows(self, table: Any, indices: Any, out: Any = None) -> Any:
-        """``table[indices]`` along the first axis (``indices`` a 1-D integer array).
-
-        With ``out`` (mutable backends; shape ``(len(indices),) + table.shape[1:]``) the
-        rows are written into it and it is returned.
+        Only for eager arrays in host memory that nothing records (no autograd, no
+        tracing, no function transform, no forced device path); ``None`` otherwise, and
+        for backends that cannot tell cheaply. The few-positions lanes of
+        :func:`~pe_core.encode` and :func:`~pe_core.apply_rope` compute from such a
+        view on the host; ``None`` sends the call down the general route.
         """
-        raise NotImplementedError(f"backend {self.name!r} has no take_rows")
+        return None
 
-    # -- integer ranges, gathers along an axis, transposes (pe_core.t5) -------------------
-    def arange(self, n: int, dtype: Any, like: Any = None) -> Any:
-        """``[0, 1, ..., n - 1]`` of integer ``dtype`` (a dtype object of this backend),
-        on ``like``'s device."""
-        return self.asarray(np.arange(n), dtype=dtype, like=like)
+    def rotate_small(self, x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
+        """Rotate a float32 ``x`` in host memory by host-built factors, or ``None``.
 
-    def take(self, x: Any, index: Any, axis: int = 0) -> Any:
-        """``x`` indexed along ``axis`` by an integer array ``index`` of any shape
-        (``numpy.take``): shape ``x.shape[:axis] + index.shape + x.shape[axis + 1:]``.
-
-        A gather: gradients flow to ``x``.
+        ``factors`` is a :class:`~pe_core._kernel.rope_factors.HostFactors` (NumPy float32
+        ``cos``/``sin`` of shape ``P + (rotary_dim/2,)``, ``P`` broadcasting against
+        ``x.shape[:-1]``). ``None`` when ``x`` is not an eager float32 array in host
+        memory that nothing records, and by default; the caller then takes the general
+        route (:meth:`rotate_pairs`).
         """
-        if axis == 0:
-            return x[index]
-        if axis == -1:
-            return x[..., index]
-        if axis > 0:
-            return x[(slice(None),) * axis + (index,)]
-        return x[(Ellipsis, index) + (slice(None),) * (-axis - 1)]
+        return None
 
-    def matrix_transpose(self, x: Any) -> Any:
-        """``(..., a, b)`` -> ``(..., b, a)`` (the Array API's ``matrix_transpose``)."""
-        return x.mT
-
-    def expand_diagonals(self, values: Any, rows: int, cols: int, like: Any = None) -> Any:
-        """Per-diagonal values ``(..., rows + cols - 1)`` as a ``(..., rows, cols)`` matrix
-        with ``out[..., i, j] = values[..., j - i + rows - 1]`` (a Toeplitz expansion).
-
-        ``like`` places the index arrays a gather needs (its device).
-        """
-        wide = self.dtype("int64" if self.supports("int64") else "int32")
-        keys = self.expand_dims(self.arange(cols, wide, like=like), 0)
-        queries = self.expand_dims(self.arange(rows, wide, like=like), 1)
-        return self.take(values, keys - queries + (rows - 1), axis=-1)
-
-    # -- host-read guards (pe_core.host_reads) ----------------------------------------------
+    # -- host-read guards (pe_core.host_reads) ----------------------------------------
     #: whether :meth:`host_read_guard` can catch host reads of this backend's arrays
     guards_host_reads: bool = False
 
@@ -436,12 +488,7 @@ class Namespace:
         """
         raise NotImplementedError(f"backend {self.name!r} cannot guard host reads")
 
-    # -- matrix products (pe_core.resample) ---------------------------------------------
-    def matmul(self, a: Any, b: Any) -> Any:
-        """``a @ b`` (the Array API's ``matmul``): batch axes broadcast, also between
-        operands of different ranks (a matrix times a stack of matrices)."""
-        return a @ b
-
+    # -- comparisons (the resampling page) ----------------------------------------------
     def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:
         """The framework's own image resize of ``x`` ``(N, H, W, C)`` to ``(N, *size, C)``
         (``method`` ``"bilinear"`` or ``"bicubic"``): ``F.interpolate`` with
@@ -449,23 +496,7 @@ class Namespace:
         For comparisons (the resampling page); pe_core's own resampling does not use it."""
         raise NotImplementedError(f"backend {self.name!r} has no image resize of its own")
 
-    # -- position ids from data (pe_core.position_ids) ---------------------------------
-    def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
-        """Running sums of ``x`` (booleans or integers) along ``axis`` in integer ``dtype``
-        (a dtype object of this backend): ``out[..., i] = x[..., 0] + ... + x[..., i]``."""
-        raise NotImplementedError(f"backend {self.name!r} has no cumsum")
 
-    def sum(self, x: Any, axis: int, dtype: Any) -> Any:
-        """The sum of ``x`` (booleans or integers) along ``axis`` (removed) in ``dtype``."""
-        raise NotImplementedError(f"backend {self.name!r} has no sum")
-
-    def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
-        """Insertion points of ``values`` into the 1-D ascending ``sorted_sequence`` (same
-        dtype), as ``numpy.searchsorted``: for ``side="right"`` the number of entries
-        ``<= value``. Integer indices of this backend's index dtype."""
-        raise NotImplementedError(f"backend {self.name!r} has no searchsorted")
-
-    def fill_where(self, x: Any, condition: Any, value: int) -> Any:
-        """``x`` with the Python number ``value`` where ``condition`` holds. ``x`` must be a
-        new array the caller owns: mutable backends may write into it."""
-        return self.where(condition, self.asarray(value, dtype=x.dtype), x)
+class Namespace(FastPaths):
+    """Base class of the backend adapters: the :class:`ArrayCore` every backend provides
+    and the :class:`FastPaths` it may override. pe_core's kernel is written against it."""

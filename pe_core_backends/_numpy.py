@@ -22,7 +22,6 @@ def _has_ml_dtypes() -> bool:
 
 class NumpyNamespace(Namespace):
     name = "numpy"
-    has_devices = False
 
     @property
     def float_dtypes(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -71,11 +70,14 @@ class NumpyNamespace(Namespace):
     expand_dims: ArrayFunction = staticmethod(np.expand_dims)
     broadcast_to: ArrayFunction = staticmethod(np.broadcast_to)
 
-    def stack(self, arrays: list[Any], axis: int = 0) -> Any:
-        return np.stack(arrays, axis=axis)
+    stack: ArrayFunction = staticmethod(np.stack)
+    concat: ArrayFunction = staticmethod(np.concatenate)
+    cumsum: ArrayFunction = staticmethod(np.cumsum)
+    sum: ArrayFunction = staticmethod(np.sum)
+    searchsorted: ArrayFunction = staticmethod(np.searchsorted)
 
-    def concat(self, arrays: list[Any], axis: int = 0) -> Any:
-        return np.concatenate(arrays, axis=axis)
+    def on_accelerator(self, x: Any) -> bool:
+        return False  # host memory only, whatever force_device_path says
 
     mutable = True
 
@@ -138,16 +140,6 @@ class NumpyNamespace(Namespace):
         # windows values[s : s + cols] for s = 0 .. rows - 1, the last row's first
         windows = np.lib.stride_tricks.sliding_window_view(values, cols, axis=-1)
         return np.ascontiguousarray(windows[..., ::-1, :])
-
-    # -- position ids from data (pe_core.position_ids) ---------------------------------
-    def cumsum(self, x: Any, axis: int, dtype: Any) -> Any:
-        return np.cumsum(x, axis=axis, dtype=dtype)
-
-    def sum(self, x: Any, axis: int, dtype: Any) -> Any:
-        return np.sum(x, axis=axis, dtype=dtype)
-
-    def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
-        return np.searchsorted(sorted_sequence, values, side=side)  # type: ignore[call-overload]
 
 
 NAMESPACE = NumpyNamespace()

@@ -65,11 +65,6 @@ class TensorflowNamespace(Namespace):
     def _dtype_object(self, name: str) -> Any:
         return tf.dtypes.as_dtype(name)
 
-    def dtype_name(self, dtype: Any) -> str:
-        if isinstance(dtype, tf.dtypes.DType):
-            return dtype.name
-        return super().dtype_name(dtype)
-
     def asarray(self, x: Any, dtype: Any = None, like: Any = None) -> Any:
         if isinstance(x, (tf.Tensor, tf.Variable)):
             return x if dtype is None else tf.cast(x, dtype)
@@ -91,11 +86,6 @@ class TensorflowNamespace(Namespace):
         if x.dtype == tf.bfloat16:
             x = tf.cast(x, tf.float32)
         return x.numpy()
-
-    def concrete(self, x: Any) -> np.ndarray | None:
-        if self.is_traced(x):
-            return None
-        return self.to_numpy(x)
 
     @tf.autograph.experimental.do_not_convert
     def is_tracing(self) -> bool:
@@ -160,8 +150,7 @@ class TensorflowNamespace(Namespace):
         last = x.shape[-1]
         return tf.reshape(x, tf.concat([tf.shape(x)[:-1], [last // size, size]], axis=0))
 
-    def stack(self, arrays: list[Any], axis: int = 0) -> Any:
-        return tf.stack(arrays, axis=axis)
+    stack: ArrayFunction = staticmethod(tf.stack)
 
     def concat(self, arrays: list[Any], axis: int = 0) -> Any:
         return tf.concat(arrays, axis=axis)

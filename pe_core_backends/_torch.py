@@ -15,12 +15,6 @@ from pe_core_backends._device import device_path_forced
 from pe_core_backends._namespace import ArrayFunction, Namespace
 
 
-def _exporting() -> bool:
-    """Whether ``torch.export`` is tracing (``torch.compiler.is_exporting``, torch >= 2.5)."""
-    is_exporting = getattr(torch.compiler, "is_exporting", None)
-    return bool(is_exporting()) if is_exporting is not None else False
-
-
 def _writable(x: Any) -> Any:
     """``x``, or a copy of it when it is a read-only NumPy array.
 
@@ -115,11 +109,6 @@ class TorchNamespace(Namespace):
             x = x.float()
         return x.numpy()
 
-    def concrete(self, x: Any) -> np.ndarray | None:
-        if self.is_traced(x):
-            return None
-        return self.to_numpy(x)
-
     def shape(self, x: Any) -> tuple[int, ...]:
         return tuple(x.shape)
 
@@ -132,6 +121,10 @@ class TorchNamespace(Namespace):
         # fake and meta tensors, and the wrappers of function transforms (torch.func's
         # vmap, grad, jacrev: plain torch.Tensor to Python, with no storage to read)
         return x.device.type == "meta" or torch._C._functorch.is_functorch_wrapped_tensor(x)
+
+    def is_exporting(self) -> bool:
+        is_exporting = getattr(torch.compiler, "is_exporting", None)
+        return bool(is_exporting()) if is_exporting is not None else False
 
     def requires_grad(self, x: Any) -> bool:
         return bool(x.requires_grad) and torch.is_grad_enabled()
@@ -191,20 +184,13 @@ class TorchNamespace(Namespace):
     cos: ArrayFunction = staticmethod(torch.cos)
     reshape: ArrayFunction = staticmethod(torch.reshape)
 
-    def bitwise_right_shift(self, x: Any, bits: int) -> Any:
-        return torch.bitwise_right_shift(x, bits)
-
-    def bitwise_and(self, x: Any, mask: int) -> Any:
-        return torch.bitwise_and(x, mask)
-
+    bitwise_right_shift: ArrayFunction = staticmethod(torch.bitwise_right_shift)
+    bitwise_and: ArrayFunction = staticmethod(torch.bitwise_and)
     where: ArrayFunction = staticmethod(torch.where)
     zeros_like: ArrayFunction = staticmethod(torch.zeros_like)
-
-    def expand_dims(self, x: Any, axis: int) -> Any:
-        return torch.unsqueeze(x, axis)
-
-    def broadcast_to(self, x: Any, shape: tuple[int, ...]) -> Any:
-        return torch.broadcast_to(x, shape)
+    expand_dims: ArrayFunction = staticmethod(torch.unsqueeze)
+    broadcast_to: ArrayFunction = staticmethod(torch.broadcast_to)
+    view_as_real: ArrayFunction = staticmethod(torch.view_as_real)
 
     def stack(self, arrays: list[Any], axis: int = 0) -> Any:
         return torch.stack(arrays, dim=axis)
@@ -213,9 +199,6 @@ class TorchNamespace(Namespace):
         return torch.cat(arrays, dim=axis)
 
     mutable = True
-
-    def view_as_real(self, z: Any) -> Any:
-        return torch.view_as_real(z)
 
     def complex_view(self, x: Any) -> Any:
         return torch.view_as_complex(x.unflatten(-1, (-1, 2)))
@@ -247,7 +230,7 @@ class TorchNamespace(Namespace):
         return x.transpose(-1, -2)
 
     def int64_words(self, x: Any) -> tuple[Any, Any]:
-        if sys.byteorder != "little" or not torch.compiler.is_compiling() or _exporting():
+        if sys.byteorder != "little" or not torch.compiler.is_compiling() or self.is_exporting():
             return super().int64_words(x)
         # compiled code: the words are the tensor's own memory, read as int32 (inductor
         # does not vectorise int64 shifts and narrowing on CPUs without AVX-512); exported

@@ -46,7 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from pe_core_backends import Namespace, get_namespace
+from pe_core._kernel.compiled import compiled
+from pe_core_backends import HOST, Namespace
 
 #: Integer positions are split at 2**32 when they may not fit in int32.
 _SPLIT_BITS = 32
@@ -453,7 +454,7 @@ def exact_cos_sin(
     True
     """
     if xp.bounded_compiles and not xp.is_traced(positions):
-        return _compiled_cos_sin(xp.name, omegas, working, scale)(positions)
+        return compiled(xp.name, _cos_sin, omegas, working, scale, None)(positions)
     return _cos_sin(xp, positions, omegas, working, scale, max_abs_position)
 
 
@@ -472,12 +473,6 @@ def _cos_sin(
     if scale != 1.0:
         cos, sin = cos * scale, sin * scale
     return cos, sin
-
-
-@functools.lru_cache(maxsize=32)
-def _compiled_cos_sin(backend: str, omegas: tuple[float, ...], working: str, scale: float) -> Any:
-    xp = get_namespace(backend)
-    return xp.compile(lambda p: _cos_sin(xp, p, omegas, working, scale, None))
 
 
 #: sin(2 pi r) = r * P(r^2) and cos(2 pi r) = Q(r^2) on |r| <= 1/8 turn: least-squares
@@ -567,3 +562,42 @@ def _const(xp: Namespace, values: tuple[float, ...], wdtype: Any, like: Any) -> 
 
 def _frac(xp: Namespace, x: Any) -> Any:
     return x - xp.round(x)
+
+
+# -- exact unit-complex tables on the host (the angle-addition routes) -----------------
+
+
+def _unit_complex(angles: np.ndarray, *, conj: bool, form: str, working: str) -> np.ndarray:
+    """``sin + i cos`` (``cos - i sin`` when ``conj``) or ``cos + i sin``, rounded once."""
+    table = np.empty(angles.shape, np.complex128)
+    sin, cos = np.sin(angles), np.cos(angles)
+    if form == "cos_sin":
+        table.real, table.imag = cos, sin
+    elif conj:
+        table.real, table.imag = cos, -sin
+    else:
+        table.real, table.imag = sin, cos
+    return table.astype(np.complex64 if working == "float32" else np.complex128)
+
+
+@functools.lru_cache(maxsize=64)
+def step_table(block: int, omegas: tuple[float, ...], working: str, form: str) -> np.ndarray:
+    """The ``(B, n)`` table of ``e^{ibw}`` (``cos - i sin`` for form ``"sin_cos"``)."""
+    angles = reduced_angles(HOST, np.arange(block, dtype=np.int64), omegas, working="float64")
+    return _unit_complex(angles, conj=True, form=form, working=working)
+
+
+@functools.lru_cache(maxsize=64)
+def start_table(
+    lo: int,
+    blocks: int,
+    block: int,
+    omegas: tuple[float, ...],
+    offset: int | float,
+    working: str,
+    form: str,
+) -> np.ndarray:
+    """The ``(A, n)`` table at positions ``lo + a*B + offset`` (``sin + i cos`` or ``e^{i.}``)."""
+    starts = lo + block * np.arange(blocks, dtype=np.int64)
+    angles = reduced_angles(HOST, starts, omegas, offset=offset, working="float64")
+    return _unit_complex(angles, conj=False, form=form, working=working)

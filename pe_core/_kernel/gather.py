@@ -30,14 +30,13 @@ output's complex view, so the peak memory is the output plus a little.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from pe_core._kernel.angles import reduced_angles
+from pe_core._kernel.angles import start_table, step_table
 from pe_core._kernel.routes import (
     GATHER_MAX_ABS,
     GATHER_MIN_PAIRS,
@@ -45,10 +44,7 @@ from pe_core._kernel.routes import (
     GATHER_TABLE_FRACTION,
 )
 from pe_core.rope_layout import TABLE_LAYOUTS
-from pe_core_backends import Namespace, get_namespace
-
-#: The NumPy namespace (host computations), looked up once.
-_NUMPY = get_namespace("numpy")
+from pe_core_backends import Namespace
 
 #: Bytes of each gathered operand per chunk (cache-sized).
 CHUNK_BYTES = 512 * 1024
@@ -97,44 +93,6 @@ def gather_plan(values: np.ndarray, n_pairs: int) -> tuple[int, int, int] | None
     if (blocks + block) * GATHER_TABLE_FRACTION > n_rows:
         return None
     return lo, blocks, block
-
-
-def _unit_complex(angles: np.ndarray, *, conj: bool, form: str, working: str) -> np.ndarray:
-    """``sin + i cos`` (``cos - i sin`` when ``conj``) or ``cos + i sin``, rounded once."""
-    table = np.empty(angles.shape, np.complex128)
-    sin, cos = np.sin(angles), np.cos(angles)
-    if form == "cos_sin":
-        table.real, table.imag = cos, sin
-    elif conj:
-        table.real, table.imag = cos, -sin
-    else:
-        table.real, table.imag = sin, cos
-    return table.astype(np.complex64 if working == "float32" else np.complex128)
-
-
-@functools.lru_cache(maxsize=64)
-def step_table(block: int, omegas: tuple[float, ...], working: str, form: str) -> np.ndarray:
-    """The ``(B, n)`` table of ``e^{ibw}`` (``cos - i sin`` for form ``"sin_cos"``)."""
-    numpy = _NUMPY
-    angles = reduced_angles(numpy, np.arange(block, dtype=np.int64), omegas, working="float64")
-    return _unit_complex(angles, conj=True, form=form, working=working)
-
-
-@functools.lru_cache(maxsize=64)
-def start_table(
-    lo: int,
-    blocks: int,
-    block: int,
-    omegas: tuple[float, ...],
-    offset: int | float,
-    working: str,
-    form: str,
-) -> np.ndarray:
-    """The ``(A, n)`` table at positions ``lo + a*B + offset`` (``sin + i cos`` or ``e^{i.}``)."""
-    numpy = _NUMPY
-    starts = lo + block * np.arange(blocks, dtype=np.int64)
-    angles = reduced_angles(numpy, starts, omegas, offset=offset, working="float64")
-    return _unit_complex(angles, conj=False, form=form, working=working)
 
 
 def gathered_unit_complex(

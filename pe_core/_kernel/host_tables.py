@@ -47,10 +47,7 @@ from pe_core._kernel.routes import (
     TABLE_MIN_ROWS,
 )
 from pe_core._kernel.tables import contiguous_start, offset_table, table_sin_cos
-from pe_core_backends import Namespace, get_namespace
-
-#: The NumPy namespace (host computations), looked up once.
-_NUMPY = get_namespace("numpy")
+from pe_core_backends import HOST, Namespace
 
 _TWO_PI = 2.0 * math.pi
 
@@ -233,7 +230,7 @@ def run_sin_cos(start: int, n_rows: int, omegas: tuple[float, ...]) -> np.ndarra
     """
     if n_rows > SMALL_RUN_ROWS or abs(start) + n_rows >= SMALL_MAX_INTEGER:
         table: np.ndarray = table_sin_cos(
-            _NUMPY,
+            HOST,
             start,
             n_rows,
             omegas,
@@ -336,8 +333,7 @@ def host_sin_cos(
     """
     n_rows = values.size
     rounded_once = rounded_once or working == "float64"
-    numpy = _NUMPY
-    xp = numpy if xp is None else xp
+    xp = HOST if xp is None else xp
     route, start = host_route(
         values,
         omegas,
@@ -366,7 +362,7 @@ def host_sin_cos(
             return gathered
     turns = host_turns(values.reshape(-1), omegas, offset=offset, working=working, max_abs=max_abs)
     angles = turns * (2.0 * math.pi)
-    return assemble(numpy, np.sin(angles), np.cos(angles), layout)
+    return assemble(HOST, np.sin(angles), np.cos(angles), layout)
 
 
 def host_route(
@@ -448,10 +444,9 @@ def host_turns(
     >>> bool(np.isfinite(t).all())
     True
     """
-    numpy = _NUMPY
     bound = None if max_abs is None else max_abs + 1.0
     turns = reduced_turns(
-        numpy, values, omegas, offset=offset, working=working, max_abs_position=bound
+        HOST, values, omegas, offset=offset, working=working, max_abs_position=bound
     )
     if values.dtype.kind != "f" or not _may_miss(omegas, working, max_abs):
         return turns  # the kernel computes every such position: no NaN to look for

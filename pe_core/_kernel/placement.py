@@ -33,12 +33,7 @@ import numpy as np
 
 from pe_core._kernel.inputs import as_positions, check_finite, fits_backend
 from pe_core._kernel.routes import CHECK_IN_PYTHON, MAX_KERNEL_FLOAT, MAX_KERNEL_FLOAT_INT32
-from pe_core_backends import Namespace, backend_of, from_dlpack, get_namespace, is_dlpack
-
-#: The NumPy namespace (host computations), looked up once.
-_NUMPY = get_namespace("numpy")
-#: The name of the host backend (NumPy) as ``backend_of`` gives it.
-_HOST = _NUMPY.name
+from pe_core_backends import HOST, Namespace, backend_of, from_dlpack, get_namespace, is_dlpack
 
 
 def kernel_limit(xp: Namespace) -> float:
@@ -125,8 +120,8 @@ def prepare_positions(
     """
     if source is None and is_dlpack(pos):  # e.g. CuPy: imported by the backend computed on
         pos, source = from_dlpack(pos, xp.name, what=what), xp.name
-    if source is None or source == _HOST:  # Python values or NumPy arrays
-        numpy = xp if xp.numpy_arrays else _NUMPY
+    if source is None or source == HOST.name:  # Python values or NumPy arrays
+        numpy = xp if xp.numpy_arrays else HOST
         host = as_positions(pos, numpy, source, what=what)
         max_abs = check_host_positions(host, what=what)
         if not xp.numpy_arrays and fits_backend(host, xp) and _kernel_takes(host, max_abs, xp):
@@ -178,7 +173,7 @@ def check_host_positions(values: np.ndarray, *, what: str = "positions") -> floa
         # integers are finite: the extremes give the bound (two reductions)
         max_abs = float(max(abs(int(values.min())), abs(int(values.max()))))
     else:
-        max_abs = check_finite(_NUMPY, values, what=what, values=values)
+        max_abs = check_finite(HOST, values, what=what, values=values)
     assert max_abs is not None
     return max_abs
 

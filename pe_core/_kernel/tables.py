@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from pe_core._kernel.angles import reduced_angles
-from pe_core_backends import Namespace, get_namespace
+from pe_core._kernel.angles import reduced_angles, start_table
+from pe_core._kernel.compiled import compiled
+from pe_core_backends import HOST, Namespace
 
 
 def contiguous_start(values: np.ndarray | None) -> int | None:
@@ -58,52 +59,23 @@ def block_shape(n_rows: int) -> tuple[int, int]:
     return -(-n_rows // block), block
 
 
-def _unit_complex(angles: np.ndarray, *, conj_offsets: bool, working: str) -> np.ndarray:
-    kind = np.complex64 if working == "float32" else np.complex128
-    if conj_offsets:  # cos(bw) - i sin(bw)
-        return (np.cos(angles) - 1j * np.sin(angles)).astype(kind)
-    return (np.sin(angles) + 1j * np.cos(angles)).astype(kind)  # sin(aw) + i cos(aw)
-
-
 @functools.lru_cache(maxsize=64)
 def offset_table(block: int, omegas: tuple[float, ...], working: str) -> np.ndarray:
     """``cos(b w) - i sin(b w)`` for the offsets ``b = 0 .. block - 1`` (``(block, P)``
     complex, exact angles; cached)."""
-    numpy = get_namespace("numpy")
-    angles = reduced_angles(numpy, np.arange(block), omegas, working="float64")
-    table = _unit_complex(angles, conj_offsets=True, working=working)
-    return table
+    angles = reduced_angles(HOST, np.arange(block), omegas, working="float64")
+    kind = np.complex64 if working == "float32" else np.complex128
+    return (np.cos(angles) - 1j * np.sin(angles)).astype(kind)
 
 
-@functools.lru_cache(maxsize=64)
-def _start_table(
-    start: int,
-    blocks: int,
-    block: int,
-    omegas: tuple[float, ...],
-    offset: int | float,
-    working: str,
-) -> np.ndarray:
-    numpy = get_namespace("numpy")
-    starts = start + block * np.arange(blocks, dtype=np.int64)
-    angles = reduced_angles(numpy, starts, omegas, offset=offset, working="float64")
-    return _unit_complex(angles, conj_offsets=False, working=working)
-
-
-@functools.lru_cache(maxsize=128)
-def _combiner(backend: str, n_rows: int, layout: str) -> Any:
-    xp = get_namespace(backend)
-
-    def combine(starts: Any, offsets: Any) -> Any:
-        blocks, n_pairs = xp.shape(starts)
-        block = xp.shape(offsets)[0]
-        pairs = xp.view_as_real(xp.expand_dims(starts, 1) * xp.expand_dims(offsets, 0))
-        pairs = xp.reshape(pairs, (blocks * block, n_pairs, 2))[:n_rows]
-        if layout == "interleaved":
-            return xp.reshape(pairs, (n_rows, 2 * n_pairs))
-        return xp.concat([pairs[..., 0], pairs[..., 1]], axis=-1)
-
-    return xp.compile(combine)
+def _combine(xp: Namespace, starts: Any, offsets: Any, n_rows: int, layout: str) -> Any:
+    blocks, n_pairs = xp.shape(starts)
+    block = xp.shape(offsets)[0]
+    pairs = xp.view_as_real(xp.expand_dims(starts, 1) * xp.expand_dims(offsets, 0))
+    pairs = xp.reshape(pairs, (blocks * block, n_pairs, 2))[:n_rows]
+    if layout == "interleaved":
+        return xp.reshape(pairs, (n_rows, 2 * n_pairs))
+    return xp.concat([pairs[..., 0], pairs[..., 1]], axis=-1)
 
 
 def table_sin_cos(
@@ -124,7 +96,8 @@ def table_sin_cos(
     layout, whole blocks) the product is written straight into it.
     """
     blocks, block = block_shape(n_rows)
-    starts = _start_table(start, blocks, block, omegas, offset, working)
+    # sin(aw) + i cos(aw) at the block starts: the lookup route's start rows
+    starts = start_table(start, blocks, block, omegas, offset, working, "sin_cos")
     offsets = offset_table(block, omegas, working)
     starts = xp.asarray(starts, like=like)
     offsets = xp.asarray(offsets, like=like)
@@ -132,7 +105,7 @@ def table_sin_cos(
         target = xp.reshape(xp.complex_view(out), (blocks, block, len(omegas)))
         xp.multiply_into(xp.expand_dims(starts, 1), xp.expand_dims(offsets, 0), target)
         return out
-    table = _combiner(xp.name, n_rows, layout)(starts, offsets)
+    table = compiled(xp.name, _combine, n_rows, layout)(starts, offsets)
     if out is not None:
         return xp.copy_into(out, table)
     return table
