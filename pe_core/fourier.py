@@ -145,8 +145,8 @@ def fourier_features(
     >>> f.astype(np.float64).round(6).tolist()
     [[1.0, 1.0, 0.0, 0.0], [0.707107, 0.0, 0.707107, 1.0]]
     """
-    order = choice(order, "order", ORDERS)
-    return _fourier.features(_prepare(coords, frequencies, backend, dtype), order)
+    which = choice(order, "order", ORDERS)
+    return _fourier.features(_prepare(coords, frequencies, backend, dtype), which)
 
 
 def feature_error_bound(
