@@ -219,7 +219,7 @@ def feature_bound(coords: Any, frequencies: Any, name: str) -> np.ndarray:
 
 
 def positions(
-    xp: Namespace, dims: list[int], low: float, high: float, out: tuple[str, Any], like: Any
+    xp: Namespace, dims: tuple[int, ...], low: float, high: float, out: tuple[str, Any], like: Any
 ) -> Any:
     """Perceiver's grid ``(*dims, len(dims))`` in float64 on the host, rounded once."""
     axes = [np.linspace(low, high, n) for n in dims]

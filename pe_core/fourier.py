@@ -45,7 +45,7 @@ from pe_core.typing import (
     NDArray,
     SinCosOrder,
 )
-from pe_core.validation import choice, finite_real, positive_int
+from pe_core.validation import choice, finite_real, positive_int, positive_ints
 from pe_core_backends import BACKENDS, HOST, backend_info, backend_of, get_namespace
 
 __all__ = [
@@ -227,7 +227,7 @@ def perceiver_fourier_features(
     [[1.0, 0.0, 0.0, -1.0]]
     """
     bands = positive_int(num_bands, "num_bands")
-    resolution = _resolution(max_resolution)
+    resolution = positive_ints(max_resolution, "max_resolution", what="one per axis")
     shape = _shape_of(pos)
     if not shape or shape[-1] != len(resolution):
         raise ValueError(
@@ -256,11 +256,7 @@ def perceiver_positions(
     >>> perceiver_positions((2, 3))[1].tolist()
     [[1.0, -1.0], [1.0, 0.0], [1.0, 1.0]]
     """
-    if isinstance(index_dims, (int, np.integer)) or not isinstance(index_dims, Sequence):
-        raise TypeError(f"index_dims must be a sequence of integers >= 1. Received: {index_dims!r}")
-    dims = [positive_int(n, "index_dims entries") for n in index_dims]
-    if not dims:
-        raise ValueError("index_dims must hold at least one size. Received: ()")
+    dims = positive_ints(index_dims, "index_dims")
     if not isinstance(output_range, (tuple, list)) or len(output_range) != 2:
         raise TypeError(f"output_range must be a pair (low, high). Received: {output_range!r}")
     low = finite_real(output_range[0], "output_range[0]")
@@ -479,15 +475,3 @@ def _shape_of(obj: Any) -> tuple[int, ...]:
         except ValueError as exc:
             raise TypeError(f"expected numbers of one shape. Received: {obj!r}") from exc
     return tuple(get_namespace(source).shape(obj))
-
-
-def _resolution(max_resolution: Any) -> tuple[int, ...]:
-    if isinstance(max_resolution, (int, np.integer)) or not isinstance(max_resolution, Sequence):
-        raise TypeError(
-            f"max_resolution must be a sequence of integers >= 1 (one per axis). "
-            f"Received: {max_resolution!r}"
-        )
-    values = tuple(positive_int(r, "max_resolution entries") for r in max_resolution)
-    if not values:
-        raise ValueError("max_resolution must hold at least one size. Received: ()")
-    return values
