@@ -31,14 +31,20 @@ those of the plain formula.
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from pe_core_backends import Namespace
+from pe_core._kernel.inputs import check_finite, working_dtype
+from pe_core_backends import HOST, Namespace, backend_of
 
 __all__ = ["error_bound", "host_constants", "host_split", "reduced_turns", "sin_cos"]
+
+#: Largest host frequency magnitude (float32's range, with room for the split).
+_MAX_FREQUENCY = 1e34
 
 #: Bits kept in the high part of a split, per working dtype.
 _HIGH_BITS = {"float32": 12, "float64": 26}
@@ -134,3 +140,143 @@ def sin_cos(xp: Namespace, turns: Any) -> tuple[Any, Any]:
     """``sin`` and ``cos`` of ``2pi * turns`` (turns already reduced)."""
     angle = turns * (2.0 * math.pi)
     return xp.sin(angle), xp.cos(angle)
+
+
+# -- the calls of pe_core.fourier: one validated call, its constants and its result ------
+
+
+@dataclass
+class Call:
+    """One validated call: where it computes, on what, and what it returns."""
+
+    xp: Namespace  # the namespace the features are computed in
+    target: Namespace | None  # host computations: the backend the result goes to
+    x: Any  # the coordinates, working dtype, (..., k) or (...)
+    freqs: Any  # (k, m): host constants (host_freqs) or an array of xp in working dtype
+    host_freqs: bool
+    working: str
+    out_name: str
+    out_dtype: Any
+    vector: bool  # 1-D frequencies: one number per point
+
+
+def features(call: Call, order: str) -> Any:
+    """:func:`pe_core.fourier.fourier_features` of a validated call."""
+    xp, x = call.xp, call.x
+    if call.vector:
+        x = xp.expand_dims(x, -1)
+    s, c = sin_cos(xp, reduced_turns(xp, x, call.freqs, call.working, host=call.host_freqs))
+    return finish(call, xp.concat([s, c] if order == "sin_cos" else [c, s], axis=-1))
+
+
+def perceiver(
+    call: Call, bands: int, resolution: tuple[int, ...], concat_pos: bool, sine_only: bool
+) -> Any:
+    """Perceiver's bands of a validated call (frequencies ``linspace(1, r / 2) / 2``)."""
+    xp, x = call.xp, call.x
+    parts = xp.host_constant(perceiver_constants, bands, resolution, call.working)
+    turns = reduced_turns(xp, x, parts, call.working, host=True, contract=False)  # (..., d, K)
+    s, c = sin_cos(xp, xp.merge_last_two(turns))
+    pieces = [s] if sine_only else [s, c]
+    return finish(call, xp.concat([x, *pieces] if concat_pos else pieces, axis=-1))
+
+
+def box(call: Call, n: int, c: int) -> Any:
+    """GLIGEN's box features of a validated call, frequency by frequency."""
+    xp = call.xp
+    parts = xp.host_constant(box_constants, n, c, call.working)
+    turns = reduced_turns(xp, call.x, parts, call.working, host=True, contract=False)
+    s, co = sin_cos(xp, xp.matrix_transpose(turns))  # (..., E, c)
+    return finish(call, xp.merge_last_two(xp.merge_last_two(xp.stack([s, co], axis=-2))))
+
+
+def finish(call: Call, out: Any) -> Any:
+    """Round once to the output dtype, on the backend asked for."""
+    target = call.target
+    if target is None:
+        return out if call.out_name == call.working else call.xp.astype(out, call.out_dtype)
+    if target.numpy_arrays:
+        return out.astype(call.out_dtype, copy=False)
+    if call.out_name != "bfloat16":  # float64, float32, float16: NumPy rounds, once
+        return target.from_host(out.astype(call.out_name))
+    if target.supports("float64"):  # the backend rounds float64 to bfloat16, once
+        return target.astype(target.from_host(out), call.out_dtype)
+    # no float64 (JAX without x64): round on the host, then move the exact bfloat16 values
+    rounded = out.astype(HOST.dtype("bfloat16")).astype(np.float32)
+    return target.astype(target.from_host(rounded), call.out_dtype)
+
+
+def feature_bound(coords: Any, frequencies: Any, name: str) -> np.ndarray:
+    """:func:`pe_core.fourier.feature_error_bound` for an output dtype named ``name``."""
+    x = np.asarray(coords, dtype=np.float64)
+    f = np.asarray(frequencies, dtype=np.float64)
+    if f.ndim == 1:
+        x, f = x[..., None], f[None, :]
+    s = (np.abs(x)[..., :, None] * np.abs(f)).sum(axis=-2)
+    half_ulp = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11}.get(name, 2.0**-8)
+    bound = error_bound(f.shape[0], s, working_dtype(name)) + half_ulp
+    return np.concatenate([bound, bound], axis=-1)
+
+
+def positions(
+    xp: Namespace, dims: tuple[int, ...], low: float, high: float, out: tuple[str, Any], like: Any
+) -> Any:
+    """Perceiver's grid ``(*dims, len(dims))`` in float64 on the host, rounded once."""
+    axes = [np.linspace(low, high, n) for n in dims]
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
+    if xp.numpy_arrays:
+        return grid.astype(out[1])
+    staged = "float64" if xp.supports("float64") else "float32"
+    placed = xp.from_host(grid.astype(staged), like=like if backend_of(like) == xp.name else None)
+    return placed if out[0] == staged else xp.astype(placed, out[1])
+
+
+# Plain functions (not the cache wrappers) so torch.compile can embed their results.
+def frequency_constants(key: tuple, working: str) -> tuple:
+    """``(shape, host_constants)`` of host frequencies given as a nested tuple ``key``."""
+    return _frequency_constants(key, working)
+
+
+def perceiver_constants(bands: int, resolution: tuple[int, ...], working: str) -> tuple:
+    """:func:`host_constants` of Perceiver's frequencies, ``(d, bands)``."""
+    return _perceiver_constants(bands, resolution, working)
+
+
+def box_constants(n: int, c: int, working: str) -> tuple:
+    """:func:`host_constants` of GLIGEN's frequencies, ``(c, n)``."""
+    return _box_constants(n, c, working)
+
+
+@functools.lru_cache(maxsize=64)
+def _frequency_constants(key: Any, working: str) -> tuple:
+    try:
+        f = np.asarray(key, dtype=np.float64)
+    except (ValueError, OverflowError) as exc:
+        raise TypeError(
+            f"frequencies must be real numbers of one shape. Received: {key!r}"
+        ) from exc
+    if f.ndim not in (1, 2) or f.size == 0:
+        raise ValueError(
+            f"frequencies must have shape (m,) or (k, m) with k, m >= 1. Received: shape {f.shape}"
+        )
+    check_finite(HOST, f, what="frequencies", values=f)
+    if np.abs(f).max() > _MAX_FREQUENCY:
+        raise ValueError(
+            "frequencies must be at most 1e34 in magnitude (the float32 working range). "
+            f"Received a frequency of magnitude {float(np.abs(f).max())!r}"
+        )
+    return f.shape, host_constants(f[None, :] if f.ndim == 1 else f, working)
+
+
+@functools.lru_cache(maxsize=32)
+def _perceiver_constants(bands: int, resolution: tuple[int, ...], working: str) -> tuple:
+    # pi * f * pos = 2pi * (f / 2) * pos, f = linspace(1, r / 2, bands) per axis
+    freqs = np.stack([np.linspace(1.0, r / 2.0, bands) for r in resolution]) / 2.0
+    return host_constants(freqs, working)
+
+
+@functools.lru_cache(maxsize=32)
+def _box_constants(n: int, c: int, working: str) -> tuple:
+    # w_e = 100 ** (e / n) radians per unit: w_e / 2pi turns
+    turns = 100.0 ** (np.arange(n) / n) / (2.0 * np.pi)
+    return host_constants(np.broadcast_to(turns, (c, n)), working)

@@ -36,7 +36,9 @@ from typing import Any
 import numpy as np
 
 from pe_core import device_tables
-from pe_core_backends import Namespace, get_namespace
+from pe_core._kernel.compiled import compiled
+from pe_core._kernel.inputs import working_dtype
+from pe_core_backends import Namespace
 
 #: Modes and their tap counts (PyTorch's ``interp_size``).
 INTERP_SIZE = {"bilinear": 2, "bicubic": 4}
@@ -146,12 +148,6 @@ def placed_weights(
     return device_tables.cached(xp, key, like, dtype, build, private=True)
 
 
-@functools.lru_cache(maxsize=64)
-def _program(backend: str, kernel: Callable[..., Any], static: tuple[Any, ...]) -> Any:
-    xp = get_namespace(backend)
-    return xp.compile(lambda *arrays: kernel(xp, *arrays, *static))
-
-
 def run(
     xp: Namespace, kernel: Callable[..., Any], arrays: tuple[Any, ...], static: tuple[Any, ...]
 ) -> Any:
@@ -162,13 +158,8 @@ def run(
         and not xp.is_tracing()
         and not any(xp.is_traced(a) for a in arrays)
     ):
-        return _program(xp.name, kernel, static)(*arrays)
+        return compiled(xp.name, kernel, *static)(*arrays)
     return kernel(xp, *arrays, *static)
-
-
-def working_dtype(xp: Namespace, dtype_name: str) -> str:
-    """float64 tables resample in float64, every other float dtype in float32."""
-    return "float64" if dtype_name == "float64" else "float32"
 
 
 def resize_grid(
@@ -184,7 +175,7 @@ def resize_grid(
     (h_in, w_in), (h_out, w_out) = old, new
     n, channels = xp.shape(grid)[0], xp.shape(grid)[-1]
     name = xp.dtype_of(grid)
-    work = working_dtype(xp, name)
+    work = working_dtype(name)  # float64 in float64, the others in float32
     x = grid if name == work else xp.astype(grid, xp.dtype(work))
     # the cheaper order first: (H then W) costs h_out*W*(H + w_out), (W then H) H*w_out*(W + h_out)
     h_first = h_out * w_in * (h_in + w_out) <= h_in * w_out * (w_in + h_out)

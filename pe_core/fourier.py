@@ -19,40 +19,34 @@ turns). See the Fourier features page of the documentation for the bound.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
-from pe_core._fourier import error_bound, host_constants, reduced_turns, sin_cos
+from pe_core import _fourier
+from pe_core._fourier import Call
 from pe_core._kernel.inputs import (
     as_positions,
     check_finite,
     check_request_size,
     choose_backend,
     resolve_dtype,
+    working_dtype,
 )
 from pe_core.typing import (
-    Array,
     ArrayLike,
+    BackendArrayT,
     BackendLike,
     DTypeLike,
     HostArrayLike,
-    JaxArray,
-    JaxBackend,
+    HostData,
     NDArray,
-    NumpyBackend,
     SinCosOrder,
-    TensorFlowBackend,
-    TFTensor,
-    TorchBackend,
-    TorchTensor,
 )
-from pe_core.validation import choice, finite_real, positive_int
-from pe_core_backends import BACKENDS, Namespace, backend_info, backend_of, get_namespace
+from pe_core.validation import choice, finite_real, positive_int, positive_ints
+from pe_core_backends import BACKENDS, HOST, backend_info, backend_of, get_namespace
 
 __all__ = [
     "ORDERS",
@@ -66,108 +60,17 @@ __all__ = [
 #: The values of ``order``: which half comes first.
 ORDERS = ("sin_cos", "cos_sin")
 
-_HOST = (None, "numpy")
-
-#: Largest host frequency magnitude (float32's range, with room for the split).
-_MAX_FREQUENCY = 1e34
+_ON_HOST = (None, "numpy")
 
 
-@overload
 def fourier_features(
-    coords: HostArrayLike,
-    frequencies: HostArrayLike,
-    *,
-    order: SinCosOrder = "sin_cos",
-    backend: NumpyBackend | None = None,
-    dtype: DTypeLike | None = None,
-) -> NDArray: ...
-
-
-@overload
-def fourier_features(
-    coords: TorchTensor,
-    frequencies: ArrayLike,
-    *,
-    order: SinCosOrder = "sin_cos",
-    backend: None = None,
-    dtype: DTypeLike | None = None,
-) -> TorchTensor: ...
-
-
-@overload
-def fourier_features(
-    coords: JaxArray,
-    frequencies: ArrayLike,
-    *,
-    order: SinCosOrder = "sin_cos",
-    backend: None = None,
-    dtype: DTypeLike | None = None,
-) -> JaxArray: ...
-
-
-@overload
-def fourier_features(
-    coords: ArrayLike,
-    frequencies: ArrayLike,
-    *,
-    order: SinCosOrder = "sin_cos",
-    backend: TorchBackend,
-    dtype: DTypeLike | None = None,
-) -> TorchTensor: ...
-
-
-@overload
-def fourier_features(
-    coords: ArrayLike,
-    frequencies: ArrayLike,
-    *,
-    order: SinCosOrder = "sin_cos",
-    backend: JaxBackend,
-    dtype: DTypeLike | None = None,
-) -> JaxArray: ...
-
-
-@overload
-def fourier_features(
-    coords: ArrayLike,
-    frequencies: ArrayLike,
-    *,
-    order: SinCosOrder = "sin_cos",
-    backend: TensorFlowBackend,
-    dtype: DTypeLike | None = None,
-) -> TFTensor: ...
-
-
-@overload
-def fourier_features(
-    coords: TFTensor,
-    frequencies: ArrayLike,
-    *,
-    order: SinCosOrder = "sin_cos",
-    backend: None = None,
-    dtype: DTypeLike | None = None,
-) -> TFTensor: ...
-
-
-@overload
-def fourier_features(
-    coords: ArrayLike,
-    frequencies: ArrayLike,
+    coords: BackendArrayT | HostData,
+    frequencies: BackendArrayT | HostArrayLike,
     *,
     order: SinCosOrder = "sin_cos",
     backend: BackendLike | None = None,
     dtype: DTypeLike | None = None,
-) -> Array: ...
-
-
-def fourier_features(
-    coords: ArrayLike,
-    frequencies: ArrayLike,
-    *,
-    order: str = "sin_cos",
-    backend: BackendLike | None = None,
-    dtype: DTypeLike | None = None,
-) -> Array:
+) -> BackendArrayT:
     """``concat(sin(2pi coords @ frequencies), cos(2pi coords @ frequencies))``.
 
     Parameters
@@ -242,17 +145,13 @@ def fourier_features(
     >>> f.astype(np.float64).round(6).tolist()
     [[1.0, 1.0, 0.0, 0.0], [0.707107, 0.0, 0.707107, 1.0]]
     """
-    order = choice(order, "order", ORDERS)
-    call = _prepare(coords, frequencies, backend, dtype)
-    xp, x = call.xp, call.x
-    if call.vector:
-        x = xp.expand_dims(x, -1)
-    turns = reduced_turns(xp, x, call.freqs, call.working, host=call.host_freqs)
-    s, c = sin_cos(xp, turns)
-    return _finish(call, xp.concat([s, c] if order == "sin_cos" else [c, s], axis=-1))
+    which = choice(order, "order", ORDERS)
+    return _fourier.features(_prepare(coords, frequencies, backend, dtype), which)
 
 
-def feature_error_bound(coords: Any, frequencies: Any, *, dtype: DTypeLike = "float32") -> Any:
+def feature_error_bound(
+    coords: ArrayLike, frequencies: ArrayLike, *, dtype: DTypeLike = "float32"
+) -> NDArray:
     """The bound on ``|fourier_features(...) - exact|`` that pe_core states, per feature.
 
     For host ``coords`` and ``frequencies`` (NumPy; the ``(..., k)`` / ``(k, m)`` or
@@ -268,113 +167,11 @@ def feature_error_bound(coords: Any, frequencies: Any, *, dtype: DTypeLike = "fl
     >>> b.shape, bool(b.max() < 1e-5)
     ((1, 6), True)
     """
-    name = get_namespace("numpy").dtype_name(dtype)
-    x = np.asarray(coords, dtype=np.float64)
-    f = np.asarray(frequencies, dtype=np.float64)
-    if f.ndim == 1:
-        x, f = x[..., None], f[None, :]
-    s = np.abs(x)[..., :, None] * np.abs(f)
-    s = s.sum(axis=-2)
-    working = "float64" if name == "float64" else "float32"
-    half_ulp = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11}.get(name, 2.0**-8)
-    bound = error_bound(f.shape[0], s, working) + half_ulp
-    return np.concatenate([bound, bound], axis=-1)
+    return _fourier.feature_bound(coords, frequencies, HOST.dtype_name(dtype))
 
 
-@overload
 def perceiver_fourier_features(
-    pos: HostArrayLike,
-    num_bands: int,
-    max_resolution: Sequence[int] = (224, 224),
-    concat_pos: bool = True,
-    sine_only: bool = False,
-    *,
-    backend: NumpyBackend | None = None,
-    dtype: DTypeLike | None = None,
-) -> NDArray: ...
-
-
-@overload
-def perceiver_fourier_features(
-    pos: TorchTensor,
-    num_bands: int,
-    max_resolution: Sequence[int] = (224, 224),
-    concat_pos: bool = True,
-    sine_only: bool = False,
-    *,
-    backend: None = None,
-    dtype: DTypeLike | None = None,
-) -> TorchTensor: ...
-
-
-@overload
-def perceiver_fourier_features(
-    pos: JaxArray,
-    num_bands: int,
-    max_resolution: Sequence[int] = (224, 224),
-    concat_pos: bool = True,
-    sine_only: bool = False,
-    *,
-    backend: None = None,
-    dtype: DTypeLike | None = None,
-) -> JaxArray: ...
-
-
-@overload
-def perceiver_fourier_features(
-    pos: ArrayLike,
-    num_bands: int,
-    max_resolution: Sequence[int] = (224, 224),
-    concat_pos: bool = True,
-    sine_only: bool = False,
-    *,
-    backend: TorchBackend,
-    dtype: DTypeLike | None = None,
-) -> TorchTensor: ...
-
-
-@overload
-def perceiver_fourier_features(
-    pos: ArrayLike,
-    num_bands: int,
-    max_resolution: Sequence[int] = (224, 224),
-    concat_pos: bool = True,
-    sine_only: bool = False,
-    *,
-    backend: JaxBackend,
-    dtype: DTypeLike | None = None,
-) -> JaxArray: ...
-
-
-@overload
-def perceiver_fourier_features(
-    pos: ArrayLike,
-    num_bands: int,
-    max_resolution: Sequence[int] = (224, 224),
-    concat_pos: bool = True,
-    sine_only: bool = False,
-    *,
-    backend: TensorFlowBackend,
-    dtype: DTypeLike | None = None,
-) -> TFTensor: ...
-
-
-@overload
-def perceiver_fourier_features(
-    pos: TFTensor,
-    num_bands: int,
-    max_resolution: Sequence[int] = (224, 224),
-    concat_pos: bool = True,
-    sine_only: bool = False,
-    *,
-    backend: None = None,
-    dtype: DTypeLike | None = None,
-) -> TFTensor: ...
-
-
-@overload
-def perceiver_fourier_features(
-    pos: ArrayLike,
+    pos: BackendArrayT | HostData,
     num_bands: int,
     max_resolution: Sequence[int] = (224, 224),
     concat_pos: bool = True,
@@ -382,19 +179,7 @@ def perceiver_fourier_features(
     *,
     backend: BackendLike | None = None,
     dtype: DTypeLike | None = None,
-) -> Array: ...
-
-
-def perceiver_fourier_features(
-    pos: ArrayLike,
-    num_bands: int,
-    max_resolution: Sequence[int] = (224, 224),
-    concat_pos: bool = True,
-    sine_only: bool = False,
-    *,
-    backend: BackendLike | None = None,
-    dtype: DTypeLike | None = None,
-) -> Array:
+) -> BackendArrayT:
     """Perceiver's Fourier position encoding (transformers ``generate_fourier_features``).
 
     For each axis ``i`` of ``pos`` the ``num_bands`` frequencies
@@ -442,7 +227,7 @@ def perceiver_fourier_features(
     [[1.0, 0.0, 0.0, -1.0]]
     """
     bands = positive_int(num_bands, "num_bands")
-    resolution = _resolution(max_resolution)
+    resolution = positive_ints(max_resolution, "max_resolution", what="one per axis")
     shape = _shape_of(pos)
     if not shape or shape[-1] != len(resolution):
         raise ValueError(
@@ -450,14 +235,7 @@ def perceiver_fourier_features(
             f"max_resolution {resolution}. Received: shape {shape}"
         )
     call = _prepare(pos, ((1.0,),) * len(resolution), backend, dtype)
-    xp, x = call.xp, call.x
-    parts = xp.host_constant(_perceiver_constants, bands, resolution, call.working)
-    turns = reduced_turns(xp, x, parts, call.working, host=True, contract=False)  # (..., d, K)
-    s, c = sin_cos(xp, xp.merge_last_two(turns))
-    pieces = [s] if sine_only else [s, c]
-    if concat_pos:
-        pieces = [x, *pieces]
-    return _finish(call, xp.concat(pieces, axis=-1))
+    return _fourier.perceiver(call, bands, resolution, concat_pos, sine_only)
 
 
 def perceiver_positions(
@@ -466,8 +244,8 @@ def perceiver_positions(
     *,
     backend: BackendLike | None = None,
     dtype: DTypeLike | None = None,
-    like: Array | None = None,
-) -> Array:
+    like: BackendArrayT | None = None,
+) -> BackendArrayT:
     """Perceiver's position grid (transformers ``build_linear_positions``).
 
     Shape ``(*index_dims, len(index_dims))``: entry ``[i_1, .., i_d, a]`` is
@@ -478,11 +256,7 @@ def perceiver_positions(
     >>> perceiver_positions((2, 3))[1].tolist()
     [[1.0, -1.0], [1.0, 0.0], [1.0, 1.0]]
     """
-    if isinstance(index_dims, (int, np.integer)) or not isinstance(index_dims, Sequence):
-        raise TypeError(f"index_dims must be a sequence of integers >= 1. Received: {index_dims!r}")
-    dims = [positive_int(n, "index_dims entries") for n in index_dims]
-    if not dims:
-        raise ValueError("index_dims must hold at least one size. Received: ()")
+    dims = positive_ints(index_dims, "index_dims")
     if not isinstance(output_range, (tuple, list)) or len(output_range) != 2:
         raise TypeError(f"output_range must be a pair (low, high). Received: {output_range!r}")
     low = finite_real(output_range[0], "output_range[0]")
@@ -492,18 +266,16 @@ def perceiver_positions(
     xp, _ = choose_backend(None, backend)
     out_name, out_dtype = resolve_dtype(xp, dtype)
     check_request_size(math.prod(dims) * len(dims), out_name, what="perceiver_positions")
-    axes = [np.linspace(low, high, n) for n in dims]
-    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
-    return _to_backend(xp, grid, out_name, out_dtype, like)
+    return _fourier.positions(xp, dims, low, high, (out_name, out_dtype), like)
 
 
 def box_fourier_embedding(
-    box: ArrayLike,
+    box: BackendArrayT | HostData,
     embed_dim: int = 8,
     *,
     backend: BackendLike | None = None,
     dtype: DTypeLike | None = None,
-) -> Array:
+) -> BackendArrayT:
     """GLIGEN's Fourier embedding of boxes (diffusers ``get_fourier_embeds_from_boundingbox``).
 
     With ``w_e = 100 ** (e / embed_dim)`` for ``e = 0 .. embed_dim - 1`` (radians per
@@ -538,43 +310,24 @@ def box_fourier_embedding(
             f"box must have shape (..., c), c numbers per box. Received: shape {shape}"
         )
     call = _prepare(box, ((1.0,),) * shape[-1], backend, dtype)
-    xp, x = call.xp, call.x
-    parts = xp.host_constant(_box_constants, n, shape[-1], call.working)
-    turns = reduced_turns(xp, x, parts, call.working, host=True, contract=False)  # (..., c, E)
-    s, co = sin_cos(xp, xp.matrix_transpose(turns))  # (..., E, c)
-    return _finish(call, xp.merge_last_two(xp.merge_last_two(xp.stack([s, co], axis=-2))))
+    return _fourier.box(call, n, shape[-1])
 
 
 # -- shared steps -----------------------------------------------------------------------
 
 
-@dataclass
-class _Call:
-    """One validated call: where it computes, on what, and what it returns."""
-
-    xp: Namespace  # the namespace the features are computed in
-    target: Namespace | None  # host computations: the backend the result goes to
-    x: Any  # the coordinates, working dtype, (..., k) or (...)
-    freqs: Any  # (k, m): float64 NumPy (host_freqs) or an array of xp in working dtype
-    host_freqs: bool
-    working: str
-    out_name: str
-    out_dtype: Any
-    vector: bool  # 1-D frequencies: one number per point
-
-
-def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> _Call:
+def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> Call:
     """Validate once and choose where to compute."""
     freq_source = _source(frequencies)
     coord_source = _source(coords)
-    host_freqs = freq_source in _HOST
+    host_freqs = freq_source in _ON_HOST
     if not host_freqs:
         if backend is not None and choose_backend(None, backend)[0].name != freq_source:
             raise TypeError(
                 f"frequencies are a {freq_source} array, so backend must be {freq_source!r} "
                 f"or None. Received: backend={backend!r}"
             )
-        if coord_source not in _HOST and coord_source != freq_source:
+        if coord_source not in _ON_HOST and coord_source != freq_source:
             raise TypeError(
                 "coords and frequencies must be arrays of one framework. Received: coords "
                 f"of {coord_source}, frequencies of {freq_source}"
@@ -582,11 +335,11 @@ def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> _Call:
         backend = freq_source
     xp, coord_source = choose_backend(coords, backend, source=coord_source)
     out_name, out_dtype = resolve_dtype(xp, dtype)
-    on_host = coord_source in _HOST and host_freqs
+    on_host = coord_source in _ON_HOST and host_freqs
     if host_freqs:
         key = _frequency_key(frequencies)
-        working = "float64" if on_host or out_name == "float64" else "float32"
-        f_shape, freqs = xp.host_constant(_frequency_constants, key, working)
+        working = "float64" if on_host else working_dtype(out_name)
+        f_shape, freqs = xp.host_constant(_fourier.frequency_constants, key, working)
     else:
         freqs = frequencies
         f_dtype = xp.dtype_of(freqs)
@@ -603,10 +356,9 @@ def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> _Call:
         x = _host_coords(coords)
         vector = _check_shapes(x.shape, f_shape)
         _size_check(x.shape, f_shape, vector, out_name)
-        host = get_namespace("numpy")
-        return _Call(host, xp, x, freqs, True, "float64", out_name, out_dtype, vector)
+        return Call(HOST, xp, x, freqs, True, "float64", out_name, out_dtype, vector)
     x = as_positions(coords, xp, coord_source, what="coords")
-    if coord_source in _HOST and not host_freqs:
+    if coord_source in _ON_HOST and not host_freqs:
         x = xp.asarray(x, like=freqs)  # onto the frequencies' device
     c_dtype = xp.dtype_of(x)
     if xp.kind(c_dtype) != "float":
@@ -617,7 +369,7 @@ def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> _Call:
     wide = "float64" in (out_name, c_dtype) or (not host_freqs and xp.dtype_of(freqs) == "float64")
     if host_freqs and wide and working != "float64" and xp.supports("float64"):
         working = "float64"  # float64 coordinates: the constants in float64 too
-        f_shape, freqs = xp.host_constant(_frequency_constants, key, working)
+        f_shape, freqs = xp.host_constant(_fourier.frequency_constants, key, working)
     elif not host_freqs:
         working = "float64" if wide and xp.supports("float64") else "float32"
     if c_dtype != working:
@@ -630,7 +382,7 @@ def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> _Call:
             freqs = xp.astype(freqs, xp.dtype(working))
         if len(f_shape) == 1:
             freqs = xp.expand_dims(freqs, 0)
-    return _Call(xp, None, x, freqs, host_freqs, working, out_name, out_dtype, vector)
+    return Call(xp, None, x, freqs, host_freqs, working, out_name, out_dtype, vector)
 
 
 def _source(obj: Any) -> str | None:
@@ -644,22 +396,6 @@ def _source(obj: Any) -> str | None:
         if backend_info(name).is_array(obj):
             return name
     return backend_of(obj)
-
-
-def _finish(call: _Call, out: Any) -> Any:
-    """Round once to the output dtype, on the backend asked for."""
-    target = call.target
-    if target is None:
-        return out if call.out_name == call.working else call.xp.astype(out, call.out_dtype)
-    if target.numpy_arrays:
-        return out.astype(call.out_dtype, copy=False)
-    if call.out_name != "bfloat16":  # float64, float32, float16: NumPy rounds, once
-        return target.from_host(out.astype(call.out_name))
-    if target.supports("float64"):  # the backend rounds float64 to bfloat16, once
-        return target.astype(target.from_host(out), call.out_dtype)
-    # no float64 (JAX without x64): round on the host, then move the exact bfloat16 values
-    rounded = out.astype(get_namespace("numpy").dtype("bfloat16")).astype(np.float32)
-    return target.astype(target.from_host(rounded), call.out_dtype)
 
 
 def _frequency_key(frequencies: Any) -> tuple:
@@ -685,58 +421,9 @@ def _freeze(values: Any) -> Any:
     return float(values)
 
 
-def _frequency_constants(key: tuple, working: str) -> tuple:
-    # A plain function (not the cache wrapper) so torch.compile can embed its result.
-    return _cached_frequency_constants(key, working)
-
-
-@functools.lru_cache(maxsize=64)
-def _cached_frequency_constants(key: Any, working: str) -> tuple:
-    try:
-        f = np.asarray(key, dtype=np.float64)
-    except (ValueError, OverflowError) as exc:
-        raise TypeError(
-            f"frequencies must be real numbers of one shape. Received: {key!r}"
-        ) from exc
-    if f.ndim not in (1, 2) or f.size == 0:
-        raise ValueError(
-            f"frequencies must have shape (m,) or (k, m) with k, m >= 1. Received: shape {f.shape}"
-        )
-    check_finite(get_namespace("numpy"), f, what="frequencies", values=f)
-    if np.abs(f).max() > _MAX_FREQUENCY:
-        raise ValueError(
-            "frequencies must be at most 1e34 in magnitude (the float32 working range). "
-            f"Received a frequency of magnitude {float(np.abs(f).max())!r}"
-        )
-    return f.shape, host_constants(f[None, :] if f.ndim == 1 else f, working)
-
-
-def _perceiver_constants(bands: int, resolution: tuple[int, ...], working: str) -> tuple:
-    return _cached_perceiver_constants(bands, resolution, working)
-
-
-@functools.lru_cache(maxsize=32)
-def _cached_perceiver_constants(bands: int, resolution: tuple[int, ...], working: str) -> tuple:
-    # pi * f * pos = 2pi * (f / 2) * pos, f = linspace(1, r / 2, bands) per axis
-    freqs = np.stack([np.linspace(1.0, r / 2.0, bands) for r in resolution]) / 2.0
-    return host_constants(freqs, working)
-
-
-def _box_constants(n: int, c: int, working: str) -> tuple:
-    return _cached_box_constants(n, c, working)
-
-
-@functools.lru_cache(maxsize=32)
-def _cached_box_constants(n: int, c: int, working: str) -> tuple:
-    # w_e = 100 ** (e / n) radians per unit: w_e / 2pi turns
-    turns = 100.0 ** (np.arange(n) / n) / (2.0 * np.pi)
-    return host_constants(np.broadcast_to(turns, (c, n)), working)
-
-
 def _host_coords(coords: Any) -> np.ndarray:
-    xp = get_namespace("numpy")
-    x = as_positions(coords, xp, backend_of(coords), what="coords")
-    top = check_finite(xp, x, what="coords", values=np.asarray(x))
+    x = as_positions(coords, HOST, backend_of(coords), what="coords")
+    top = check_finite(HOST, x, what="coords", values=np.asarray(x))
     if x.dtype.kind in "iu" and top is not None and top > 2**53:
         raise ValueError(
             "integer coords must be at most 2**53 in magnitude (exact in float64). "
@@ -788,23 +475,3 @@ def _shape_of(obj: Any) -> tuple[int, ...]:
         except ValueError as exc:
             raise TypeError(f"expected numbers of one shape. Received: {obj!r}") from exc
     return tuple(get_namespace(source).shape(obj))
-
-
-def _resolution(max_resolution: Any) -> tuple[int, ...]:
-    if isinstance(max_resolution, (int, np.integer)) or not isinstance(max_resolution, Sequence):
-        raise TypeError(
-            f"max_resolution must be a sequence of integers >= 1 (one per axis). "
-            f"Received: {max_resolution!r}"
-        )
-    values = tuple(positive_int(r, "max_resolution entries") for r in max_resolution)
-    if not values:
-        raise ValueError("max_resolution must hold at least one size. Received: ()")
-    return values
-
-
-def _to_backend(xp: Namespace, table: np.ndarray, out_name: str, out_dtype: Any, like: Any) -> Any:
-    if xp.numpy_arrays:
-        return table.astype(out_dtype)
-    staged = "float64" if xp.supports("float64") else "float32"
-    placed = xp.from_host(table.astype(staged), like=like if backend_of(like) == xp.name else None)
-    return placed if out_name == staged else xp.astype(placed, out_dtype)

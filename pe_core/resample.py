@@ -42,12 +42,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar
 
 import numpy as np
 
 from pe_core import _resample
-from pe_core.typing import HostArrayLike, Interpolation, JaxArray, NDArray, TFTensor, TorchTensor
+from pe_core.typing import ArrayT, Interpolation
 from pe_core.validation import choice, is_integer, positive_int
 from pe_core_backends import Namespace, backend_of, get_namespace
 
@@ -66,6 +66,9 @@ __all__ = [
 
 #: The interpolation modes (``torch.nn.functional.interpolate``'s names).
 INTERPOLATIONS = ("bicubic", "bilinear")
+
+#: A checkpoint tree: its type is kept.
+_TreeT = TypeVar("_TreeT", bound=Mapping[Any, Any])
 
 
 # -- argument checks --------------------------------------------------------------------
@@ -124,77 +127,15 @@ def _square_side(n: int, name: str, what: str) -> int:
 
 
 # -- absolute tables --------------------------------------------------------------------
-@overload
 def resample_pos_embed(
-    table: HostArrayLike,
+    table: ArrayT,
     new_size: int | Sequence[int],
     *,
     old_size: int | Sequence[int] | None = None,
     num_prefix_tokens: int = 1,
     interpolation: Interpolation = "bicubic",
     antialias: bool = False,
-) -> NDArray: ...
-
-
-@overload
-def resample_pos_embed(
-    table: TorchTensor,
-    new_size: int | Sequence[int],
-    *,
-    old_size: int | Sequence[int] | None = None,
-    num_prefix_tokens: int = 1,
-    interpolation: Interpolation = "bicubic",
-    antialias: bool = False,
-) -> TorchTensor: ...
-
-
-@overload
-def resample_pos_embed(
-    table: JaxArray,
-    new_size: int | Sequence[int],
-    *,
-    old_size: int | Sequence[int] | None = None,
-    num_prefix_tokens: int = 1,
-    interpolation: Interpolation = "bicubic",
-    antialias: bool = False,
-) -> JaxArray: ...
-
-
-@overload
-def resample_pos_embed(
-    table: TFTensor,
-    new_size: int | Sequence[int],
-    *,
-    old_size: int | Sequence[int] | None = None,
-    num_prefix_tokens: int = 1,
-    interpolation: Interpolation = "bicubic",
-    antialias: bool = False,
-) -> TFTensor: ...
-
-
-# Any input: mypy reads tensorflow as Any (it has no type information), so to it the
-# TFTensor overload above already takes everything.
-@overload
-def resample_pos_embed(  # type: ignore[overload-cannot-match]
-    table: Any,
-    new_size: int | Sequence[int],
-    *,
-    old_size: int | Sequence[int] | None = None,
-    num_prefix_tokens: int = 1,
-    interpolation: Interpolation = "bicubic",
-    antialias: bool = False,
-) -> Any: ...
-
-
-def resample_pos_embed(
-    table: Any,
-    new_size: int | Sequence[int],
-    *,
-    old_size: int | Sequence[int] | None = None,
-    num_prefix_tokens: int = 1,
-    interpolation: Interpolation = "bicubic",
-    antialias: bool = False,
-) -> Any:
+) -> ArrayT:
     """A learned position table ``(N, prefix + old_h * old_w, C)`` resized to the grid
     ``new_size``: ``(N, prefix + new_h * new_w, C)`` (timm's ``resample_abs_pos_embed``).
 
@@ -276,14 +217,14 @@ def resample_pos_embed(
 
 
 def interpolate_pos_encoding(
-    table: Any,
+    table: ArrayT,
     height: int,
     width: int,
     patch_size: int | Sequence[int],
     *,
     num_prefix_tokens: int = 1,
     interpolation: Interpolation = "bicubic",
-) -> Any:
+) -> ArrayT:
     """A ViT position table ``(1, prefix + S * S, C)`` for an image of ``height x width``
     pixels: the grid resized to ``(height // patch_h, width // patch_w)``.
 
@@ -339,13 +280,13 @@ def _shapes(spatial_shapes: Any) -> list[tuple[int, int]]:
 
 
 def resize_naflex_pos_embed(
-    table: Any,
+    table: ArrayT,
     spatial_shapes: Any,
     max_length: int,
     *,
     interpolation: str = "bilinear",
     antialias: bool = True,
-) -> Any:
+) -> ArrayT:
     """SigLIP2's NaFlex position embeddings: one ``(h_i, w_i)`` grid per image, padded.
 
     transformers' ``Siglip2VisionEmbeddings.resize_positional_embeddings``: the
@@ -389,14 +330,14 @@ def resize_naflex_pos_embed(
 
 # -- relative tables --------------------------------------------------------------------
 def resize_rel_pos_bias_table(
-    table: Any,
+    table: ArrayT,
     new_window_size: int | Sequence[int],
     *,
     old_window_size: int | Sequence[int] | None = None,
     num_extra_tokens: int = 0,
     interpolation: str = "bicubic",
     antialias: bool = False,
-) -> Any:
+) -> ArrayT:
     """A relative-position bias table resized to a new attention window.
 
     A window ``(Wh, Ww)`` has ``(2 Wh - 1) x (2 Ww - 1)`` relative offsets. The table is
@@ -478,7 +419,7 @@ def resize_rel_pos_bias_table(
     return _resample.run(xp, _resample.flat_bias_kernel, (table,), (extra, old, new, mode, aa))
 
 
-def get_rel_pos(q_size: int, k_size: int, rel_pos: Any) -> Any:
+def get_rel_pos(q_size: int, k_size: int, rel_pos: ArrayT) -> ArrayT:
     """SAM / ViTDet relative positions along one axis: ``(q_size, k_size, C)``.
 
     ``rel_pos`` ``(L, C)`` holds one embedding per offset; when ``L`` differs from the
@@ -502,12 +443,12 @@ def get_rel_pos(q_size: int, k_size: int, rel_pos: Any) -> Any:
 
 
 def decomposed_rel_pos(
-    query: Any,
-    rel_pos_h: Any,
-    rel_pos_w: Any,
+    query: ArrayT,
+    rel_pos_h: ArrayT,
+    rel_pos_w: ArrayT,
     q_size: Sequence[int],
     k_size: Sequence[int],
-) -> Any:
+) -> ArrayT:
     """SAM / ViTDet decomposed relative-position bias ``(B, q_h, q_w, k_h, k_w)``.
 
     ``bias[b, i, j, k, l] = q[b, i, j] . Rh[i, k] + q[b, i, j] . Rw[j, l]`` with ``Rh =
@@ -559,13 +500,13 @@ def _check_rel_pos(xp: Namespace, query: Any, dim: int, *tables: Any) -> None:
 
 
 def add_decomposed_rel_pos(
-    attn: Any,
-    query: Any,
-    rel_pos_h: Any,
-    rel_pos_w: Any,
+    attn: ArrayT,
+    query: ArrayT,
+    rel_pos_h: ArrayT,
+    rel_pos_w: ArrayT,
     q_size: Sequence[int],
     k_size: Sequence[int],
-) -> Any:
+) -> ArrayT:
     """Attention logits ``(B, q_h * q_w, k_h * k_w)`` plus :func:`decomposed_rel_pos`
     (segment-anything's ``add_decomposed_rel_pos``).
 
@@ -665,11 +606,8 @@ def _key_path(path: object) -> tuple[Any, ...]:
 
 
 def resample_pos_embed_in_tree(
-    tree: Mapping[Any, Any],
-    path: str | Sequence[Any],
-    new_size: int | Sequence[int],
-    **kwargs: Any,
-) -> Any:
+    tree: _TreeT, path: str | Sequence[Any], new_size: int | Sequence[int], **kwargs: Any
+) -> _TreeT:
     """A checkpoint tree with the position table at ``path`` resized by
     :func:`resample_pos_embed`; every other entry is the same object.
 

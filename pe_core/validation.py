@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = [
@@ -172,3 +172,23 @@ def broadcasts_into(shape: tuple[Any, ...], target: tuple[Any, ...]) -> bool:
         if p != 1 and p != n and p is not None and n is not None:
             return False
     return True
+
+
+# -- from fourier
+def positive_ints(value: object, name: str, *, what: str | None = None) -> tuple[int, ...]:
+    """``value``, a non-empty sequence of integers ``>= 1``, as a tuple of ``int``.
+
+    >>> positive_ints([2, 3], "index_dims")
+    (2, 3)
+    >>> positive_ints(4, "max_resolution", what="one per axis")
+    Traceback (most recent call last):
+    ...
+    TypeError: max_resolution must be a sequence of integers >= 1 (one per axis). Received: 4
+    """
+    if not isinstance(value, Sequence):
+        allowed = _allowed("a sequence of integers >= 1", what)
+        raise TypeError(f"{name} must be {allowed}. Received: {value!r}")
+    sizes = tuple(positive_int(n, f"{name} entries") for n in value)
+    if not sizes:
+        raise ValueError(f"{name} must hold at least one size. Received: ()")
+    return sizes
