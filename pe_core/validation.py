@@ -172,3 +172,23 @@ def broadcasts_into(shape: tuple[Any, ...], target: tuple[Any, ...]) -> bool:
         if p != 1 and p != n and p is not None and n is not None:
             return False
     return True
+
+
+# -- from posnd
+
+
+def integer(value: object, name: str) -> int:
+    """``value`` as an ``int``: any integer (Python or NumPy), booleans excluded.
+
+    >>> integer(-3, "padding_idx")
+    -3
+    >>> integer(1.0, "padding_idx")
+    Traceback (most recent call last):
+    ...
+    TypeError: padding_idx must be an integer. Received: 1.0
+    """
+    if type(value) is int:  # the common case, without the slower ABC check
+        return value
+    if not is_integer(value):
+        raise TypeError(f"{name} must be an integer. Received: {value!r}")
+    return int(value)  # type: ignore[call-overload]
