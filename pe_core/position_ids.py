@@ -33,13 +33,7 @@ from typing import Literal
 import numpy as np
 
 from pe_core._position_ids import navit, rules
-from pe_core._position_ids.inputs import (
-    allow,
-    check_binary,
-    check_fits,
-    check_rank,
-    inputs,
-)
+from pe_core._position_ids.inputs import allow, check_binary, check_fits, check_rank, inputs
 from pe_core.typing import BackendArrayT, BackendLike, HostData
 from pe_core.validation import choice, integer, positive_int
 
@@ -340,9 +334,9 @@ def from_table_cells(
             "token_type_ids must have shape (..., seq, k) with k >= 3 (column ids at [..., 1], "
             f"row ids at [..., 2]). Received: shape {tuple(shape)}"
         )
-    cap = None
-    if max_position_embeddings is not None:
-        cap = positive_int(max_position_embeddings, "max_position_embeddings") - 1
+    cap = max_position_embeddings
+    if cap is not None:
+        cap = positive_int(cap, "max_position_embeddings") - 1
     return rules.table_cell_ids(xp, types, int(shape[-2]), cap, dtype)
 
 

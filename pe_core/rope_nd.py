@@ -63,23 +63,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pe_core import _rope_call as call
 from pe_core._kernel.inputs import working_dtype
 from pe_core._kernel.placement import prepare_positions
 from pe_core._position_ids import mrope
-from pe_core._rope_call import (
-    as_input,
-    check_base,
-    check_broadcast,
-    check_head_dim,
-    check_layout,
-    check_rotary_dim,
-    host_float64,
-)
 from pe_core._rope_nd import plan as plans
 from pe_core._rope_nd.rotation import rotate
 from pe_core.rope_scaling import SCALING_TYPES, needs_seq_len, scaling_rope_type
 from pe_core.typing import ArrayT, BackendArrayT, BackendLike, HostData, RopeConfig
-from pe_core.validation import is_integer, positive_int
+from pe_core.validation import choice, finite_real, is_integer, positive_int
 from pe_core_backends import backend_of
 
 __all__ = [
@@ -145,12 +137,17 @@ def pair_axes(sections: Sequence[int], section_layout: str = "contiguous") -> tu
 
 
 def _check_sections(sections: object) -> tuple[int, ...]:
-    items = _section_items(sections)
-    values = []
-    for s in items:
-        if not is_integer(s):
-            raise TypeError(f"sections must hold integers. Received: {items!r}")
-        values.append(int(s))
+    """``sections`` as a tuple of ints (a 1-D NumPy array as its values)."""
+    if isinstance(sections, np.ndarray) and sections.ndim == 1:
+        sections = list(sections.tolist())
+    elif isinstance(sections, (str, bytes, Mapping)) or not isinstance(sections, Sequence):
+        raise TypeError(
+            "sections must be a sequence of integers (pairs per axis), e.g. (16, 24, 24). "
+            f"Received: {sections!r}"
+        )
+    if not all(is_integer(s) for s in sections):
+        raise TypeError(f"sections must hold integers. Received: {sections!r}")
+    values = tuple(int(s) for s in sections)
     if not values or min(values) < 0 or sum(values) == 0:
         raise ValueError(
             "sections must be one or more integers >= 0 with a positive sum (rotary pairs "
@@ -159,25 +156,8 @@ def _check_sections(sections: object) -> tuple[int, ...]:
     return tuple(values)
 
 
-def _section_items(sections: object) -> Sequence[Any]:
-    """``sections`` as a sequence (a 1-D NumPy array as a list); a TypeError otherwise."""
-    if isinstance(sections, np.ndarray) and sections.ndim == 1:
-        return list(sections.tolist())
-    if isinstance(sections, (str, bytes, Mapping)) or not isinstance(sections, Sequence):
-        raise TypeError(
-            "sections must be a sequence of integers (pairs per axis), e.g. (16, 24, 24). "
-            f"Received: {sections!r}"
-        )
-    return sections
-
-
 def _check_section_layout(section_layout: object) -> str:
-    if section_layout not in SECTION_LAYOUTS:
-        raise ValueError(
-            f"Unknown section_layout {section_layout!r}. Expected one of: "
-            f"{', '.join(SECTION_LAYOUTS)}."
-        )
-    return str(section_layout)
+    return str(choice(section_layout, "section_layout", SECTION_LAYOUTS))
 
 
 def pixel_frequencies(
@@ -214,12 +194,10 @@ def pixel_frequencies(
     """
     sections = _check_sections(sections)
     axes = plans.pair_axes(sections, _check_section_layout(section_layout))
-    if (
-        isinstance(max_freq, bool)
-        or not isinstance(max_freq, numbers.Real)
-        or not (math.isfinite(max_freq) and max_freq > 0)
-    ):
-        raise ValueError(f"max_freq must be a finite number > 0. Received: {max_freq!r}")
+    try:
+        finite_real(max_freq, "max_freq", greater_than=0)
+    except TypeError as exc:  # a ValueError, as for any other max_freq it refuses
+        raise ValueError(str(exc)) from None
     per_axis = [iter(np.linspace(1.0, max_freq / 2, s) * math.pi) for s in sections]
     return tuple(float(next(per_axis[a])) for a in axes)
 
@@ -358,14 +336,14 @@ def apply_rope_nd(
     sections = _check_sections(sections)
     section_layout = _check_section_layout(section_layout)
     frequencies = _check_frequencies(frequencies)
-    layout = check_layout(layout)
-    xp, x = as_input(x, backend)
+    layout = call.check_layout(layout)
+    xp, x = call.as_input(x, backend)
     shape = xp.shape(x)
     if not shape:
         raise ValueError("x must have at least one axis (head_dim); received a scalar.")
-    head_dim = check_head_dim(shape[-1])
-    rotary_dim = check_rotary_dim(rotary_dim, head_dim)
-    base = check_base(base)
+    head_dim = call.check_head_dim(shape[-1])
+    rotary_dim = call.check_rotary_dim(rotary_dim, head_dim)
+    base = call.check_base(base)
     working = working_dtype(xp.dtype_of(x))
 
     positions = prepare_positions(
@@ -386,7 +364,7 @@ def apply_rope_nd(
             "moveaxis(position_ids, 0, -1)[:, None] for x of shape (batch, heads, seq, "
             "head_dim)."
         )
-    check_broadcast(tuple(positions.shape[:-1]), shape)
+    call.check_broadcast(tuple(positions.shape[:-1]), shape)
 
     if needs_seq_len(scaling):
         rope_type = scaling_rope_type(scaling)
@@ -400,8 +378,8 @@ def apply_rope_nd(
         plans.plan, scaling, base, head_dim, rotary_dim, sections, section_layout, frequencies
     )
     if positions.placement == "host":  # float16/bfloat16 x: float64 rotation, rounded once
-        working = working_dtype(xp.dtype_of(x), xp, round_once=host_float64(xp, x))
-    return rotate(xp, x, positions, plan, working, layout, section_layout, sections)  # type: ignore[no-any-return]
+        working = working_dtype(xp.dtype_of(x), xp, round_once=call.host_float64(xp, x))
+    return rotate(xp, x, positions, plan, working, layout, section_layout, sections)
 
 
 def _check_frequencies(frequencies: object) -> Any:
@@ -522,10 +500,7 @@ def mrope_position_ids(
     if ids.ndim != 2:
         raise ValueError(f"input_ids must have shape (batch, seq). Received shape: {ids.shape}")
     merge = positive_int(spatial_merge_size, "spatial_merge_size")
-    if text_after_vision not in ("spatial", "max"):
-        raise ValueError(
-            f"Unknown text_after_vision {text_after_vision!r}. Expected one of: spatial, max."
-        )
+    choice(text_after_vision, "text_after_vision", ("spatial", "max"))
     types = mrope.token_types(ids, token_types, image_token_id, video_token_id)
     keep = mrope.kept_tokens(ids, attention_mask)
     grids = mrope.vision_grids(image_grid_thw, video_grid_thw, video_time_scale, split_video_frames)

@@ -16,7 +16,7 @@ from pe_core.typing import BackendLike
 from pe_core_backends import Namespace, backend_of, canonical_backend, get_namespace
 
 
-def namespace(
+def _namespace(
     obj: Any, backend: BackendLike | None, what: str
 ) -> tuple[Namespace, Any, np.ndarray | None]:
     """``(namespace, array, host values)``: ``obj`` as an array of the backend it
@@ -60,7 +60,7 @@ def inputs(
     obj: Any, backend: BackendLike | None, what: str
 ) -> tuple[Namespace, Any, np.ndarray | None, str, str, Any]:
     """``(namespace, array, host values, kind, output dtype name, output dtype)``: what
-    :func:`namespace`, the dtype's kind (not yet checked against what the caller allows:
+    :func:`_namespace`, the dtype's kind (not yet checked against what the caller allows:
     :func:`allow` does) and :func:`wide_dtype` give, in one pass.
 
     An eager call with an array of a class and dtype seen before takes a few dict
@@ -76,7 +76,7 @@ def inputs(
                     if out is None:
                         out = wide_dtype(xp)
                     return xp, obj, obj if on_host else None, kind, out[0], out[1]
-    xp, arr, host = namespace(obj, backend, what)
+    xp, arr, host = _namespace(obj, backend, what)
     kind = xp.kind(xp.dtype_of(arr))
     if not xp.is_tracing():
         if backend is None and arr is obj:
@@ -158,10 +158,8 @@ def check_fits(xp: Namespace, wide: str, what: str, *values: int) -> None:
 
 def check_binary(values: np.ndarray, what: str) -> None:
     """Host masks hold 0 and 1 only (the first other value is named)."""
-    if values.dtype.kind == "b":
-        return
     # integers: as unsigned of the same width, a negative value is above 1 too
-    if not (values.view(f"u{values.dtype.itemsize}") > 1).any():
+    if values.dtype.kind == "b" or not (values.view(f"u{values.dtype.itemsize}") > 1).any():
         return
     bad = (values != 0) & (values != 1)
     if bad.any():
@@ -175,8 +173,6 @@ def check_binary(values: np.ndarray, what: str) -> None:
 def check_rank(x: Any, what: str, ranks: tuple[int, ...] | int, shape_text: str) -> Any:
     """``x.shape`` (a size may be ``None`` in a TensorFlow trace), its rank checked."""
     shape = x.shape
-    rank = len(shape)
-    ok = rank >= ranks if isinstance(ranks, int) else rank in ranks
-    if not ok:
+    if not (len(shape) >= ranks if isinstance(ranks, int) else len(shape) in ranks):
         raise ValueError(f"{what} must have shape {shape_text}. Received: shape {tuple(shape)}")
     return shape

@@ -84,55 +84,38 @@ def _example_positions(
     b: int, row_types: np.ndarray, grids: _Grids, merge: int, text_after_vision: str
 ) -> np.ndarray:
     """The ``(t, h, w)`` positions of example ``b``'s tokens (padding removed), segment
-    by segment: text counts on by one, a vision segment spans its grid."""
-    pieces, current, start = [], 0, 0
+    by segment: text counts on by one, a vision segment spans its grid, and the text
+    after it resumes by ``text_after_vision``."""
+    pieces, current, end = [], 0, 0
     for kind, group in itertools.groupby(row_types.tolist()):
         length = len(list(group))
+        start, end = end, end + length
         if kind == 0:
-            block = np.repeat(np.arange(current, current + length)[:, None], 3, 1)
+            pieces.append(np.repeat(np.arange(current, current + length)[:, None], 3, 1))
             current += length
-        else:
-            block, current = _vision_block(
-                b, kind, start, length, current, grids, merge, text_after_vision
+            continue
+        name = _VISION_KINDS[kind]
+        try:
+            (t, h, w), scale = next(grids[kind])
+        except StopIteration:
+            raise ValueError(
+                f"example {b} has more {name} segments than {name}_grid_thw has rows."
+            ) from None
+        gh, gw = h // merge, w // merge
+        if t * gh * gw != length:
+            raise ValueError(
+                f"example {b}: a {name} segment of {length} tokens at index "
+                f"{start} does not match its grid (T, H, W) = ({t}, {h}, {w}) with "
+                f"spatial_merge_size={merge}: expected T * H * W / {merge}**2 = "
+                f"{t * gh * gw} tokens."
             )
+        tt = np.floor(np.arange(t) * scale).astype(np.int64)
+        grid_t, grid_h, grid_w = np.meshgrid(tt, np.arange(gh), np.arange(gw), indexing="ij")
+        block = np.stack([grid_t, grid_h, grid_w], -1).reshape(-1, 3) + current
         pieces.append(block)
-        start += length
+        spatial = text_after_vision == "spatial"
+        current = current + max(gh, gw) if spatial else int(block.max()) + 1
     return np.concatenate(pieces, 0) if pieces else np.zeros((0, 3), np.int64)
-
-
-def _vision_block(
-    b: int,
-    kind: int,
-    start: int,
-    length: int,
-    current: int,
-    grids: _Grids,
-    merge: int,
-    text_after_vision: str,
-) -> tuple[np.ndarray, int]:
-    """The positions of one image or video segment of ``length`` tokens starting at
-    position ``current``, and where the text after it resumes."""
-    name = _VISION_KINDS[kind]
-    try:
-        (t, h, w), scale = next(grids[kind])
-    except StopIteration:
-        raise ValueError(
-            f"example {b} has more {name} segments than {name}_grid_thw has rows."
-        ) from None
-    gh, gw = h // merge, w // merge
-    if t * gh * gw != length:
-        raise ValueError(
-            f"example {b}: a {name} segment of {length} tokens at index "
-            f"{start} does not match its grid (T, H, W) = ({t}, {h}, {w}) with "
-            f"spatial_merge_size={merge}: expected T * H * W / {merge}**2 = "
-            f"{t * gh * gw} tokens."
-        )
-    tt = np.floor(np.arange(t) * scale).astype(np.int64)
-    grid_t, grid_h, grid_w = np.meshgrid(tt, np.arange(gh), np.arange(gw), indexing="ij")
-    block = np.stack([grid_t, grid_h, grid_w], -1).reshape(-1, 3) + current
-    if text_after_vision == "spatial":
-        return block, current + max(gh, gw)
-    return block, int(block.max()) + 1
 
 
 def on_backend(source: str | None, values: np.ndarray) -> Any:
@@ -147,9 +130,7 @@ def on_backend(source: str | None, values: np.ndarray) -> Any:
 def host_ints(obj: Any, what: str) -> np.ndarray:
     source = backend_of(obj)
     values = np.asarray(obj) if source is None else get_namespace(source).to_numpy(obj)
-    if values.dtype.kind == "b":
-        values = values.astype(np.int64)
-    if values.dtype.kind not in "iu":
+    if values.dtype.kind not in "biu":
         raise TypeError(f"{what} must hold integers. Received dtype: {values.dtype}")
     return values.astype(np.int64)
 
@@ -169,11 +150,9 @@ def _grids(grid_thw: Any, what: str) -> list[tuple[int, int, int]]:
 def _time_scales(scale: Any, n: int) -> list[float]:
     if scale is None:
         return [1.0] * n
-    values = (
-        np.broadcast_to(np.asarray(scale, dtype=np.float64).reshape(-1), (n,))
-        if np.size(scale) == 1
-        else np.asarray(scale, dtype=np.float64).reshape(-1)
-    )
+    values = np.asarray(scale, dtype=np.float64).reshape(-1)
+    if values.size == 1:
+        values = np.broadcast_to(values, (n,))
     if values.shape != (n,) or not np.isfinite(values).all() or (values < 0).any():
         raise ValueError(
             f"video_time_scale must be one number >= 0 or one per video ({n}). Received: {scale!r}"

@@ -72,43 +72,29 @@ def _pair_frequencies(
     frequencies: Any,
 ) -> tuple[tuple[float, ...], float]:
     """``(frequency of every pair in pair order, attention factor)`` for ``frequencies=``
-    ``None`` (the 1-D schedule), ``"per_axis"`` or explicit values."""
+    ``None`` (the 1-D schedule over ``rotary_dim``, scaled by ``frozen``), ``"per_axis"``
+    or explicit values."""
+    n = sum(sections)
     if frequencies is None:
-        return _schedule_frequencies(frozen, base, head_dim, rotary_dim, sections)
-    _check_pair_count(sections, head_dim if rotary_dim is None else rotary_dim)
-    if frequencies == "per_axis":
-        per_axis, attention_factor = _per_axis_frequencies(frozen, base, sections)
-        # per_axis[a] is axis a's schedule: hand its entries out in pair order
-        counters = [iter(values) for values in per_axis]
-        return tuple(next(counters[a]) for a in axes), attention_factor
-    return _explicit_frequencies(frozen, frequencies, sum(sections)), 1.0
-
-
-def _schedule_frequencies(
-    frozen: Any, base: float, head_dim: int, rotary_dim: int | None, sections: tuple[int, ...]
-) -> tuple[tuple[float, ...], float]:
-    """The 1-D schedule over ``rotary_dim`` (scaled by ``frozen``), one per pair."""
-    n = sum(sections)
-    omegas, attention_factor = rope_constants(frozen, base, head_dim, rotary_dim, None)
-    if len(omegas) != n:
-        raise ValueError(
-            f"sections={sections} hold {n} rotary pairs, but the rotary dimension is "
-            f"{2 * len(omegas)} ({len(omegas)} pairs): sum(sections) must be "
-            "rotary_dim / 2 (rotary_dim is head_dim unless given)."
-        )
-    return omegas, attention_factor
-
-
-def _check_pair_count(sections: tuple[int, ...], dim: int) -> None:
-    n = sum(sections)
+        omegas, attention_factor = rope_constants(frozen, base, head_dim, rotary_dim, None)
+        if len(omegas) != n:
+            raise ValueError(
+                f"sections={sections} hold {n} rotary pairs, but the rotary dimension is "
+                f"{2 * len(omegas)} ({len(omegas)} pairs): sum(sections) must be "
+                "rotary_dim / 2 (rotary_dim is head_dim unless given)."
+            )
+        return omegas, attention_factor
+    dim = head_dim if rotary_dim is None else rotary_dim
     if 2 * n != dim:
         raise ValueError(
             f"sections={sections} hold {n} rotary pairs, but rotary_dim is {dim}: "
             "sum(sections) must be rotary_dim / 2 (rotary_dim is head_dim unless given)."
         )
-
-
-def _explicit_frequencies(frozen: Any, frequencies: tuple[float, ...], n: int) -> tuple[float, ...]:
+    if frequencies == "per_axis":
+        per_axis, attention_factor = _per_axis_frequencies(frozen, base, sections)
+        # per_axis[a] is axis a's schedule: hand its entries out in pair order
+        counters = [iter(values) for values in per_axis]
+        return tuple(next(counters[a]) for a in axes), attention_factor
     if frozen is not None:
         raise ValueError(
             "scaling does not apply to explicit frequencies: scale them yourself, "
@@ -119,7 +105,7 @@ def _explicit_frequencies(frozen: Any, frequencies: tuple[float, ...], n: int) -
             f"frequencies has {len(frequencies)} entries; expected one per rotary pair: "
             f"sum(sections) = {n}."
         )
-    return frequencies
+    return frequencies, 1.0
 
 
 def _runs(axes: tuple[int, ...], k: int) -> tuple[tuple[int, int, int], ...]:
@@ -171,9 +157,7 @@ def _axis_config(dim: int, base: float, params: dict[str, Any] | None) -> dict[s
     """The model config of one axis's schedule, for :func:`rope_frequencies`."""
     config: dict[str, Any] = {"head_dim": dim, "rope_theta": base}
     if params is not None:
-        config["rope_parameters"] = dict(params)
-        if "max_position_embeddings" in params:
-            config["max_position_embeddings"] = config["rope_parameters"].pop(
-                "max_position_embeddings"
-            )
+        rope = config["rope_parameters"] = dict(params)
+        if "max_position_embeddings" in rope:
+            config["max_position_embeddings"] = rope.pop("max_position_embeddings")
     return config

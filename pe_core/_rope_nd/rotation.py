@@ -59,21 +59,17 @@ def _rotate_blocks(
 def _device_factors(xp: Namespace, positions: Positions, plan: tuple, working: str) -> tuple:
     """cos and sin of device or traced positions, by the exact kernel, axis by axis."""
     _, _, axis_omegas, runs, attention_factor = plan
-    tables = {}
-    for a, omegas in enumerate(axis_omegas):
-        if omegas:
-            tables[a] = exact_cos_sin(
-                xp, positions.array[..., a], omegas, working=working, scale=attention_factor
-            )
+    tables = {
+        a: exact_cos_sin(xp, positions.array[..., a], w, working=working, scale=attention_factor)
+        for a, w in enumerate(axis_omegas)
+        if w
+    }
     if len(runs) == 1:
         return tables[runs[0][0]]
-    cos = xp.concat(
-        [_part(tables[a][0], start, stop, len(axis_omegas[a])) for a, start, stop in runs], axis=-1
+    return tuple(  # cos, then sin: the per-axis tables' runs in pair order
+        xp.concat([_part(tables[a][i], p, q, len(axis_omegas[a])) for a, p, q in runs], axis=-1)
+        for i in (0, 1)
     )
-    sin = xp.concat(
-        [_part(tables[a][1], start, stop, len(axis_omegas[a])) for a, start, stop in runs], axis=-1
-    )
-    return cos, sin
 
 
 def _part(table: Any, start: int, stop: int, size: int) -> Any:
