@@ -56,47 +56,23 @@ True
 
 from __future__ import annotations
 
-import functools
-import itertools
 import math
 import numbers
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, overload
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from pe_core import device_tables
-from pe_core._kernel.angles import exact_cos_sin
-from pe_core._kernel.host_tables import host_sin_cos
+from pe_core import _rope_call as call
 from pe_core._kernel.inputs import working_dtype
-from pe_core._kernel.placement import Positions, prepare_positions
-from pe_core._rope_call import (
-    as_input,
-    check_base,
-    check_broadcast,
-    check_head_dim,
-    check_layout,
-    check_rotary_dim,
-    host_float64,
-)
-from pe_core.rope_scaling import (
-    SCALING_TYPES,
-    needs_seq_len,
-    rope_frequencies,
-    scaling_rope_type,
-)
-from pe_core.rope_spec import freeze, rope_constants
-from pe_core.typing import (
-    BackendLike,
-    HostArrayLike,
-    JaxArray,
-    NDArray,
-    RopeConfig,
-    TFTensor,
-    TorchTensor,
-)
-from pe_core.validation import positive_int
-from pe_core_backends import Namespace, backend_of, get_namespace
+from pe_core._kernel.placement import prepare_positions
+from pe_core._position_ids import mrope
+from pe_core._rope_nd import plan as plans
+from pe_core._rope_nd.rotation import rotate
+from pe_core.rope_scaling import SCALING_TYPES, needs_seq_len, scaling_rope_type
+from pe_core.typing import ArrayT, BackendArrayT, BackendLike, HostData, RopeConfig
+from pe_core.validation import choice, finite_real, is_integer, positive_int
+from pe_core_backends import backend_of
 
 __all__ = [
     "SECTION_LAYOUTS",
@@ -157,32 +133,21 @@ def pair_axes(sections: Sequence[int], section_layout: str = "contiguous") -> tu
     >>> pair_axes((4, 2, 2), "interleaved")  # t h w t h w t t
     (0, 1, 2, 0, 1, 2, 0, 0)
     """
-    return _pair_axes(_check_sections(sections), _check_section_layout(section_layout))
-
-
-@functools.lru_cache(maxsize=128)
-def _pair_axes(sections: tuple[int, ...], section_layout: str) -> tuple[int, ...]:
-    k, n = len(sections), sum(sections)
-    if section_layout in ("contiguous", "blocks"):
-        return tuple(a for a, s in enumerate(sections) for _ in range(s))
-    axes = tuple(j % k if j % k and j < k * sections[j % k] else 0 for j in range(n))
-    counts = tuple(axes.count(a) for a in range(k))
-    if counts != sections:
-        raise ValueError(
-            f"sections={sections} cannot be interleaved: the rule 'pair j follows axis "
-            f"j % {k} while j < {k} * s_(j % {k}), else axis 0' gives {counts} pairs per axis. "
-            f"Each axis a >= 1 needs {k} * s_a <= sum(sections) + a, and axis 0 the rest."
-        )
-    return axes
+    return plans.pair_axes(_check_sections(sections), _check_section_layout(section_layout))
 
 
 def _check_sections(sections: object) -> tuple[int, ...]:
-    items = _section_items(sections)
-    values = []
-    for s in items:
-        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
-            raise TypeError(f"sections must hold integers. Received: {items!r}")
-        values.append(int(s))
+    """``sections`` as a tuple of ints (a 1-D NumPy array as its values)."""
+    if isinstance(sections, np.ndarray) and sections.ndim == 1:
+        sections = list(sections.tolist())
+    elif isinstance(sections, (str, bytes, Mapping)) or not isinstance(sections, Sequence):
+        raise TypeError(
+            "sections must be a sequence of integers (pairs per axis), e.g. (16, 24, 24). "
+            f"Received: {sections!r}"
+        )
+    if not all(is_integer(s) for s in sections):
+        raise TypeError(f"sections must hold integers. Received: {sections!r}")
+    values = tuple(int(s) for s in sections)
     if not values or min(values) < 0 or sum(values) == 0:
         raise ValueError(
             "sections must be one or more integers >= 0 with a positive sum (rotary pairs "
@@ -191,25 +156,8 @@ def _check_sections(sections: object) -> tuple[int, ...]:
     return tuple(values)
 
 
-def _section_items(sections: object) -> Sequence[Any]:
-    """``sections`` as a sequence (a 1-D NumPy array as a list); a TypeError otherwise."""
-    if isinstance(sections, np.ndarray) and sections.ndim == 1:
-        return list(sections.tolist())
-    if isinstance(sections, (str, bytes, Mapping)) or not isinstance(sections, Sequence):
-        raise TypeError(
-            "sections must be a sequence of integers (pairs per axis), e.g. (16, 24, 24). "
-            f"Received: {sections!r}"
-        )
-    return sections
-
-
 def _check_section_layout(section_layout: object) -> str:
-    if section_layout not in SECTION_LAYOUTS:
-        raise ValueError(
-            f"Unknown section_layout {section_layout!r}. Expected one of: "
-            f"{', '.join(SECTION_LAYOUTS)}."
-        )
-    return str(section_layout)
+    return str(choice(section_layout, "section_layout", SECTION_LAYOUTS))
 
 
 def pixel_frequencies(
@@ -245,13 +193,11 @@ def pixel_frequencies(
     [1.0, 3.0, 5.0, 1.0, 5.0]
     """
     sections = _check_sections(sections)
-    axes = _pair_axes(sections, _check_section_layout(section_layout))
-    if (
-        isinstance(max_freq, bool)
-        or not isinstance(max_freq, numbers.Real)
-        or not (math.isfinite(max_freq) and max_freq > 0)
-    ):
-        raise ValueError(f"max_freq must be a finite number > 0. Received: {max_freq!r}")
+    axes = plans.pair_axes(sections, _check_section_layout(section_layout))
+    try:
+        finite_real(max_freq, "max_freq", greater_than=0)
+    except TypeError as exc:  # a ValueError, as for any other max_freq it refuses
+        raise ValueError(str(exc)) from None
     per_axis = [iter(np.linspace(1.0, max_freq / 2, s) * math.pi) for s in sections]
     return tuple(float(next(per_axis[a])) for a in axes)
 
@@ -344,8 +290,8 @@ def rope_sections(config: Mapping[str, Any]) -> RopeSections:
 
 
 def apply_rope_nd(
-    x: Any,
-    pos: Any,
+    x: BackendArrayT,
+    pos: BackendArrayT | HostData,
     *,
     sections: Sequence[int] | None,
     section_layout: str = "contiguous",
@@ -356,7 +302,7 @@ def apply_rope_nd(
     scaling: RopeConfig | None = None,
     backend: BackendLike | None = None,
     check_values: bool = False,
-) -> Any:
+) -> BackendArrayT:
     """N-D RoPE: what ``apply_rope(x, pos, sections=...)`` runs.
 
     The arguments are those of :func:`pe_core.rope.apply_rope`, whose docstring
@@ -390,14 +336,14 @@ def apply_rope_nd(
     sections = _check_sections(sections)
     section_layout = _check_section_layout(section_layout)
     frequencies = _check_frequencies(frequencies)
-    layout = check_layout(layout)
-    xp, x = as_input(x, backend)
+    layout = call.check_layout(layout)
+    xp, x = call.as_input(x, backend)
     shape = xp.shape(x)
     if not shape:
         raise ValueError("x must have at least one axis (head_dim); received a scalar.")
-    head_dim = check_head_dim(shape[-1])
-    rotary_dim = check_rotary_dim(rotary_dim, head_dim)
-    base = check_base(base)
+    head_dim = call.check_head_dim(shape[-1])
+    rotary_dim = call.check_rotary_dim(rotary_dim, head_dim)
+    base = call.check_base(base)
     working = working_dtype(xp.dtype_of(x))
 
     positions = prepare_positions(
@@ -418,7 +364,7 @@ def apply_rope_nd(
             "moveaxis(position_ids, 0, -1)[:, None] for x of shape (batch, heads, seq, "
             "head_dim)."
         )
-    check_broadcast(tuple(positions.shape[:-1]), shape)
+    call.check_broadcast(tuple(positions.shape[:-1]), shape)
 
     if needs_seq_len(scaling):
         rope_type = scaling_rope_type(scaling)
@@ -429,34 +375,11 @@ def apply_rope_nd(
             f"rope_type that does not depend on it: {fit} ('mrope' is read as 'default')."
         )
     plan = xp.host_constant(
-        _plan, scaling, base, head_dim, rotary_dim, sections, section_layout, frequencies
+        plans.plan, scaling, base, head_dim, rotary_dim, sections, section_layout, frequencies
     )
     if positions.placement == "host":  # float16/bfloat16 x: float64 rotation, rounded once
-        working = working_dtype(xp.dtype_of(x), xp, round_once=host_float64(xp, x))
-        cos, sin = _host_factors(xp, positions, plan, working, x)
-    else:
-        cos, sin = _device_factors(xp, positions, plan, working)
-    if section_layout == "blocks" and layout == "half":
-        return _rotate_blocks(xp, x, cos, sin, sections, working)
-    return xp.rotate_pairs(x, cos, sin, layout, 2 * len(plan[0]), working)
-
-
-def _rotate_blocks(
-    xp: Namespace, x: Any, cos: Any, sin: Any, sections: tuple[int, ...], working: str
-) -> Any:
-    """``section_layout="blocks"`` with the half layout: each axis's block of ``2 * s_a``
-    features rotated by its own rotate-half; the features after them pass through."""
-    parts, start, pair = [], 0, 0
-    for s in sections:
-        if s:
-            block = x[..., start : start + 2 * s]
-            factors = cos[..., pair : pair + s], sin[..., pair : pair + s]
-            parts.append(xp.rotate_pairs(block, *factors, "half", 2 * s, working))
-            start, pair = start + 2 * s, pair + s
-    head_dim = xp.shape(x)[-1]
-    if start < head_dim:
-        parts.append(x[..., start:])
-    return parts[0] if len(parts) == 1 else xp.concat(parts, axis=-1)
+        working = working_dtype(xp.dtype_of(x), xp, round_once=call.host_float64(xp, x))
+    return rotate(xp, x, positions, plan, working, layout, section_layout, sections)
 
 
 def _check_frequencies(frequencies: object) -> Any:
@@ -484,227 +407,11 @@ def _check_frequencies(frequencies: object) -> Any:
     return tuple(values)
 
 
-def _plan(scaling: Any, *args: Any) -> tuple:
-    # A plain function (not the cache wrapper) so torch.compile can embed its result;
-    # it freezes scaling on the host (a hashable cache key), never traced.
-    return _cached_plan(freeze(scaling) if scaling is not None else None, *args)
-
-
-@functools.lru_cache(maxsize=256)
-def _cached_plan(
-    frozen: Any,
-    base: float,
-    head_dim: int,
-    rotary_dim: int | None,
-    sections: tuple[int, ...],
-    section_layout: str,
-    frequencies: Any,
-) -> tuple:
-    """``(omegas, axes, axis_omegas, runs, attention_factor)`` as plain Python data.
-
-    ``omegas[j]`` and ``axes[j]`` are pair ``j``'s frequency and axis; ``axis_omegas[a]``
-    are axis ``a``'s frequencies in pair order; ``runs`` are ``(axis, start, stop)``
-    slices of those per-axis tables that, concatenated, give the pairs in order.
-    """
-    axes = _pair_axes(sections, section_layout)
-    omegas, attention_factor = _pair_frequencies(
-        frozen, base, head_dim, rotary_dim, sections, axes, frequencies
-    )
-    axis_omegas = tuple(
-        tuple(w for w, b in zip(omegas, axes, strict=True) if b == a) for a in range(len(sections))
-    )
-    return tuple(omegas), axes, axis_omegas, _runs(axes, len(sections)), float(attention_factor)
-
-
-def _pair_frequencies(
-    frozen: Any,
-    base: float,
-    head_dim: int,
-    rotary_dim: int | None,
-    sections: tuple[int, ...],
-    axes: tuple[int, ...],
-    frequencies: Any,
-) -> tuple[tuple[float, ...], float]:
-    """``(frequency of every pair in pair order, attention factor)`` for ``frequencies=``
-    ``None`` (the 1-D schedule), ``"per_axis"`` or explicit values."""
-    if frequencies is None:
-        return _schedule_frequencies(frozen, base, head_dim, rotary_dim, sections)
-    _check_pair_count(sections, head_dim if rotary_dim is None else rotary_dim)
-    if frequencies == "per_axis":
-        per_axis, attention_factor = _per_axis_frequencies(frozen, base, sections)
-        # per_axis[a] is axis a's schedule: hand its entries out in pair order
-        counters = [iter(values) for values in per_axis]
-        return tuple(next(counters[a]) for a in axes), attention_factor
-    return _explicit_frequencies(frozen, frequencies, sum(sections)), 1.0
-
-
-def _schedule_frequencies(
-    frozen: Any, base: float, head_dim: int, rotary_dim: int | None, sections: tuple[int, ...]
-) -> tuple[tuple[float, ...], float]:
-    """The 1-D schedule over ``rotary_dim`` (scaled by ``frozen``), one per pair."""
-    n = sum(sections)
-    omegas, attention_factor = rope_constants(frozen, base, head_dim, rotary_dim, None)
-    if len(omegas) != n:
-        raise ValueError(
-            f"sections={sections} hold {n} rotary pairs, but the rotary dimension is "
-            f"{2 * len(omegas)} ({len(omegas)} pairs): sum(sections) must be "
-            "rotary_dim / 2 (rotary_dim is head_dim unless given)."
-        )
-    return omegas, attention_factor
-
-
-def _check_pair_count(sections: tuple[int, ...], dim: int) -> None:
-    n = sum(sections)
-    if 2 * n != dim:
-        raise ValueError(
-            f"sections={sections} hold {n} rotary pairs, but rotary_dim is {dim}: "
-            "sum(sections) must be rotary_dim / 2 (rotary_dim is head_dim unless given)."
-        )
-
-
-def _explicit_frequencies(frozen: Any, frequencies: tuple[float, ...], n: int) -> tuple[float, ...]:
-    if frozen is not None:
-        raise ValueError(
-            "scaling does not apply to explicit frequencies: scale them yourself, "
-            "or use frequencies=None or 'per_axis'."
-        )
-    if len(frequencies) != n:
-        raise ValueError(
-            f"frequencies has {len(frequencies)} entries; expected one per rotary pair: "
-            f"sum(sections) = {n}."
-        )
-    return frequencies
-
-
-def _runs(axes: tuple[int, ...], k: int) -> tuple[tuple[int, int, int], ...]:
-    """``(axis, start, stop)`` slices of the per-axis tables that, concatenated, give the
-    pairs in order."""
-    runs, taken = [], [0] * k
-    for a, group in itertools.groupby(axes):
-        size = len(list(group))
-        runs.append((a, taken[a], taken[a] + size))
-        taken[a] += size
-    return tuple(runs)
-
-
-def _per_axis_frequencies(
-    frozen: Any, base: float, sections: tuple[int, ...]
-) -> tuple[list[tuple[float, ...]], float]:
-    """Each axis's own 1-D schedule over ``2 * s_a`` features, and the attention factor."""
-    params = None if frozen is None else _per_axis_scaling(frozen)
-    out: list[tuple[float, ...]] = []
-    attention = 1.0
-    for s in sections:
-        if s == 0:
-            out.append(())
-            continue
-        inv_freq, attention = rope_frequencies(_axis_config(2 * s, base, params))
-        out.append(tuple(float(v) for v in inv_freq))
-    return out, float(attention)
-
-
-def _per_axis_scaling(scaling: Any) -> dict[str, Any]:
-    """The rope-parameters dict of ``frequencies="per_axis"`` (not a model config)."""
-    if not isinstance(scaling, Mapping):  # a FrozenMapping: read as a mapping
-        raise TypeError(f"scaling must be a mapping. Received: {type(scaling).__name__}")
-    if "rope_type" not in scaling and "type" not in scaling:
-        raise ValueError(
-            "frequencies='per_axis' takes scaling as a rope-parameters dict (with "
-            "'rope_type'), e.g. {'rope_type': 'linear', 'factor': 2.0}, not a whole "
-            "model config: each axis gets its own rotary dimension 2 * s_a."
-        )
-    params = dict(scaling)
-    if "partial_rotary_factor" in params:
-        raise ValueError(
-            "frequencies='per_axis' does not take partial_rotary_factor: give rotary_dim= instead."
-        )
-    return params
-
-
-def _axis_config(dim: int, base: float, params: dict[str, Any] | None) -> dict[str, Any]:
-    """The model config of one axis's schedule, for :func:`rope_frequencies`."""
-    config: dict[str, Any] = {"head_dim": dim, "rope_theta": base}
-    if params is not None:
-        config["rope_parameters"] = dict(params)
-        if "max_position_embeddings" in params:
-            config["max_position_embeddings"] = config["rope_parameters"].pop(
-                "max_position_embeddings"
-            )
-    return config
-
-
-def _device_factors(xp: Namespace, positions: Positions, plan: tuple, working: str) -> tuple:
-    """cos and sin of device or traced positions, by the exact kernel, axis by axis."""
-    _, _, axis_omegas, runs, attention_factor = plan
-    tables = {}
-    for a, omegas in enumerate(axis_omegas):
-        if omegas:
-            tables[a] = exact_cos_sin(
-                xp, positions.array[..., a], omegas, working=working, scale=attention_factor
-            )
-    if len(runs) == 1:
-        return tables[runs[0][0]]
-    cos = xp.concat(
-        [_part(tables[a][0], start, stop, len(axis_omegas[a])) for a, start, stop in runs], axis=-1
-    )
-    sin = xp.concat(
-        [_part(tables[a][1], start, stop, len(axis_omegas[a])) for a, start, stop in runs], axis=-1
-    )
-    return cos, sin
-
-
-def _part(table: Any, start: int, stop: int, size: int) -> Any:
-    return table if (start, stop) == (0, size) else table[..., start:stop]
-
-
-def _host_factors(
-    xp: Namespace, positions: Positions, plan: tuple, working: str, x: Any
-) -> tuple[Any, Any]:
-    """cos and sin of host positions, built exactly on the host axis by axis and placed
-    on ``x``'s device (through :mod:`pe_core.device_tables`, as for 1-D RoPE)."""
-    values, max_abs = positions.host, positions.max_abs
-    assert values is not None and max_abs is not None
-    omegas, axes, axis_omegas, _, attention_factor = plan
-    rounded_once = xp.dtype_of(x) in ("float16", "bfloat16")
-    lead = values.shape[:-1]
-
-    def build() -> tuple[np.ndarray, np.ndarray]:
-        cos = np.empty((*lead, len(omegas)), dtype=np.float64)
-        sin = np.empty_like(cos)
-        where = np.asarray(axes)
-        for a, axis_w in enumerate(axis_omegas):
-            if not axis_w:
-                continue
-            table = host_sin_cos(
-                np.ascontiguousarray(values[..., a]),
-                axis_w,
-                offset=0.0,
-                layout="split",
-                working=working,
-                max_abs=max_abs,
-                rounded_once=rounded_once,
-            )
-            table = np.asarray(table).reshape(*lead, 2, len(axis_w))
-            sin[..., where == a] = table[..., 0, :]
-            cos[..., where == a] = table[..., 1, :]
-        if attention_factor != 1.0:
-            cos, sin = cos * attention_factor, sin * attention_factor
-        return cos.astype(working), sin.astype(working)
-
-    values_key = device_tables.values_key(values)
-    keep = xp.on_accelerator(x) or values.size <= device_tables.MAX_KEYED_VALUES
-    key = ("rope_nd", values_key, omegas, axes, attention_factor, rounded_once)
-    return device_tables.cached(
-        xp, key if keep and values_key else None, x, working, build, private=True
-    )
-
-
 # --------------------------------------------------------------------------- position ids
 
 
-@overload
 def mrope_position_ids(
-    input_ids: HostArrayLike,
+    input_ids: ArrayT | HostData,
     image_grid_thw: Any = None,
     video_grid_thw: Any = None,
     attention_mask: Any = None,
@@ -716,93 +423,7 @@ def mrope_position_ids(
     video_time_scale: Sequence[float] | float | None = None,
     split_video_frames: bool = False,
     text_after_vision: str = "spatial",
-) -> tuple[NDArray, NDArray]: ...
-
-
-@overload
-def mrope_position_ids(
-    input_ids: TorchTensor,
-    image_grid_thw: Any = None,
-    video_grid_thw: Any = None,
-    attention_mask: Any = None,
-    *,
-    spatial_merge_size: int = 2,
-    image_token_id: int = QWEN2_VL_IMAGE_TOKEN_ID,
-    video_token_id: int = QWEN2_VL_VIDEO_TOKEN_ID,
-    token_types: Any = None,
-    video_time_scale: Sequence[float] | float | None = None,
-    split_video_frames: bool = False,
-    text_after_vision: str = "spatial",
-) -> tuple[TorchTensor, TorchTensor]: ...
-
-
-@overload
-def mrope_position_ids(
-    input_ids: JaxArray,
-    image_grid_thw: Any = None,
-    video_grid_thw: Any = None,
-    attention_mask: Any = None,
-    *,
-    spatial_merge_size: int = 2,
-    image_token_id: int = QWEN2_VL_IMAGE_TOKEN_ID,
-    video_token_id: int = QWEN2_VL_VIDEO_TOKEN_ID,
-    token_types: Any = None,
-    video_time_scale: Sequence[float] | float | None = None,
-    split_video_frames: bool = False,
-    text_after_vision: str = "spatial",
-) -> tuple[JaxArray, JaxArray]: ...
-
-
-@overload
-def mrope_position_ids(
-    input_ids: TFTensor,
-    image_grid_thw: Any = None,
-    video_grid_thw: Any = None,
-    attention_mask: Any = None,
-    *,
-    spatial_merge_size: int = 2,
-    image_token_id: int = QWEN2_VL_IMAGE_TOKEN_ID,
-    video_token_id: int = QWEN2_VL_VIDEO_TOKEN_ID,
-    token_types: Any = None,
-    video_time_scale: Sequence[float] | float | None = None,
-    split_video_frames: bool = False,
-    text_after_vision: str = "spatial",
-) -> tuple[TFTensor, TFTensor]: ...
-
-
-# Any input: mypy reads tensorflow as Any (it has no type information), so to it the
-# TFTensor overload above already takes everything.
-@overload
-def mrope_position_ids(  # type: ignore[overload-cannot-match]
-    input_ids: Any,
-    image_grid_thw: Any = None,
-    video_grid_thw: Any = None,
-    attention_mask: Any = None,
-    *,
-    spatial_merge_size: int = 2,
-    image_token_id: int = QWEN2_VL_IMAGE_TOKEN_ID,
-    video_token_id: int = QWEN2_VL_VIDEO_TOKEN_ID,
-    token_types: Any = None,
-    video_time_scale: Sequence[float] | float | None = None,
-    split_video_frames: bool = False,
-    text_after_vision: str = "spatial",
-) -> tuple[Any, Any]: ...
-
-
-def mrope_position_ids(
-    input_ids: Any,
-    image_grid_thw: Any = None,
-    video_grid_thw: Any = None,
-    attention_mask: Any = None,
-    *,
-    spatial_merge_size: int = 2,
-    image_token_id: int = QWEN2_VL_IMAGE_TOKEN_ID,
-    video_token_id: int = QWEN2_VL_VIDEO_TOKEN_ID,
-    token_types: Any = None,
-    video_time_scale: Sequence[float] | float | None = None,
-    split_video_frames: bool = False,
-    text_after_vision: str = "spatial",
-) -> tuple[Any, Any]:
+) -> tuple[ArrayT, ArrayT]:
     """M-RoPE position ids ``(t, h, w)`` of a text + image + video prompt, as
     transformers' Qwen2-VL ``get_rope_index`` builds them.
 
@@ -875,179 +496,13 @@ def mrope_position_ids(
     [[-2]]
     """
     source = backend_of(input_ids)
-    ids = _host_ints(input_ids, "input_ids")
+    ids = mrope.host_ints(input_ids, "input_ids")
     if ids.ndim != 2:
         raise ValueError(f"input_ids must have shape (batch, seq). Received shape: {ids.shape}")
-    merge = _rope_int(spatial_merge_size, "spatial_merge_size")
-    if text_after_vision not in ("spatial", "max"):
-        raise ValueError(
-            f"Unknown text_after_vision {text_after_vision!r}. Expected one of: spatial, max."
-        )
-    types = _token_types(ids, token_types, image_token_id, video_token_id)
-    keep = _kept_tokens(ids, attention_mask)
-    grids = _vision_grids(image_grid_thw, video_grid_thw, video_time_scale, split_video_frames)
-    batch, seq = ids.shape
-    out = np.zeros((batch, seq, 3), dtype=np.int64)
-    deltas = np.zeros((batch, 1), dtype=np.int64)
-    for b in range(batch):
-        row = _example_positions(b, types[b][keep[b]], grids, merge, text_after_vision)
-        out[b, keep[b]] = row
-        deltas[b, 0] = (int(row.max()) + 1 if row.size else 0) - int(keep[b].sum())
-    return _on_backend(source, out), _on_backend(source, deltas)
-
-
-#: Token types of ``token_types`` (transformers' ``mm_token_type_ids``) -> their names.
-_VISION_KINDS = {1: "image", 2: "video"}
-
-#: Vision kind -> the iterator of its segments' ``((T, H, W), time scale)`` in order.
-_Grids = dict[int, Iterator[tuple[tuple[int, int, int], float]]]
-
-
-def _token_types(
-    ids: np.ndarray, token_types: Any, image_token_id: int, video_token_id: int
-) -> np.ndarray:
-    """0 (text), 1 (image) or 2 (video) per token: given, or from the placeholder ids."""
-    if token_types is None:
-        return np.where(ids == image_token_id, 1, np.where(ids == video_token_id, 2, 0))
-    types = _host_ints(token_types, "token_types")
-    if types.shape != ids.shape or not np.isin(types, (0, 1, 2)).all():
-        raise ValueError(
-            f"token_types must have input_ids' shape {ids.shape} and values in 0 (text), "
-            f"1 (image), 2 (video). Received shape {types.shape}."
-        )
-    return types
-
-
-def _kept_tokens(ids: np.ndarray, attention_mask: Any) -> np.ndarray:
-    """Which tokens are not padding (all of them without ``attention_mask``)."""
-    if attention_mask is None:
-        return np.ones(ids.shape, dtype=bool)
-    mask = _host_ints(attention_mask, "attention_mask").astype(bool)
-    if mask.shape != ids.shape:
-        raise ValueError(
-            f"attention_mask must have input_ids' shape {ids.shape}. Received: {mask.shape}"
-        )
-    return mask
-
-
-def _vision_grids(
-    image_grid_thw: Any, video_grid_thw: Any, video_time_scale: Any, split_video_frames: bool
-) -> _Grids:
-    """The grids of the image and video segments, in prompt order, each with its time
-    scale (1 for images); with ``split_video_frames`` one segment per video frame."""
-    images = _grids(image_grid_thw, "image_grid_thw")
-    videos = _grids(video_grid_thw, "video_grid_thw")
-    scales = _time_scales(video_time_scale, len(videos))
-    if split_video_frames:
-        scales = [s for s, (t, _, _) in zip(scales, videos, strict=True) for _ in range(t)]
-        videos = [(1, h, w) for t, h, w in videos for _ in range(t)]
-    return {
-        1: iter([(grid, 1.0) for grid in images]),
-        2: iter(list(zip(videos, scales, strict=True))),
-    }
-
-
-def _example_positions(
-    b: int, row_types: np.ndarray, grids: _Grids, merge: int, text_after_vision: str
-) -> np.ndarray:
-    """The ``(t, h, w)`` positions of example ``b``'s tokens (padding removed), segment
-    by segment: text counts on by one, a vision segment spans its grid."""
-    pieces, current, start = [], 0, 0
-    for kind, group in itertools.groupby(row_types.tolist()):
-        length = len(list(group))
-        if kind == 0:
-            block = np.repeat(np.arange(current, current + length)[:, None], 3, 1)
-            current += length
-        else:
-            block, current = _vision_block(
-                b, kind, start, length, current, grids, merge, text_after_vision
-            )
-        pieces.append(block)
-        start += length
-    return np.concatenate(pieces, 0) if pieces else np.zeros((0, 3), np.int64)
-
-
-def _vision_block(
-    b: int,
-    kind: int,
-    start: int,
-    length: int,
-    current: int,
-    grids: _Grids,
-    merge: int,
-    text_after_vision: str,
-) -> tuple[np.ndarray, int]:
-    """The positions of one image or video segment of ``length`` tokens starting at
-    position ``current``, and where the text after it resumes."""
-    name = _VISION_KINDS[kind]
-    try:
-        (t, h, w), scale = next(grids[kind])
-    except StopIteration:
-        raise ValueError(
-            f"example {b} has more {name} segments than {name}_grid_thw has rows."
-        ) from None
-    gh, gw = h // merge, w // merge
-    if t * gh * gw != length:
-        raise ValueError(
-            f"example {b}: a {name} segment of {length} tokens at index "
-            f"{start} does not match its grid (T, H, W) = ({t}, {h}, {w}) with "
-            f"spatial_merge_size={merge}: expected T * H * W / {merge}**2 = "
-            f"{t * gh * gw} tokens."
-        )
-    tt = np.floor(np.arange(t) * scale).astype(np.int64)
-    grid_t, grid_h, grid_w = np.meshgrid(tt, np.arange(gh), np.arange(gw), indexing="ij")
-    block = np.stack([grid_t, grid_h, grid_w], -1).reshape(-1, 3) + current
-    if text_after_vision == "spatial":
-        return block, current + max(gh, gw)
-    return block, int(block.max()) + 1
-
-
-def _on_backend(source: str | None, values: np.ndarray) -> Any:
-    """Host int64 ``values`` on ``source``'s backend (NumPy for Python values), int64
-    (int32 where the backend has no int64)."""
-    xp = get_namespace(source or "numpy")
-    if xp.numpy_arrays:
-        return values
-    dtype = xp.dtype("int64") if xp.supports("int64") else xp.dtype("int32")
-    return xp.asarray(values, dtype=dtype)
-
-
-def _host_ints(obj: Any, what: str) -> np.ndarray:
-    source = backend_of(obj)
-    values = np.asarray(obj) if source is None else get_namespace(source).to_numpy(obj)
-    if values.dtype.kind == "b":
-        values = values.astype(np.int64)
-    if values.dtype.kind not in "iu":
-        raise TypeError(f"{what} must hold integers. Received dtype: {values.dtype}")
-    return values.astype(np.int64)
-
-
-def _rope_int(value: object, what: str) -> int:
-    return positive_int(value, what)
-
-
-def _grids(grid_thw: Any, what: str) -> list[tuple[int, int, int]]:
-    if grid_thw is None:
-        return []
-    grids = _host_ints(grid_thw, what)
-    if grids.ndim != 2 or grids.shape[1] != 3 or (grids < 1).any():
-        raise ValueError(
-            f"{what} must have shape (n, 3) with (T, H, W) >= 1 per row. Received shape "
-            f"{grids.shape}."
-        )
-    return [(int(t), int(h), int(w)) for t, h, w in grids]
-
-
-def _time_scales(scale: Any, n: int) -> list[float]:
-    if scale is None:
-        return [1.0] * n
-    values = (
-        np.broadcast_to(np.asarray(scale, dtype=np.float64).reshape(-1), (n,))
-        if np.size(scale) == 1
-        else np.asarray(scale, dtype=np.float64).reshape(-1)
-    )
-    if values.shape != (n,) or not np.isfinite(values).all() or (values < 0).any():
-        raise ValueError(
-            f"video_time_scale must be one number >= 0 or one per video ({n}). Received: {scale!r}"
-        )
-    return [float(v) for v in values]
+    merge = positive_int(spatial_merge_size, "spatial_merge_size")
+    choice(text_after_vision, "text_after_vision", ("spatial", "max"))
+    types = mrope.token_types(ids, token_types, image_token_id, video_token_id)
+    keep = mrope.kept_tokens(ids, attention_mask)
+    grids = mrope.vision_grids(image_grid_thw, video_grid_thw, video_time_scale, split_video_frames)
+    out, deltas = mrope.positions(types, keep, grids, merge, text_after_vision)
+    return mrope.on_backend(source, out), mrope.on_backend(source, deltas)

@@ -192,3 +192,23 @@ def positive_ints(value: object, name: str, *, what: str | None = None) -> tuple
     if not sizes:
         raise ValueError(f"{name} must hold at least one size. Received: ()")
     return sizes
+
+
+# -- from posnd
+
+
+def integer(value: object, name: str) -> int:
+    """``value`` as an ``int``: any integer (Python or NumPy), booleans excluded.
+
+    >>> integer(-3, "padding_idx")
+    -3
+    >>> integer(1.0, "padding_idx")
+    Traceback (most recent call last):
+    ...
+    TypeError: padding_idx must be an integer. Received: 1.0
+    """
+    if type(value) is int:  # the common case, without the slower ABC check
+        return value
+    if not is_integer(value):
+        raise TypeError(f"{name} must be an integer. Received: {value!r}")
+    return int(value)  # type: ignore[call-overload]

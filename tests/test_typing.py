@@ -15,7 +15,7 @@ from conftest import HANG_TIMEOUT
 import pe_core
 import pe_core.typing as pt
 import pe_core_backends
-from pe_core import analysis, position_ids, resample, rope_layout, rope_nd, rope_scaling, spec, t5
+from pe_core import analysis, resample, rope_layout, rope_nd, rope_scaling, spec, t5
 from pe_core_backends._registry import REGISTRY
 
 
@@ -174,12 +174,6 @@ OVERLOADED: tuple[Callable[..., Any], ...] = (
     pe_core.grid,
     pe_core.grid_encoding,
     pe_core.resample_pos_embed,
-    pe_core.mrope_position_ids,
-    position_ids.from_attention_mask,
-    position_ids.from_input_ids,
-    position_ids.from_cu_seqlens,
-    position_ids.from_table_cells,
-    position_ids.from_patch_attention_mask,
     pe_core.relative_position_index,
     pe_core.relative_position_bias,
     pe_core.binary_encode,
