@@ -32,9 +32,11 @@ __all__ = [
     "broadcasts_into",
     "choice",
     "finite_real",
+    "integer",
     "is_integer",
     "optional_str",
     "positive_int",
+    "positive_ints",
 ]
 
 
