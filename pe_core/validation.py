@@ -172,3 +172,21 @@ def broadcasts_into(shape: tuple[Any, ...], target: tuple[Any, ...]) -> bool:
         if p != 1 and p != n and p is not None and n is not None:
             return False
     return True
+
+
+# -- from index
+
+
+def flag(value: object, name: str) -> bool:
+    """``value`` as a ``bool`` if it is ``True`` or ``False`` (NumPy's too), else
+    ``TypeError``.
+
+    >>> flag(1, "bidirectional")
+    Traceback (most recent call last):
+    ...
+    TypeError: bidirectional must be True or False. Received: 1
+    """
+    kind = type(value)
+    if not (kind is bool or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"))):
+        raise TypeError(f"{name} must be True or False. Received: {value!r}")
+    return bool(value)
