@@ -141,3 +141,20 @@ def as_integers(obj: Any, xp: Any, what: str) -> Any:
     if xp.kind(name) != "int":
         raise TypeError(f"{what} must be integers. Received dtype: {name}")
     return obj if name in ("int32", "int64") else xp.astype(obj, xp.dtype(wide(xp)))
+
+
+def as_mask(mask: Any, xp: Any, index: Any) -> Any:
+    """``mask`` (host data or an array of ``xp``, the shape of ``index``) as bools of ``xp``."""
+    if backend_of(mask) is None:
+        mask = xp.asarray(np.asarray(mask))
+    elif backend_of(mask) != xp.name:
+        raise TypeError(
+            f"mask must be on the backend of residue_index ({xp.name!r}). "
+            f"Received a {backend_of(mask)} array"
+        )
+    if tuple(mask.shape) != tuple(index.shape):
+        raise ValueError(
+            "mask must have the shape of residue_index. Received: "
+            f"{tuple(mask.shape)} and {tuple(index.shape)}"
+        )
+    return mask if xp.kind(xp.dtype_of(mask)) == "bool" else mask != 0
