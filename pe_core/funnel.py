@@ -130,7 +130,7 @@ def funnel_position_embeds(
     if kind == "factorized":
         pos = np.arange(n, dtype=np.int64)
         table = embed(pos)  # [sin | cos]
-        xp = get_namespace(backend_of(table))
+        xp = get_namespace(backend_of(table) or "numpy")
         half = d // 2
         sin, cos = table[:, :half], table[:, half:]
         phi = xp.concat([sin, sin], axis=-1)

@@ -236,9 +236,10 @@ def relative_position_bias(
     """
     rows = num_relative_distance(window_size, prefix_tokens=prefix_tokens)
     source = canonical_backend(backend) if backend is not None else backend_of(table)
+    array: Any = table
     if source is None:
-        table, source = np.asarray(table), "numpy"
-    shape = tuple(table.shape)  # type: ignore[union-attr]
+        array, source = np.asarray(table), "numpy"
+    shape = tuple(array.shape)
     if len(shape) != 2 or shape[0] != rows:
         raise ValueError(
             f"table must have shape (num_relative_distance, heads) = ({rows}, heads) for "
@@ -247,9 +248,9 @@ def relative_position_bias(
     xp = get_namespace(source)
     (height, width), prefix = _place.window(window_size), _prefix(prefix_tokens)
     n = height * width + prefix
-    flat = xp.reshape(_place.table(xp, "window", (height, width, prefix), table), (-1,))
-    gathered = xp.matrix_transpose(xp.take(table, flat, axis=0))  # (heads, N * N)
-    return xp.reshape(gathered, (int(shape[1]), n, n))  # type: ignore[no-any-return]
+    flat = xp.reshape(_place.table(xp, "window", (height, width, prefix), array), (-1,))
+    gathered = xp.matrix_transpose(xp.take(array, flat, axis=0))  # (heads, N * N)
+    return xp.reshape(gathered, (int(shape[1]), n, n))
 
 
 # --------------------------------------------------------------------------- SwinV2
@@ -314,7 +315,7 @@ def swinv2_coords_table(
     if name == "float64" and not xp.supports("float64"):
         raise ValueError(f"backend {xp.name!r} has no float64 now. Received: dtype={dtype!r}")
     args = (height, width, scale)
-    return _place.table(xp, "swinv2", args, _place.anchor(xp, like), dtype=name)  # type: ignore[no-any-return]
+    return _place.table(xp, "swinv2", args, _place.anchor(xp, like), dtype=name)
 
 
 # --------------------------------------------------------------------------- Shaw
@@ -393,7 +394,7 @@ def clipped_relative_position(
     xp = _place.int_namespace(backend, like)
     _place.check_size(q_len * k_len, "clipped_relative_position")
     args = (q_len, k_len, left, right, shift, reverse)
-    return _place.table(xp, "clipped", args, _place.anchor(xp, like))  # type: ignore[no-any-return]
+    return _place.table(xp, "clipped", args, _place.anchor(xp, like))
 
 
 # --------------------------------------------------------------------------- LeViT
@@ -451,7 +452,7 @@ def levit_attention_offsets(
         )
     xp = _place.int_namespace(backend, like)
     _place.check_size(out * out * res * res, "levit_attention_offsets")
-    return _place.table(xp, "levit", (res, step, out), _place.anchor(xp, like))  # type: ignore[no-any-return]
+    return _place.table(xp, "levit", (res, step, out), _place.anchor(xp, like))
 
 
 # --------------------------------------------------------------------------- ESMFold
@@ -495,7 +496,7 @@ def esmfold_relative_bins(
     if len(index.shape) < 1:
         raise ValueError("residue_index must have at least one axis (..., L). Received a scalar")
     mask = None if mask is None else _place.as_mask(mask, xp, index)
-    return esmfold_bins(xp, index, size, mask)  # type: ignore[no-any-return]
+    return esmfold_bins(xp, index, size, mask)
 
 
 # --------------------------------------------------------------------------- DeBERTa
@@ -587,7 +588,7 @@ def deberta_log_bucket(
     mid = _check_deberta(bucket_size, max_position, arithmetic)
     xp, _ = choose_backend(None, backend, source=backend_of(relative_pos))
     rel = _place.as_integers(relative_pos, xp, "relative_pos")
-    return deberta_buckets(xp, rel, mid, int(max_position), arithmetic)  # type: ignore[no-any-return]
+    return deberta_buckets(xp, rel, mid, int(max_position), arithmetic)
 
 
 def deberta_relative_position(
@@ -639,7 +640,7 @@ def deberta_relative_position(
         mid = _check_deberta(bucket_size, max_position, arithmetic)
     limit = 2**63 if xp.supports("int64") else 2**31
     args = (q_len, k_len, mid, int(max_position), arithmetic, limit)
-    return _place.table(xp, "deberta", args, _place.anchor(xp, like))  # type: ignore[no-any-return]
+    return _place.table(xp, "deberta", args, _place.anchor(xp, like))
 
 
 # --------------------------------------------------------------------------- Funnel
@@ -696,7 +697,7 @@ def funnel_pooled_positions(
     sep, trunc = _flags(separate_cls, truncate_seq)
     xp = _place.int_namespace(backend, like)
     pooled = _funnel.pool(values, block, sep, trunc)
-    return _place.place(xp, np.array(pooled, dtype=np.int64), _place.anchor(xp, like))  # type: ignore[no-any-return]
+    return _place.place(xp, np.array(pooled, dtype=np.int64), _place.anchor(xp, like))
 
 
 def funnel_block_positions(
@@ -733,7 +734,7 @@ def funnel_block_positions(
     xp = _place.int_namespace(backend, like)
     _place.check_size(n, "funnel_block_positions")
     pos = _funnel.block_positions(n, block, sep, trunc)
-    return _place.place(xp, np.array(pos, dtype=np.int64), _place.anchor(xp, like))  # type: ignore[no-any-return]
+    return _place.place(xp, np.array(pos, dtype=np.int64), _place.anchor(xp, like))
 
 
 def funnel_relative_positions(
@@ -801,4 +802,4 @@ def funnel_relative_positions(
     xp = _place.int_namespace(backend, like)
     _place.check_size((max_dist - min_dist) // step + 1, "funnel_relative_positions")
     args = (keys, step, queries, times)
-    return _place.table(xp, "funnel", args, _place.anchor(xp, like))  # type: ignore[no-any-return]
+    return _place.table(xp, "funnel", args, _place.anchor(xp, like))

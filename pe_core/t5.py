@@ -70,13 +70,13 @@ ARITHMETICS: tuple[str, ...] = ("float32", "exact")
 
 
 def _check_config(
-    bidirectional: object, num_buckets: object, max_distance: object, arithmetic: object
+    bidirectional: Any, num_buckets: Any, max_distance: Any, arithmetic: Any
 ) -> tuple[int, int]:
     """``(buckets per side, max_exact)`` after validating the T5 options."""
     side = 2 if flag(bidirectional, "bidirectional") else 1
     if not is_integer(num_buckets):
         raise TypeError(f"num_buckets must be an integer. Received: {num_buckets!r}")
-    n = int(num_buckets) // side  # type: ignore[call-overload]
+    n = int(num_buckets) // side
     if n < 2:
         raise ValueError(
             f"num_buckets must be at least {2 * side} when bidirectional={bool(bidirectional)} "
@@ -85,7 +85,7 @@ def _check_config(
     max_exact = n // 2
     if not is_integer(max_distance):
         raise TypeError(f"max_distance must be an integer. Received: {max_distance!r}")
-    if max_distance <= max_exact:  # type: ignore[operator]
+    if max_distance <= max_exact:
         raise ValueError(
             f"max_distance must exceed max_exact = {max_exact} (the exact buckets of "
             f"num_buckets={num_buckets}). Received: {max_distance!r}"
@@ -95,11 +95,11 @@ def _check_config(
 
 
 def _config(
-    bidirectional: object, num_buckets: object, max_distance: object, arithmetic: Any
+    bidirectional: Any, num_buckets: Any, max_distance: Any, arithmetic: Any
 ) -> tuple[int, int, int, str, bool]:
     """``(n, max_exact, max_distance, arithmetic, bidirectional)`` for the engine."""
     n, max_exact = _check_config(bidirectional, num_buckets, max_distance, arithmetic)
-    return n, max_exact, int(max_distance), arithmetic, bool(bidirectional)  # type: ignore[call-overload]
+    return n, max_exact, int(max_distance), arithmetic, bool(bidirectional)
 
 
 def bucket_thresholds(
@@ -193,14 +193,12 @@ def t5_relative_bucket(
     >>> t5_relative_bucket([5, -5, -200], bidirectional=False).tolist()
     [0, 5, 31]
     """
-    n, max_exact, most, arithmetic, bidi = _config(
-        bidirectional, num_buckets, max_distance, arithmetic
-    )
+    n, max_exact, most, mode, bidi = _config(bidirectional, num_buckets, max_distance, arithmetic)
     source = backend_of(relative_position)
     xp, _ = choose_backend(None, backend, source=source)
     rel, carry = _t5.as_relative(relative_position, xp, source, "relative_position")
-    thresholds = _t5.thresholds(xp, n, most, arithmetic)
-    return _t5.buckets(xp, rel, carry, n, max_exact, thresholds, bidi)  # type: ignore[no-any-return]
+    thresholds = _t5.thresholds(xp, n, most, mode)
+    return _t5.buckets(xp, rel, carry, n, max_exact, thresholds, bidi)
 
 
 if TYPE_CHECKING:
@@ -356,9 +354,10 @@ def t5_relative_bias(
     [[1.0, 35.0, 37.0], [3.0, 1.0, 35.0]]
     """
     source = canonical_backend(backend) if backend is not None else backend_of(table)
+    array: Any = table
     if source is None:
-        table, source = np.asarray(table), "numpy"
-    shape = tuple(table.shape)  # type: ignore[union-attr]
+        array, source = np.asarray(table), "numpy"
+    shape = tuple(array.shape)
     if len(shape) != 2:
         raise ValueError(f"table must have shape (num_buckets, n_heads). Received: shape {shape}")
     xp = get_namespace(source)
@@ -369,12 +368,12 @@ def t5_relative_bias(
     scalar = isinstance(offset, numbers.Integral)
     if (
         xp.compile_eager_kernels
-        and not (xp.is_tracing() or xp.is_traced(table) or xp.is_traced(offset))
+        and not (xp.is_tracing() or xp.is_traced(array) or xp.is_traced(offset))
         and not (scalar and not _t5.fits_wide(int(offset), xp))
     ):
         # Eager JAX: one compiled program per shape and configuration (the offset is
         # an argument: decode steps reuse it), not one compilation per operation.
         if scalar:
             offset = _t5.fit_int(np.array(int(offset)), xp, "offset")
-        return _t5.bias_program(xp, q_len, k_len, *config)(table, offset)  # type: ignore[no-any-return]
-    return _t5.bias(xp, table, q_len, k_len, offset, *config)  # type: ignore[no-any-return]
+        return _t5.bias_program(xp, q_len, k_len, *config)(array, offset)
+    return _t5.bias(xp, array, q_len, k_len, offset, *config)

@@ -44,9 +44,9 @@ def window(value: object, name: str = "window_size") -> tuple[int, int]:
     for item in items:
         if not is_integer(item):
             raise TypeError(message)
-        if item < 1:  # type: ignore[operator]
+        if item < 1:
             raise ValueError(message)
-    return int(items[0]), int(items[1])  # type: ignore[call-overload]
+    return int(items[0]), int(items[1])
 
 
 def int_namespace(backend: Any, like: Any) -> Any:

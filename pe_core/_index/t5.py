@@ -120,18 +120,22 @@ def _signed_kernel(
     return bucket
 
 
-def _carry_kernel(xp: Any, rel: Any, carry: Any, *static: Any) -> Any:
-    return _kernel(xp, rel, *static, carry)
+def _carry_kernel(
+    xp: Any, rel: Any, carry: Any, n: int, max_exact: int, found: tuple[int, ...], bidi: bool
+) -> Any:
+    return _kernel(xp, rel, n, max_exact, found, bidi, carry)
 
 
-def buckets(xp: Any, rel: Any, carry: Any, *static: Any) -> Any:
-    """:func:`_kernel` of ``(n, max_exact, thresholds, bidirectional)``; eager JAX runs
-    one compiled program, not one compilation per operation."""
+def buckets(
+    xp: Any, rel: Any, carry: Any, n: int, max_exact: int, found: tuple[int, ...], bidi: bool
+) -> Any:
+    """:func:`_kernel`; eager JAX runs one compiled program, not one compilation per
+    operation."""
     if xp.compile_eager_kernels and not xp.is_tracing() and not xp.is_traced(rel):
         if carry is None:
-            return compiled(xp.name, _kernel, *static)(rel)
-        return compiled(xp.name, _carry_kernel, *static)(rel, carry)
-    return _kernel(xp, rel, *static, carry)
+            return compiled(xp.name, _kernel, n, max_exact, found, bidi)(rel)
+        return compiled(xp.name, _carry_kernel, n, max_exact, found, bidi)(rel, carry)
+    return _kernel(xp, rel, n, max_exact, found, bidi, carry)
 
 
 def thresholds(xp: Any, n: int, max_distance: int, arithmetic: str) -> tuple[int, ...]:
