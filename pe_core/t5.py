@@ -27,7 +27,7 @@ boundaries instead. See ``docs/relative.md`` for where the two differ.
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -201,52 +201,70 @@ def t5_relative_bucket(
     return _t5.buckets(xp, rel, carry, n, max_exact, thresholds, bidi)
 
 
-if TYPE_CHECKING:
-    from typing_extensions import TypedDict, Unpack
-
-    class _MatrixOptions(TypedDict, total=False):
-        """The keyword arguments of :func:`t5_bucket_matrix` but ``backend`` and ``like``."""
-
-        offset: Any
-        bidirectional: bool
-        num_buckets: int
-        max_distance: int
-        arithmetic: Arithmetic
-
-
 @overload
 def t5_bucket_matrix(
     query_length: int,
     key_length: int,
     *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
     backend: NumpyBackend | None = None,
     like: None = None,
-    **options: Unpack[_MatrixOptions],
+    arithmetic: Arithmetic = "float32",
 ) -> NDArray: ...
 @overload
 def t5_bucket_matrix(
-    query_length: int, key_length: int, *, backend: TorchBackend, **options: Unpack[_MatrixOptions]
+    query_length: int,
+    key_length: int,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: TorchBackend,
+    like: None = None,
+    arithmetic: Arithmetic = "float32",
 ) -> TorchTensor: ...
 @overload
 def t5_bucket_matrix(
-    query_length: int, key_length: int, *, backend: JaxBackend, **options: Unpack[_MatrixOptions]
+    query_length: int,
+    key_length: int,
+    *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    backend: JaxBackend,
+    like: None = None,
+    arithmetic: Arithmetic = "float32",
 ) -> JaxArray: ...
 @overload
 def t5_bucket_matrix(
     query_length: int,
     key_length: int,
     *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
     backend: TensorFlowBackend,
-    **options: Unpack[_MatrixOptions],
+    like: None = None,
+    arithmetic: Arithmetic = "float32",
 ) -> TFTensor: ...
 @overload
 def t5_bucket_matrix(
     query_length: int,
     key_length: int,
     *,
+    offset: Any = 0,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
     backend: BackendLike | None = None,
     like: Any = None,
-    **options: Unpack[_MatrixOptions],
+    arithmetic: Arithmetic = "float32",
 ) -> Any: ...
 
 
