@@ -26,7 +26,13 @@ from pe_core._kernel.placement import Positions, prepare_positions
 from pe_core._schedule import Block, axis_blocks, check_d, check_nd_d, omegas
 from pe_core._sinusoidal_nd import coordinates, group_halves
 from pe_core.spec import Spec
-from pe_core_backends import backend_of, get_namespace
+from pe_core_backends import HOST, backend_of, get_namespace
+
+
+def _on_backend(encoding: Any) -> tuple[Any, Any]:
+    """The namespace of ``encoding`` and the array (host data as NumPy)."""
+    source = backend_of(encoding)
+    return (HOST, np.asarray(encoding)) if source is None else (get_namespace(source), encoding)
 
 
 def _shift_angles(xp: Any, shifts: Positions, d: int, spec: Spec, working: str) -> tuple[Any, Any]:
@@ -58,7 +64,7 @@ def _shift_angles(xp: Any, shifts: Positions, d: int, spec: Spec, working: str) 
 def _structure(d: int, layout: str) -> tuple[np.ndarray, np.ndarray]:
     """Identity, and the 0/1 matrix linking each sin slot with its cos slot."""
     n_pairs = d // 2
-    sin_slot, cos_slot = disassemble(get_namespace("numpy"), np.arange(d), layout, n_pairs)
+    sin_slot, cos_slot = disassemble(HOST, np.arange(d), layout, n_pairs)
     partner = np.zeros((d, d))
     partner[sin_slot, cos_slot] = 1.0
     partner[cos_slot, sin_slot] = 1.0
@@ -151,11 +157,7 @@ def _ungroup(xp: Any, array: Any, layout: tuple[Block, ...]) -> tuple[list[Any],
 def shift_nd(encoding: Any, k: Any, spec: Spec) -> Any:
     """:func:`~pe_core.shift` for a spec with ``axes > 1`` (it calls this): each
     axis's block is shifted by ``k[..., a]``; zero-padding columns stay as they are."""
-    source = backend_of(encoding)
-    if source is None:
-        encoding = np.asarray(encoding)
-        source = "numpy"
-    xp = get_namespace(source)
+    xp, encoding = _on_backend(encoding)
     shape = xp.shape(encoding)
     if not shape:
         raise ValueError("encoding must have at least one axis (the features).")
@@ -225,11 +227,7 @@ def relative_matrix_1d(
 
 def shift_1d(encoding: Any, k: Any, spec: Spec) -> Any:
     """:func:`~pe_core.shift` for a resolved 1-D ``spec``."""
-    source = backend_of(encoding)
-    if source is None:
-        encoding = np.asarray(encoding)
-        source = "numpy"
-    xp = get_namespace(source)
+    xp, encoding = _on_backend(encoding)
     dtype_name = xp.dtype_of(encoding)
     if xp.kind(dtype_name) != "float":
         raise TypeError(f"encoding must be a floating array. Received dtype: {dtype_name}")

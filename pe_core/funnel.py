@@ -32,7 +32,6 @@ with three blocks, ``seq_len`` 1 and 2, and 3, 4, 6 with ``separate_cls`` and no
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
@@ -40,7 +39,7 @@ import numpy as np
 from pe_core.encoding import encode
 from pe_core.relative_index import funnel_block_positions, funnel_relative_positions
 from pe_core.spec import Spec
-from pe_core.validation import choice, positive_int
+from pe_core.validation import choice, flag, is_integer, positive_int
 from pe_core_backends import backend_of, get_namespace
 
 __all__ = ["FUNNEL", "FUNNEL_ATTENTION_TYPES", "funnel_position_embeds"]
@@ -51,12 +50,6 @@ FUNNEL = Spec(layout="split", name="funnel")
 
 #: The attention types of ``FunnelConfig.attention_type``.
 FUNNEL_ATTENTION_TYPES: tuple[str, ...] = ("relative_shift", "factorized")
-
-
-def _flag(value: object, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False. Received: {value!r}")
-    return bool(value)
 
 
 def funnel_position_embeds(
@@ -117,7 +110,7 @@ def funnel_position_embeds(
     ValueError: d_model must be an even integer >= 2 (Funnel's [sin | cos] halves). Received: 5
     """
     n = positive_int(seq_len, "seq_len")
-    if isinstance(d_model, bool) or not isinstance(d_model, numbers.Integral):
+    if not is_integer(d_model):
         raise TypeError(f"d_model must be an even integer >= 2. Received: {d_model!r}")
     if d_model < 2 or d_model % 2:
         raise ValueError(
@@ -126,8 +119,8 @@ def funnel_position_embeds(
     d = int(d_model)
     kind = choice(attention_type, "attention_type", FUNNEL_ATTENTION_TYPES)
     blocks = positive_int(num_blocks, "num_blocks")
-    sep = _flag(separate_cls, "separate_cls")
-    trunc = _flag(truncate_seq, "truncate_seq")
+    sep = flag(separate_cls, "separate_cls")
+    trunc = flag(truncate_seq, "truncate_seq")
     if backend is None and like is not None:
         backend = backend_of(like)
 
@@ -137,7 +130,7 @@ def funnel_position_embeds(
     if kind == "factorized":
         pos = np.arange(n, dtype=np.int64)
         table = embed(pos)  # [sin | cos]
-        xp = get_namespace(backend_of(table))
+        xp = get_namespace(backend_of(table) or "numpy")
         half = d // 2
         sin, cos = table[:, :half], table[:, half:]
         phi = xp.concat([sin, sin], axis=-1)

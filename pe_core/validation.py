@@ -32,6 +32,7 @@ __all__ = [
     "broadcasts_into",
     "choice",
     "finite_real",
+    "flag",
     "integer",
     "is_integer",
     "optional_str",
@@ -214,3 +215,21 @@ def integer(value: object, name: str) -> int:
     if not is_integer(value):
         raise TypeError(f"{name} must be an integer. Received: {value!r}")
     return int(value)  # type: ignore[call-overload]
+
+
+# -- from index
+
+
+def flag(value: object, name: str) -> bool:
+    """``value`` as a ``bool`` if it is ``True`` or ``False`` (NumPy's too), else
+    ``TypeError``.
+
+    >>> flag(1, "bidirectional")
+    Traceback (most recent call last):
+    ...
+    TypeError: bidirectional must be True or False. Received: 1
+    """
+    kind = type(value)
+    if not (kind is bool or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"))):
+        raise TypeError(f"{name} must be True or False. Received: {value!r}")
+    return bool(value)
