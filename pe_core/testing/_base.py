@@ -89,7 +89,6 @@ def _describe_spec(spec: Spec) -> str:
 def _fail(
     prop: str,
     summary: str,
-    *,
     error: float,
     tolerance: float,
     worst: str | None = None,
@@ -119,15 +118,16 @@ def _evaluate(
     out = _to_numpy(fn(positions, d))
     expected_shape = positions.shape + (d,)
     if out.shape != expected_shape:
-        _fail(
-            prop,
-            f"fn(positions, d) returned shape {out.shape}; expected {expected_shape}",
-            error=math.inf,
-            tolerance=0.0,
-            context=_encoding_context(spec, d),
-            positions=positions,
-        )
+        summary = f"fn(positions, d) returned shape {out.shape}; expected {expected_shape}"
+        _fail(prop, summary, math.inf, 0.0, None, _encoding_context(spec, d), positions=positions)
     return out
+
+
+def _where(positions: np.ndarray, index: tuple[int, ...], d: int, spec: Spec) -> str:
+    """``position 3 (index 3), feature 1 = cos(pos * w[0])``: where ``index`` of a table is."""
+    at = index[:-1]
+    feature = _feature_name(index[-1], d, spec)
+    return f"position {_item(positions[at])!r} (index {_index_text(at)}), {feature}"
 
 
 def _feature_name(j: int, d: int, spec: Spec) -> str:

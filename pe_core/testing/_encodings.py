@@ -20,13 +20,13 @@ from pe_core.testing._base import (
     _evaluate,
     _fail,
     _feature_name,
-    _index_text,
     _item,
     _k_text,
     _largest,
     _shifted,
     _shifts,
     _to_numpy,
+    _where,
     _worst,
 )
 from pe_core.testing.references import (
@@ -75,15 +75,16 @@ def check_bounded(
     error = max(0.0, _largest(excess))
     if not error <= atol:
         index = _worst(excess)
+        summary = f"a value of fn(positions, d) is outside [-1, 1]: {_item(got[index])!r}"
+        worst = _where(positions, index, d, spec)
+        context = _encoding_context(spec, d)
         _fail(
             "bounded",
-            f"a value of fn(positions, d) is outside [-1, 1]: {_item(got[index])!r} "
-            f"(atol {atol:g})",
-            error=error,
-            tolerance=atol,
-            worst=f"position {_item(positions[index[:-1]])!r} (index {_index_text(index[:-1])}), "
-            f"{_feature_name(index[-1], d, spec)}",
-            context=_encoding_context(spec, d),
+            f"{summary} (atol {atol:g})",
+            error,
+            atol,
+            worst,
+            context,
             positions=positions,
         )
     return error
@@ -163,18 +164,12 @@ def check_agreement(
     error = _largest(err)
     if not error <= atol:
         index = _worst(err)
-        _fail(
-            "agreement",
-            f"fn(positions, d) differs from the {label} reference by up to {error:.3g} "
-            f"(atol {atol:g})",
-            error=error,
-            tolerance=atol,
-            worst=f"position {_item(positions[index[:-1]])!r} (index {_index_text(index[:-1])}), "
-            f"{_feature_name(index[-1], d, spec)}: expected {_item(expected[index])!r}, "
-            f"got {_item(got[index])!r}",
-            context=_encoding_context(spec, d),
-            positions=positions,
-        )
+        summary = f"fn(positions, d) differs from the {label} reference by up to {error:.3g} "
+        worst = f"{_where(positions, index, d, spec)}: expected {_item(expected[index])!r}, "
+        worst += f"got {_item(got[index])!r}"
+        context = _encoding_context(spec, d)
+        summary += f"(atol {atol:g})"
+        _fail("agreement", summary, error, atol, worst, context, positions=positions)
     return error
 
 
@@ -271,10 +266,10 @@ def check_uniqueness(
             "uniqueness",
             f"positions {p} and {q} have encodings {closest:.3g} apart; they must be at least "
             f"{bound:.3g} apart (2*sin(w_min/2) with w_min={w_min:.3g}, less atol {atol:g})",
-            error=shortfall,
-            tolerance=bound - threshold,
-            worst=f"positions {p} and {q}",
-            context=_encoding_context(spec, d),
+            shortfall,
+            bound - threshold,
+            f"positions {p} and {q}",
+            _encoding_context(spec, d),
             encoding_of_first=got[pair[0]],
             encoding_of_second=got[pair[1]],
             positions=positions,
@@ -369,18 +364,13 @@ def check_linear_relation(
     error, tolerance = _largest(err), 3 * atol
     if not error <= tolerance:
         index = _worst(err)
-        _fail(
-            "linear relation",
-            f"fn(p + k) differs from relative_matrix(k) @ fn(p) by up to {error:.3g} "
-            f"(tolerance {tolerance:g}) for {_k_text(ks, index[0])}",
-            error=error,
-            tolerance=tolerance,
-            worst=f"p={_item(positions[index[1:-1]])!r}, {_feature_name(index[-1], d, spec)}: "
-            f"relative_matrix(k) @ fn(p) gives {_item(predicted[index])!r}, fn(p + k) gives "
-            f"{_item(shifted[index])!r}",
-            context=_encoding_context(spec, d),
-            positions=positions,
-        )
+        summary = f"fn(p + k) differs from relative_matrix(k) @ fn(p) by up to {error:.3g} "
+        summary += f"(tolerance {tolerance:g}) for {_k_text(ks, index[0])}"
+        worst = f"p={_item(positions[index[1:-1]])!r}, {_feature_name(index[-1], d, spec)}: "
+        worst += f"relative_matrix(k) @ fn(p) gives {_item(predicted[index])!r}, fn(p + k) gives "
+        worst += f"{_item(shifted[index])!r}"
+        context = _encoding_context(spec, d)
+        _fail("linear relation", summary, error, tolerance, worst, context, positions=positions)
     return error
 
 
@@ -441,10 +431,10 @@ def check_relative_dot(
             f"fn(p)·fn(p + k) is {dots[m, i]:.3g} at p={_item(positions[i])!r} but "
             f"{dots[m, n + i]:.3g} at p={_item(positions[n + i])!r} for {_k_text(ks, m)} "
             f"(exact: sum cos(k w_i) = {exact_dots[m]:.3g}; tolerance {tolerance:.2g})",
-            error=error,
-            tolerance=tolerance,
-            worst=f"p={_item(positions[i])!r} and p={_item(positions[n + i])!r}, {_k_text(ks, m)}",
-            context=_encoding_context(spec, d),
+            error,
+            tolerance,
+            f"p={_item(positions[i])!r} and p={_item(positions[n + i])!r}, {_k_text(ks, m)}",
+            _encoding_context(spec, d),
         )
     if not _largest(off) <= tolerance:
         m, i = _worst(off)
@@ -453,10 +443,10 @@ def check_relative_dot(
             f"fn(p)·fn(p + k) is {dots[m, i]:.3g} at p={_item(positions[i])!r} for "
             f"{_k_text(ks, m)}, but exactly sum cos(k w_i) = {exact_dots[m]:.3g} "
             f"(tolerance {tolerance:.2g})",
-            error=error,
-            tolerance=tolerance,
-            worst=f"p={_item(positions[i])!r}, {_k_text(ks, m)}",
-            context=_encoding_context(spec, d),
+            error,
+            tolerance,
+            f"p={_item(positions[i])!r}, {_k_text(ks, m)}",
+            _encoding_context(spec, d),
         )
     return error
 
@@ -507,38 +497,21 @@ def check_shift(
     for m, shift_k in enumerate(ks.tolist()):
         out = shift_fn(native, shift_k)
         if _array_kind(out) != kind:
-            _fail(
-                "shift",
-                f"shift_fn(fn(p), k) returned a {_array_kind(out)} array for a {kind} input",
-                error=math.inf,
-                tolerance=tolerance,
-                worst=f"k={shift_k!r}",
-                context=context,
-            )
+            summary = f"shift_fn(fn(p), k) returned a {_array_kind(out)} array for a {kind} input"
+            _fail("shift", summary, math.inf, tolerance, f"k={shift_k!r}", context)
         got = _to_numpy(out)
         if got.shape != expected[m].shape:
-            _fail(
-                "shift",
-                f"shift_fn(fn(p), k) returned shape {got.shape}; expected {expected[m].shape}",
-                error=math.inf,
-                tolerance=tolerance,
-                context=context,
-            )
+            summary = f"shift_fn(fn(p), k) returned shape {got.shape}; expected {expected[m].shape}"
+            _fail("shift", summary, math.inf, tolerance, None, context)
         err = _abs_error(got, expected[m])
         if _largest(err) > error:
             error = _largest(err)
         if not error <= tolerance:
             index = _worst(err)
-            _fail(
-                "shift",
-                f"shift_fn(fn(p), k) differs from fn(p + k) by up to {error:.3g} "
-                f"(tolerance {tolerance:g}) for k={shift_k!r}",
-                error=error,
-                tolerance=tolerance,
-                worst=f"p={_item(positions[index[:-1]])!r}, {_feature_name(index[-1], d, spec)}: "
-                f"shift_fn gives {_item(got[index])!r}, fn(p + k) gives "
-                f"{_item(expected[m][index])!r}",
-                context=context,
-                positions=positions,
-            )
+            summary = f"shift_fn(fn(p), k) differs from fn(p + k) by up to {error:.3g} "
+            summary += f"(tolerance {tolerance:g}) for k={shift_k!r}"
+            worst = f"p={_item(positions[index[:-1]])!r}, {_feature_name(index[-1], d, spec)}: "
+            worst += f"shift_fn gives {_item(got[index])!r}, fn(p + k) gives "
+            worst += f"{_item(expected[m][index])!r}"
+            _fail("shift", summary, error, tolerance, worst, context, positions=positions)
     return error

@@ -60,7 +60,7 @@ def check_cross_backend_agreement(
         library, dtype = _library_and_dtype(out)
         if library != name:
             summary = f"fn({name!r}) returned a {_array_kind(out)} array; expected a {name} array"
-            _fail(prop, summary, error=math.inf, tolerance=atol)
+            _fail(prop, summary, math.inf, atol)
         values = _to_numpy(out)
         if first is None:
             first = (name, dtype, values)
@@ -71,20 +71,15 @@ def check_cross_backend_agreement(
                 f"fn({name!r}) returned {name} {dtype} of shape {values.shape}; "
                 f"fn({base_name!r}) returned {base_name} {base_dtype} of shape {base.shape}"
             )
-            _fail(prop, summary, error=math.inf, tolerance=atol)
+            _fail(prop, summary, math.inf, atol)
         err = _abs_error(values, base)
         error = max(error, _largest(err))
         if not _largest(err) <= atol:
             index = _worst(err)
-            _fail(
-                prop,
-                f"fn({name!r}) differs from fn({base_name!r}) by up to {_largest(err):.3g} "
-                f"(atol {atol:g})",
-                error=error,
-                tolerance=atol,
-                worst=f"index {_index_text(index)}: {base_name} gives {_item(base[index])!r}, "
-                f"{name} gives {_item(values[index])!r}",
-            )
+            summary = f"fn({name!r}) differs from fn({base_name!r}) by up to {_largest(err):.3g}"
+            worst = f"index {_index_text(index)}: {base_name} gives {_item(base[index])!r}, "
+            worst += f"{name} gives {_item(values[index])!r}"
+            _fail(prop, f"{summary} (atol {atol:g})", error, atol, worst)
     return error
 
 
@@ -95,12 +90,8 @@ def _rope_context(base: float, layout: str, rotary_dim: int | None) -> dict[str,
 def _call_rope(fn: RopeFunction, x: np.ndarray, positions: np.ndarray, prop: str) -> np.ndarray:
     out = _to_numpy(fn(x, positions))
     if out.shape != x.shape:
-        _fail(
-            prop,
-            f"fn(x, positions) returned shape {out.shape}; expected x's shape {x.shape}",
-            error=math.inf,
-            tolerance=0.0,
-        )
+        summary = f"fn(x, positions) returned shape {out.shape}; expected x's shape {x.shape}"
+        _fail(prop, summary, math.inf, 0.0)
     return out
 
 
@@ -145,17 +136,12 @@ def check_rope_agreement(
     if not error <= atol:
         index = _worst(err)
         pos = np.broadcast_to(positions, x.shape[:-1])[index[:-1]]
-        _fail(
-            "rope agreement",
-            f"fn(x, positions) differs from the float64 reference by up to {error:.3g} "
-            f"(atol {atol:g})",
-            error=error,
-            tolerance=atol,
-            worst=f"position {_item(pos)!r} (index {_index_text(index[:-1])}), feature "
-            f"{index[-1]}: expected {_item(expected[index])!r}, got {_item(got[index])!r}",
-            context=_rope_context(base, layout, rotary_dim),
-            positions=positions,
-        )
+        summary = f"fn(x, positions) differs from the float64 reference by up to {error:.3g}"
+        worst = f"position {_item(pos)!r} (index {_index_text(index[:-1])}), feature "
+        worst += f"{index[-1]}: expected {_item(expected[index])!r}, got {_item(got[index])!r}"
+        context = _rope_context(base, layout, rotary_dim)
+        summary += f" (atol {atol:g})"
+        _fail("rope agreement", summary, error, atol, worst, context, positions=positions)
     return error
 
 
@@ -236,9 +222,9 @@ def check_rope_relative_scores(
             f"is {scores[0, i]:.6g} for m={_item(m[i])!r}, n={_item(n[i])!r}, "
             f"t={_item(ts[t + 1])!r}: the score changed by {error:.3g} x |q||k| "
             f"(atol {atol:g})",
-            error=error,
-            tolerance=atol,
-            worst=f"row {i}, t={_item(ts[t + 1])!r}",
+            error,
+            atol,
+            f"row {i}, t={_item(ts[t + 1])!r}",
         )
     return error
 
@@ -276,13 +262,8 @@ def check_rope_norm(
     if not error <= atol:
         index = _worst(change)
         pos = np.broadcast_to(positions, x.shape[:-1])[index]
-        _fail(
-            "rope norm",
-            f"|fn(x, p)| is {after[index]:.6g} but |x| is {before[index]:.6g} at position "
-            f"{_item(pos)!r} (index {_index_text(index)}): a rotation keeps lengths (relative "
-            f"change {error:.3g}; atol {atol:g})",
-            error=error,
-            tolerance=atol,
-            worst=f"position {_item(pos)!r} (index {_index_text(index)})",
-        )
+        where = f"position {_item(pos)!r} (index {_index_text(index)})"
+        summary = f"|fn(x, p)| is {after[index]:.6g} but |x| is {before[index]:.6g} at {where}: "
+        summary += f"a rotation keeps lengths (relative change {error:.3g}; atol {atol:g})"
+        _fail("rope norm", summary, error, atol, where)
     return error
