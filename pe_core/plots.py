@@ -487,10 +487,7 @@ def plot_timestep_embedding(embedding_dim: int = 256, n_steps: int = 1000) -> Fi
 
 
 def resample_gaps(
-    old: int = 14,
-    new: int = 32,
-    channels: int = 768,
-    backends: Sequence[str] | None = None,
+    old: int = 14, new: int = 32, channels: int = 768, backends: Sequence[str] | None = None
 ) -> tuple[dict[str, dict[str, float]], np.ndarray | None]:
     """The numbers of :func:`plot_resample_gap`: for each method, the largest
     ``|value - reference| / max|reference|`` in each of :data:`RESAMPLE_SETTINGS`

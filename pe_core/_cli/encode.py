@@ -22,8 +22,6 @@ from pe_core.encoding import encode
 from pe_core.spec import Spec
 from pe_core_backends import get_namespace
 
-__all__ = ["ENCODE_FORMATS", "run_encode"]
-
 #: What ``pe-core encode --format`` writes; ``table`` is the printed summary.
 ENCODE_FORMATS: tuple[str, ...] = ("table", "csv", "json", "npy")
 
