@@ -43,6 +43,8 @@ import numpy as np
 
 from pe_core._plots import attention, encodings, precision
 from pe_core._plots.base import PLOT_EXTRA
+from pe_core._plots.precision import RESAMPLE_SETTINGS as RESAMPLE_SETTINGS
+from pe_core._plots.precision import RESIZERS as RESIZERS
 from pe_core.analysis import _check_metric
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec

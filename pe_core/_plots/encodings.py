@@ -8,13 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from pe_core import analysis
 from pe_core._plots.base import DIVERGING, integer_ticks, new_figure, spec_label
-from pe_core.analysis import (
-    resolution_report,
-    similarity,
-    similarity_by_distance,
-    similarity_matrix,
-)
 from pe_core.codes import binary_encode, normalized_positions
 from pe_core.encoding import encode
 from pe_core.frequency import frequencies
@@ -62,7 +57,7 @@ def draw_heatmap(d: int, length: int, spec: Spec | PresetLike | None, code: str)
 
 def draw_similarity(d: int, length: int, spec: Spec | PresetLike | None, metric: Metric) -> Any:
     resolved = resolve_spec(spec)
-    matrix = np.asarray(similarity(np.arange(length), d, resolved, metric=metric))
+    matrix = np.asarray(analysis.similarity(np.arange(length), d, resolved, metric=metric))
     fig, ax = new_figure(width=5.6, height=4.6)
     image = ax.imshow(matrix, interpolation="nearest", origin="upper", cmap="viridis")
     title = f"{_METRIC_NAMES[metric]} between positions ({spec_label(resolved)}, d={d})"
@@ -82,7 +77,7 @@ def draw_grid_similarity(
         if not (0 <= row < h and 0 <= col < w):
             raise ValueError(f"patches must lie in the {h} x {w} grid. Received: {(row, col)}")
     table = np.asarray(encode(grid((h, w)), d, spec=resolved, dtype="float64")).reshape(-1, d)
-    cosines = np.asarray(similarity_matrix(table))
+    cosines = np.asarray(analysis.similarity_matrix(table))
     fig, axes = new_figure(len(patches), width=3.4 * len(patches) + 1.0, height=3.6)
     axes = np.atleast_1d(axes)
     rows = [cosines[row * w + col].reshape(h, w) for row, col in patches]
@@ -111,7 +106,7 @@ def draw_similarity_by_distance(
     k = np.arange(max_distance + 1)
     for i, d in enumerate(dims):
         for j, base in enumerate(bases):
-            values = similarity_by_distance(
+            values = analysis.similarity_by_distance(
                 d, resolved.replace(base=float(base)), max_distance=max_distance, metric=metric
             )
             ax.plot(
@@ -161,8 +156,8 @@ def draw_long_distance(
     d: int, max_len: int, spec: Spec | PresetLike | None, min_separation: int
 ) -> Any:
     resolved = resolve_spec(spec)
-    report = resolution_report(d, resolved, max_len=max_len, min_separation=min_separation)
-    cosine = np.asarray(similarity_by_distance(d, resolved, max_distance=max_len - 1))
+    report = analysis.resolution_report(d, resolved, max_len=max_len, min_separation=min_separation)
+    cosine = np.asarray(analysis.similarity_by_distance(d, resolved, max_distance=max_len - 1))
     fig, ax = new_figure(width=7.5)
     ax.plot(np.arange(max_len), cosine, linewidth=0.4, color="C0")
     ax.axvspan(0, min_separation, color="0.9", label=f"k < {min_separation:,}")

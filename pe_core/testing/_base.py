@@ -21,8 +21,6 @@ class EncodingFunction(Protocol):
     TensorFlow array; it is converted to NumPy before comparing.
     """
 
-    __module__ = "pe_core.testing.checks"  # its public home, named in tracebacks
-
     def __call__(self, positions: np.ndarray, d: int) -> ArrayLike: ...
 
 
@@ -33,8 +31,6 @@ class RopeFunction(Protocol):
     you pass one) and ``positions`` a NumPy array of shape ``(n,)``: vector ``i`` is
     at position ``positions[i]``. The result may come from any backend.
     """
-
-    __module__ = "pe_core.testing.checks"  # its public home, named in tracebacks
 
     def __call__(self, x: np.ndarray, positions: np.ndarray) -> ArrayLike: ...
 
@@ -63,8 +59,6 @@ class PropertyFailure(AssertionError):
     bounded 1.0 1e-05
     """
 
-    __module__ = "pe_core.testing.checks"  # its public home, named in tracebacks
-
     def __init__(
         self, message: str, *, name: str, error: float, tolerance: float, worst: str | None
     ) -> None:
@@ -73,6 +67,11 @@ class PropertyFailure(AssertionError):
         self.error = error
         self.tolerance = tolerance
         self.worst = worst
+
+
+for _public in (EncodingFunction, RopeFunction, PropertyFailure):
+    _public.__module__ = "pe_core.testing.checks"  # their public home, named in tracebacks
+del _public
 
 
 def _to_numpy(out: Any) -> np.ndarray:
