@@ -37,11 +37,8 @@ RESIZERS = (
 
 def draw_fourier_features(n_features: int, scale: float, n_points: int, seed: int) -> Any:
     rng = np.random.default_rng(seed)
-    freqs = (
-        np.sort(np.abs(rng.normal(size=n_features)))
-        * scale
-        * np.sign(rng.uniform(-1, 1, n_features))
-    )
+    magnitudes = np.sort(np.abs(rng.normal(size=n_features))) * scale
+    freqs = magnitudes * np.sign(rng.uniform(-1, 1, n_features))
     x = np.linspace(0.0, 1.0, n_points)
     features = np.asarray(fourier_features(x, freqs, dtype="float64"))
     fig, (left, right) = new_figure(2, width=10.5, height=4.2)
