@@ -23,21 +23,6 @@ from pe_core.presets import PRESETS, resolve_spec
 from pe_core.spec import Spec
 from pe_core_backends import canonical_backend, installed_backends, is_installed
 
-__all__ = [
-    "MAX_ENCODE_VALUES",
-    "ONE_AXIS_PRESETS",
-    "Positions",
-    "backend_arg",
-    "backends_arg",
-    "bases_arg",
-    "dims_arg",
-    "number",
-    "positions_arg",
-    "positive_int_arg",
-    "preset_arg",
-    "presets_arg",
-]
-
 #: At most this many values are computed by ``pe-core encode``.
 MAX_ENCODE_VALUES = 10**8
 

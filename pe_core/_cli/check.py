@@ -22,8 +22,6 @@ from pe_core._cli.check_report import report
 from pe_core._cli.check_run import Cell, Progress, check_across, check_row
 from pe_core_backends import get_namespace, installed_backends
 
-__all__ = ["run_check_command"]
-
 
 def run_check_command(args: argparse.Namespace) -> int:
     """Run ``pe-core check`` with the parsed ``args``; return the exit status (0 or 1)."""

@@ -35,22 +35,6 @@ from pe_core.testing.checks import (
 from pe_core.testing.references import exact_encoding, uniqueness_window
 from pe_core_backends import backend_of, get_namespace
 
-__all__ = [
-    "ACROSS_ATOL",
-    "ATOL",
-    "COLUMNS",
-    "NEEDS_MPMATH",
-    "REFERENCE_BACKEND",
-    "ROPE_COLUMNS",
-    "EncodeCase",
-    "RopeCase",
-    "encode_case",
-    "encode_on",
-    "rope_cases",
-    "rope_on",
-]
-
-
 #: Allowed error per value (float32 output); each check scales it as documented.
 ATOL = 1e-6
 #: Allowed difference between backends: a few float32 ulps (values up to sqrt(2)).

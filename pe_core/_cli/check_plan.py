@@ -15,8 +15,6 @@ from pe_core._schedule import check_d
 from pe_core.presets import PRESETS
 from pe_core.spec import Spec
 
-__all__ = ["compiled_cases", "plan"]
-
 
 def plan(
     args: argparse.Namespace, backends: Sequence[str]

@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from pe_core._cli.check_cases import ACROSS_ATOL, COLUMNS, REFERENCE_BACKEND, ROPE_COLUMNS
 from pe_core._cli.check_run import Cell
 
-__all__ = ["report"]
-
 
 def print_check_table(
     title: str, rows: dict[str, dict[str, Cell]], columns: dict[str, str]
@@ -31,9 +29,7 @@ def print_check_table(
 
 
 def report(
-    backends: Sequence[str],
-    tables: dict[str, dict[str, dict[str, Cell]]],
-    across: dict[str, Cell],
+    backends: Sequence[str], tables: dict[str, dict[str, dict[str, Cell]]], across: dict[str, Cell]
 ) -> int:
     """Print the tables, the line across backends and the failures; the exit status."""
     print_check_table("pe_core.encode", tables["encode"], COLUMNS)

@@ -31,8 +31,6 @@ from pe_core._cli.check_cases import (
 from pe_core.testing.checks import CheckOutcome, check_cross_backend_agreement, run_check
 from pe_core_backends import backend_info, get_namespace
 
-__all__ = ["Cell", "Progress", "check_across", "check_row", "compilers", "own_code"]
-
 
 @dataclass
 class Cell:
@@ -162,10 +160,7 @@ def native(name: str, values: np.ndarray) -> Any:
 
 
 def check_across(
-    backends: Sequence[str],
-    cases: list[EncodeCase],
-    rope_cases: list[RopeCase],
-    progress: Progress,
+    backends: Sequence[str], cases: list[EncodeCase], rope_cases: list[RopeCase], progress: Progress
 ) -> dict[str, Cell]:
     """check_cross_backend_agreement: each backend against NumPy, on the first grids."""
     if len(backends) < 2:

@@ -22,8 +22,6 @@ from pe_core.encoding import encode
 from pe_core.spec import Spec
 from pe_core_backends import get_namespace
 
-__all__ = ["ENCODE_FORMATS", "run_encode"]
-
 #: What ``pe-core encode --format`` writes; ``table`` is the printed summary.
 ENCODE_FORMATS: tuple[str, ...] = ("table", "csv", "json", "npy")
 
@@ -114,6 +112,11 @@ def serialise(fmt: str, positions: np.ndarray, table: np.ndarray, call: str) -> 
     return json.dumps(document) + "\n"
 
 
+#: How ``print_table`` writes a row (``threshold`` aside).
+ROW_FORMAT: dict[str, Any] = {"precision": 4, "floatmode": "fixed", "suppress_small": True}
+ROW_FORMAT |= {"sign": " ", "max_line_width": 10**6, "edgeitems": 4}
+
+
 def print_table(positions: np.ndarray, table: np.ndarray, max_rows: int = 50) -> None:
     labels = [format_position(p) for p in positions]
     width = max(3, *(len(label) for label in labels))
@@ -128,14 +131,7 @@ def print_table(positions: np.ndarray, table: np.ndarray, max_rows: int = 50) ->
             print(f"{'...':>{width}}")
             continue
         text = np.array2string(
-            table[i].astype(np.float64),
-            precision=4,
-            floatmode="fixed",
-            suppress_small=True,
-            sign=" ",
-            max_line_width=10**6,
-            threshold=16 if summarise else 10**6,
-            edgeitems=4,
+            table[i].astype(np.float64), threshold=16 if summarise else 10**6, **ROW_FORMAT
         )
         print(f"{labels[i]:>{width}}  {text}")
     notes = []

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["WriteError", "check_out_path", "one_line"]
-
 
 class WriteError(Exception):
     """An output file could not be written (exit status 1)."""

@@ -23,8 +23,6 @@ from pe_core._cli.plot import PLOT_KINDS, run_plot
 from pe_core.presets import DEFAULT_PRESET
 from pe_core_backends import FLOAT_DTYPES
 
-__all__ = ["build_parser"]
-
 
 def build_parser() -> argparse.ArgumentParser:
     """``pe-core`` and its commands ``encode``, ``check`` and ``plot``."""
@@ -63,10 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="numpy (default), jax, torch or tensorflow",
     )
     enc.add_argument(
-        "--dtype",
-        default="float32",
-        choices=FLOAT_DTYPES,
-        help="output dtype (default: float32)",
+        "--dtype", default="float32", choices=FLOAT_DTYPES, help="output dtype (default: float32)"
     )
     enc.add_argument(
         "--out",
@@ -80,7 +75,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         "-f",
         choices=ENCODE_FORMATS,
-        default=None,
         help="table (printed, the default without --out), csv or json (printed, or "
         "saved to --out), npy (needs --out); with --out, overrides its extension",
     )
@@ -93,25 +87,16 @@ def build_parser() -> argparse.ArgumentParser:
         "table. Exit status 1 when a check fails.",
     )
     chk.add_argument(
-        "--backends",
-        type=backends_arg,
-        default=None,
-        help="comma list (default: every installed backend)",
+        "--backends", type=backends_arg, help="comma list (default: every installed backend)"
     )
     chk.add_argument(
         "--dim",
         "-d",
         type=dims_arg,
-        default=None,
         help="comma list of feature counts, also RoPE's head_dim (default: 64; with "
         "--thorough 2,63,64,512); an odd d is checked on presets that zero-pad",
     )
-    chk.add_argument(
-        "--spec",
-        type=presets_arg,
-        default=None,
-        help="comma list of preset names (default: all)",
-    )
+    chk.add_argument("--spec", type=presets_arg, help="comma list of preset names (default: all)")
     chk.add_argument(
         "--no-compiled",
         action="store_true",
@@ -138,7 +123,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--dim",
         "-d",
         type=dims_arg,
-        default=None,
         help="number of features (default: 128; spectrum 512); distance takes a comma "
         "list (default: 16,64,256)",
     )
@@ -147,12 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
         "-n",
         dest="length",
         type=positive_int_arg,
-        default=None,
         help="number of positions (default: 100); for distance the largest distance (default: 200)",
     )
     plot.add_argument(
         "--spec",
-        default=None,
         type=preset_arg,
         help=f"preset name, one of: {', '.join(ONE_AXIS_PRESETS)} (default: {DEFAULT_PRESET}; "
         "spectrum compares vaswani and tensor2tensor unless given)",
@@ -164,10 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="similarity and distance: what to draw (default: cosine)",
     )
     plot.add_argument(
-        "--base",
-        type=bases_arg,
-        default=None,
-        help="distance: comma list of bases (default: 100,10000)",
+        "--base", type=bases_arg, help="distance: comma list of bases (default: 100,10000)"
     )
     plot.add_argument("--dpi", type=positive_int_arg, default=120, help="resolution (default: 120)")
     plot.add_argument("--out", "-o", required=True, metavar="FILE.png", help="where to save")

@@ -15,8 +15,6 @@ from pe_core._cli.output import WriteError, check_out_path
 from pe_core.plots import plot_heatmap, plot_similarity, plot_similarity_by_distance, plot_spectrum
 from pe_core.presets import DEFAULT_PRESET
 
-__all__ = ["PLOT_KINDS", "run_plot"]
-
 
 def draw_heatmap(args: argparse.Namespace, dims: tuple[int, ...]) -> tuple[Any, str]:
     d, length = dims[0], args.length or 100

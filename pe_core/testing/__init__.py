@@ -107,14 +107,9 @@ __all__ = [
 ]
 
 #: The names that need Hypothesis -> the submodule that holds them.
-_NEEDS_HYPOTHESIS = {
-    "check_encoding": "search",
-    "dims": "strategies",
-    "float_positions": "strategies",
-    "int_positions": "strategies",
-    "position_arrays": "strategies",
-    "specs": "strategies",
-}
+_NEEDS_HYPOTHESIS = {"check_encoding": "search"} | dict.fromkeys(
+    ("dims", "float_positions", "int_positions", "position_arrays", "specs"), "strategies"
+)
 
 
 def __getattr__(name: str) -> Any:

@@ -20,10 +20,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without hypothes
 from pe_core._schedule import check_d
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
+from pe_core.testing._base import _describe_spec
 from pe_core.testing.checks import (
     PROPERTIES,
     EncodingFunction,
-    _describe_spec,
     check_agreement,
     check_bounded,
     check_linear_relation,

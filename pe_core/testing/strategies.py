@@ -57,9 +57,7 @@ def specs(*, presets: bool = True, explicit_frequencies: bool = True) -> st.Sear
         freqs = st.one_of(
             st.none(),
             st.lists(
-                st.floats(1e-4, 3.0, allow_nan=False, allow_infinity=False),
-                min_size=1,
-                max_size=8,
+                st.floats(1e-4, 3.0, allow_nan=False, allow_infinity=False), min_size=1, max_size=8
             ).map(tuple),
         )
     random_specs = st.builds(
