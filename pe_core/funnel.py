@@ -36,13 +36,22 @@ from typing import Any
 
 import numpy as np
 
+from pe_core._index import funnel as _funnel
+from pe_core._index import place as _place
 from pe_core.encoding import encode
-from pe_core.relative_index import funnel_block_positions, funnel_relative_positions
 from pe_core.spec import Spec
+from pe_core.typing import BackendArrayT, BackendLike
 from pe_core.validation import choice, flag, is_integer, positive_int
 from pe_core_backends import backend_of, get_namespace
 
-__all__ = ["FUNNEL", "FUNNEL_ATTENTION_TYPES", "funnel_position_embeds"]
+__all__ = [
+    "FUNNEL",
+    "FUNNEL_ATTENTION_TYPES",
+    "funnel_block_positions",
+    "funnel_pooled_positions",
+    "funnel_position_embeds",
+    "funnel_relative_positions",
+]
 
 #: The Spec of Funnel Transformer's sinusoid: frequencies ``10000 ** (-i / (d/2))``,
 #: ``[sin | cos]`` layout.
@@ -153,3 +162,165 @@ def funnel_position_embeds(
         no_pooling = embed(funnel_relative_positions(pos, 2**block))
         out.append((no_pooling, pooling))
     return out
+
+
+# --------------------------------------------------------------------------- index tables
+
+
+def _flags(separate_cls: object, truncate_seq: object) -> tuple[bool, bool]:
+    return flag(separate_cls, "separate_cls"), flag(truncate_seq, "truncate_seq")
+
+
+def funnel_pooled_positions(
+    pos: Any,
+    block_index: int,
+    *,
+    separate_cls: bool = True,
+    truncate_seq: bool = True,
+    backend: BackendLike | None = None,
+    like: BackendArrayT | None = None,
+) -> BackendArrayT:
+    """Funnel Transformer's positions after a pooling (``stride_pool_pos``).
+
+    Every second position is kept. With ``separate_cls`` the class token (first) is
+    kept apart: the pooled sequence starts at ``1 - 2 ** block_index`` (the class
+    token seen as the first token of the block before the first real one), followed by
+    every second position of ``pos[1:]`` (``pos[1:-1]`` with ``truncate_seq``).
+
+    Parameters
+    ----------
+    pos : sequence of int
+        The positions before the pooling (host integers, non-empty): ``range(seq_len)``
+        before block 1, then the previous result.
+    block_index : int
+        The block the pooled positions enter, >= 1.
+    separate_cls, truncate_seq : bool
+        ``FunnelConfig.separate_cls`` and ``FunnelConfig.truncate_seq``.
+    backend, like
+        Where to return the positions, as for :func:`relative_position_index`.
+
+    Returns
+    -------
+    array
+        1-D integers (int64; int32 on JAX without x64).
+
+    Examples
+    --------
+    >>> funnel_pooled_positions(range(6), 1).tolist()
+    [-1, 1, 3]
+    >>> funnel_pooled_positions(range(6), 1, truncate_seq=False).tolist()
+    [-1, 1, 3, 5]
+    >>> funnel_pooled_positions(range(6), 1, separate_cls=False).tolist()
+    [0, 2, 4]
+    """
+    values = _funnel.int_list(pos, "pos")
+    block = positive_int(block_index, "block_index")
+    sep, trunc = _flags(separate_cls, truncate_seq)
+    xp = _place.int_namespace(backend, like)
+    pooled = _funnel.pool(values, block, sep, trunc)
+    return _place.place(xp, np.array(pooled, dtype=np.int64), _place.anchor(xp, like))
+
+
+def funnel_block_positions(
+    seq_len: int,
+    block_index: int,
+    *,
+    separate_cls: bool = True,
+    truncate_seq: bool = True,
+    backend: BackendLike | None = None,
+    like: BackendArrayT | None = None,
+) -> BackendArrayT:
+    """The positions of Funnel Transformer's block ``block_index`` for ``seq_len`` tokens.
+
+    ``range(seq_len)`` in block 0, then :func:`funnel_pooled_positions` once per block
+    (the ``pooled_pos`` of ``FunnelAttentionStructure.get_position_embeds``).
+
+    Parameters
+    ----------
+    seq_len : int
+        Tokens of the input, >= 1.
+    block_index : int
+        The block, >= 0.
+    separate_cls, truncate_seq, backend, like
+        As for :func:`funnel_pooled_positions`.
+
+    Examples
+    --------
+    >>> [funnel_block_positions(8, b).tolist() for b in range(3)]
+    [[0, 1, 2, 3, 4, 5, 6, 7], [-1, 1, 3, 5], [-3, 1]]
+    """
+    n = positive_int(seq_len, "seq_len")
+    block = positive_int(block_index, "block_index", minimum=0)
+    sep, trunc = _flags(separate_cls, truncate_seq)
+    xp = _place.int_namespace(backend, like)
+    _place.check_size(n, "funnel_block_positions")
+    pos = _funnel.block_positions(n, block, sep, trunc)
+    return _place.place(xp, np.array(pos, dtype=np.int64), _place.anchor(xp, like))
+
+
+def funnel_relative_positions(
+    pos: Any,
+    stride: int,
+    pooled_pos: Any = None,
+    *,
+    shift: int = 1,
+    backend: BackendLike | None = None,
+    like: BackendArrayT | None = None,
+) -> BackendArrayT:
+    """Funnel Transformer's relative position vector (``relative_pos``).
+
+    The descending distances ``max_dist, max_dist - stride, ..., >= min_dist`` with
+    ``max_dist = pooled_pos[0] - pos[0] + shift * len(pooled_pos) * stride`` and
+    ``min_dist = pooled_pos[0] - pos[-1]``: the rows of the relative embedding that
+    ``FunnelRelMultiheadAttention`` reads, after its relative shift, for queries
+    ``pooled_pos`` and keys ``pos``.
+
+    Parameters
+    ----------
+    pos : sequence of int
+        Key positions (host integers, non-empty).
+    stride : int
+        Spacing of the positions, >= 1 (``2 ** block_index`` in Funnel; ``2 **
+        (block_index - 1)`` for pooled queries on unpooled keys).
+    pooled_pos : sequence of int, optional
+        Query positions (non-empty); ``pos`` by default.
+    shift : int
+        >= 1: 1 for queries and keys of the same block, 2 for pooled queries.
+    backend, like
+        Where to return the vector, as for :func:`relative_position_index`.
+
+    Returns
+    -------
+    array
+        1-D integers (int64; int32 on JAX without x64), as ``torch.arange(max_dist,
+        min_dist - 1, -stride)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Positions that are not non-empty host integers, a stride or shift < 1, or
+        positions whose ``max_dist < min_dist - 1`` (the descending range is empty the
+        wrong way: torch refuses that ``arange``).
+
+    Examples
+    --------
+    >>> funnel_relative_positions(range(4), 1).tolist()
+    [4, 3, 2, 1, 0, -1, -2, -3]
+    >>> funnel_relative_positions(range(4), 1, [-1, 1], shift=2).tolist()
+    [3, 2, 1, 0, -1, -2, -3, -4]
+    """
+    keys = _funnel.int_list(pos, "pos")
+    queries = keys if pooled_pos is None else _funnel.int_list(pooled_pos, "pooled_pos")
+    step = positive_int(stride, "stride")
+    times = positive_int(shift, "shift")
+    max_dist = queries[0] - keys[0] + times * len(queries) * step
+    min_dist = queries[0] - keys[-1]
+    if max_dist < min_dist - 1:
+        raise ValueError(
+            "funnel_relative_positions needs max_dist >= min_dist - 1 (keys in ascending "
+            f"order). Received: max_dist = {max_dist}, min_dist = {min_dist}"
+        )
+    xp = _place.int_namespace(backend, like)
+    _place.check_size((max_dist - min_dist) // step + 1, "funnel_relative_positions")
+    args = (keys, step, queries, times)
+    return _place.table(xp, "funnel", args, _place.anchor(xp, like))
