@@ -41,7 +41,7 @@ from pe_core.rope_scaling import (
     rope_summary,
 )
 from pe_core.typing import RopeConfig, RopeLayout, RotaryFeatures
-from pe_core.validation import choice, finite_real, optional_str, positive_int
+from pe_core.validation import choice, even_int, finite_real, optional_str, positive_int
 
 __all__ = ["FrozenMapping", "RopeSpec", "freeze", "rope_constants", "thaw"]
 
@@ -192,12 +192,7 @@ class RopeSpec:
         set_("layout", choice(self.layout, "layout", LAYOUTS))
         set_("rotary_features", choice(self.rotary_features, "rotary_features", ROTARY_FEATURES))
         if self.rotary_dim is not None:
-            dim = positive_int(self.rotary_dim, "rotary_dim", minimum=2)
-            if dim % 2:
-                raise ValueError(
-                    f"rotary_dim must be even: RoPE rotates pairs of features. Received: {dim}"
-                )
-            set_("rotary_dim", dim)
+            set_("rotary_dim", even_int(self.rotary_dim, "rotary_dim", minimum=2))
         layer_type = optional_str(self.layer_type, "layer_type")
         scaling = self.scaling
         if scaling is not None:
@@ -236,11 +231,7 @@ class RopeSpec:
         >>> RopeSpec(rotary_dim=4).constants(8)
         ((1.0, 0.01), 1.0)
         """
-        head_dim = positive_int(head_dim, "head_dim", minimum=2)
-        if head_dim % 2:
-            raise ValueError(
-                f"head_dim must be even: RoPE rotates pairs of features. Received: {head_dim}"
-            )
+        head_dim = even_int(head_dim, "head_dim", minimum=2)
         if self.rotary_dim is not None and self.rotary_dim > head_dim:
             raise ValueError(
                 f"rotary_dim must be even and at most head_dim={head_dim}. "
@@ -288,11 +279,14 @@ class RopeSpec:
 def rope_constants(
     scaling: Any, base: float, head_dim: int, rotary_dim: int | None, seq_len: int | None
 ) -> tuple[tuple[float, ...], float]:
-    """``(inv_freq, attention_factor)`` as Python floats, for frozen ``scaling`` (cached).
+    """``(inv_freq, attention_factor)`` as Python floats (cached): the one way every RoPE
+    route reads its frequencies (``scaling`` a rope dict, a model config or ``None``;
+    :func:`~pe_core.rope_scaling.rope_frequencies` computes them).
 
-    A plain function (not the cache wrapper) so torch.compile can embed its result.
+    A plain function (not the cache wrapper) so torch.compile can embed its result;
+    ``scaling`` is frozen here, on the host (compilers never trace the freezing).
     """
-    return _cached_rope_constants(scaling, base, head_dim, rotary_dim, seq_len)
+    return _cached_rope_constants(freeze(scaling), base, head_dim, rotary_dim, seq_len)
 
 
 _PER_HEAD_KEYS = (

@@ -31,6 +31,7 @@ from typing import Any
 __all__ = [
     "broadcasts_into",
     "choice",
+    "even_int",
     "finite_real",
     "is_integer",
     "optional_str",
@@ -172,3 +173,21 @@ def broadcasts_into(shape: tuple[Any, ...], target: tuple[Any, ...]) -> bool:
         if p != 1 and p != n and p is not None and n is not None:
             return False
     return True
+
+
+# -- from rope
+
+
+def even_int(value: object, name: str, *, minimum: int = 1) -> int:
+    """``value`` as an even ``int`` ``>= minimum`` (a count of features RoPE rotates in
+    pairs): :func:`positive_int`, then a ``ValueError`` for an odd value.
+
+    >>> even_int(3, "rotary_dim")
+    Traceback (most recent call last):
+    ...
+    ValueError: rotary_dim must be even (RoPE rotates pairs of features). Received: 3
+    """
+    out = positive_int(value, name, minimum=minimum)
+    if out % 2:
+        raise ValueError(f"{name} must be even (RoPE rotates pairs of features). Received: {out}")
+    return out
