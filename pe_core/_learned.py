@@ -64,6 +64,20 @@ def _namespace(frequencies: object) -> Namespace:
     return get_namespace(backend_of(frequencies))  # type: ignore[arg-type]
 
 
+def _check_framework(frequencies: Any, backend: Any, like: Any = None) -> None:
+    """``TypeError`` unless ``backend=`` and ``like=`` (where given) are the frequencies'
+    framework: framework frequencies are computed where they live."""
+    name = backend_of(frequencies)
+    for other, what in ((backend, "backend"), (like, "like")):
+        if other is None:
+            continue
+        if (canonical_backend(other) if what == "backend" else backend_of(other)) != name:
+            raise TypeError(
+                f"{what}={other!r} differs from the framework of frequencies ({name!r}); "
+                "framework frequencies are computed where they live."
+            )
+
+
 def _check_frequencies(xp: Namespace, frequencies: Any, axes: int | None) -> tuple[int, ...]:
     """The static shape of ``frequencies`` on ``xp``, checked (no value is read)."""
     dtype_name = xp.dtype_of(frequencies)
@@ -305,16 +319,7 @@ def encode_frequencies(
             "out= is not supported with framework frequencies (the result is a "
             "differentiable array of the frequencies' framework)."
         )
-    name = backend_of(frequencies)
-    for other, what in ((backend, "backend"), (like, "like")):
-        if other is None:
-            continue
-        other_name = canonical_backend(other) if what == "backend" else backend_of(other)
-        if other_name != name:
-            raise TypeError(
-                f"{what}={other!r} differs from the framework of frequencies ({name!r}); "
-                "framework frequencies are computed where they live."
-            )
+    _check_framework(frequencies, backend, like)
     return learned_table(
         pos,
         d,
@@ -364,11 +369,7 @@ def rope_with_frequencies(
             f"{', '.join(given)} cannot be combined with frequencies given as a framework "
             "array: such frequencies are used as given (scale them in the model)."
         )
-    if backend is not None and canonical_backend(backend) != backend_of(frequencies):
-        raise TypeError(
-            f"backend={backend!r} differs from the framework of frequencies "
-            f"({backend_of(frequencies)!r}); framework frequencies are computed where they live."
-        )
+    _check_framework(frequencies, backend)
     options: dict[str, Any] = {
         "layout": layout,
         "rotary_dim": rotary_dim,

@@ -28,7 +28,7 @@ from pe_core.rope_layout import LAYOUTS
 from pe_core.rope_scaling import needs_seq_len, scaling_rope_type
 from pe_core.rope_spec import RopeSpec, rope_constants
 from pe_core.rope_spec import scaling_for_layer as _scaling_for_layer
-from pe_core.validation import broadcasts_into, choice, finite_real
+from pe_core.validation import broadcasts_into, choice, finite_real, is_integer
 from pe_core_backends import (
     Namespace,
     backend_of,
@@ -306,7 +306,7 @@ def check_head_dim(head_dim: int) -> int:
 def check_rotary_dim(rotary_dim: object, head_dim: int) -> int | None:
     if rotary_dim is None:
         return None
-    if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, numbers.Integral):
+    if not is_integer(rotary_dim):
         raise TypeError(f"rotary_dim must be an integer or None. Received: {rotary_dim!r}")
     value = int(rotary_dim)
     if value % 2 or not 2 <= value <= head_dim:

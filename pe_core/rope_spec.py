@@ -253,12 +253,7 @@ class RopeSpec:
         """
         inv_freq, attention_factor = self.constants(head_dim)
         dim = head_dim if self.rotary_dim is None else self.rotary_dim
-        scaling = self.resolved_scaling
-        if scaling is None:
-            config: dict[str, Any] = {"head_dim": dim, "rope_theta": self.base}
-        else:
-            config = _config_for(scaling, self.base, head_dim, dim)
-        out = rope_summary(config)
+        out = rope_summary(_config_for(self.resolved_scaling, self.base, head_dim, dim))
         out["head_dim"], out["rotary_dim"] = int(head_dim), 2 * len(inv_freq)
         out["attention_factor"] = attention_factor
         return out
@@ -304,10 +299,7 @@ def _cached_rope_constants(
     scaling: Any, base: float, head_dim: int, rotary_dim: int | None, seq_len: int | None
 ) -> tuple[tuple[float, ...], float]:
     dim = head_dim if rotary_dim is None else rotary_dim
-    if scaling is None:
-        inv_freq, attention_factor = rope_frequencies({"head_dim": dim, "rope_theta": base})
-        return tuple(float(v) for v in inv_freq), float(attention_factor)
-    if not isinstance(scaling, Mapping):
+    if scaling is not None and not isinstance(scaling, Mapping):
         raise TypeError(
             "scaling must be a mapping: a rope-parameters dict with 'rope_type', or a model "
             f"config. Received: {type(scaling).__name__}"
@@ -330,8 +322,10 @@ def _cached_rope_constants(
     return tuple(float(v) for v in inv_freq), float(attention_factor)
 
 
-def _config_for(scaling: Mapping[str, Any], base: float, head_dim: int, dim: int) -> dict:
-    """The model config :func:`rope_frequencies` reads for a rope dict or a config."""
+def _config_for(scaling: Mapping[str, Any] | None, base: float, head_dim: int, dim: int) -> dict:
+    """The model config :func:`rope_frequencies` reads for a rope dict, a config or ``None``."""
+    if scaling is None:
+        return {"head_dim": dim, "rope_theta": base}
     if "rope_type" in scaling or "type" in scaling:
         params = dict(scaling)
         config: dict[str, Any] = {"rope_theta": base, "rope_parameters": params}
