@@ -26,7 +26,7 @@ PyTorch, generic elsewhere).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 from pe_core._learned import framework_frequencies, rope_with_frequencies
 from pe_core._rope_call import (
@@ -57,32 +57,43 @@ from pe_core_backends import any_dtensor, rope_on_shards
 
 __all__ = ["LAYOUTS", "apply_rope"]
 
-if TYPE_CHECKING:
-    from typing_extensions import TypedDict, Unpack
-
-    class _Options(TypedDict, total=False):
-        """The keyword arguments of :func:`apply_rope` (typed once for its two stubs)."""
-
-        base: float
-        layout: RopeLayout
-        rotary_dim: int | None
-        scaling: RopeConfig | None
-        layer_type: str | None
-        backend: BackendLike | None
-        check_values: bool
-        sections: Sequence[int] | None
-        section_layout: SectionLayout
-        frequencies: NamedFrequencies | Sequence[float] | SupportsArray | None
-        spec: RopeSpec | None
-        rotary_features: RotaryFeatures
-
 
 @overload
 def apply_rope(
-    x: tuple[ArrayT, ...] | list[ArrayT], pos: SupportsArray | HostData, **options: Unpack[_Options]
+    x: tuple[ArrayT, ...] | list[ArrayT],
+    pos: SupportsArray | HostData,
+    *,
+    base: float = 10000.0,
+    layout: RopeLayout = "half",
+    rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None,
+    layer_type: str | None = None,
+    backend: BackendLike | None = None,
+    check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: SectionLayout = "contiguous",
+    frequencies: NamedFrequencies | Sequence[float] | SupportsArray | None = None,
+    spec: RopeSpec | None = None,
+    rotary_features: RotaryFeatures = "first",
 ) -> tuple[ArrayT, ...]: ...
 @overload
-def apply_rope(x: ArrayT, pos: SupportsArray | HostData, **options: Unpack[_Options]) -> ArrayT: ...
+def apply_rope(
+    x: ArrayT,
+    pos: SupportsArray | HostData,
+    *,
+    base: float = 10000.0,
+    layout: RopeLayout = "half",
+    rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None,
+    layer_type: str | None = None,
+    backend: BackendLike | None = None,
+    check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: SectionLayout = "contiguous",
+    frequencies: NamedFrequencies | Sequence[float] | SupportsArray | None = None,
+    spec: RopeSpec | None = None,
+    rotary_features: RotaryFeatures = "first",
+) -> ArrayT: ...
 
 
 def apply_rope(
