@@ -308,7 +308,7 @@ def check_rotary_dim(rotary_dim: object, head_dim: int) -> int | None:
         return None
     if not is_integer(rotary_dim):
         raise TypeError(f"rotary_dim must be an integer or None. Received: {rotary_dim!r}")
-    value = int(rotary_dim)
+    value = int(rotary_dim)  # type: ignore[call-overload]
     if value % 2 or not 2 <= value <= head_dim:
         raise ValueError(
             f"rotary_dim must be even and in [2, head_dim={head_dim}]. Received: {value}"

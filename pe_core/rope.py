@@ -303,7 +303,11 @@ def apply_rope(
                 f"and frequencies= must keep their defaults. Received: sections={sections!r}, "
                 f"section_layout={section_layout!r}, frequencies={frequencies!r}"
             )
-        nd = {"sections": sections, "section_layout": section_layout, "frequencies": frequencies}
+        nd: dict[str, Any] = {
+            "sections": sections,
+            "section_layout": section_layout,
+            "frequencies": frequencies,
+        }
         nd |= {"base": base, "layout": layout, "rotary_dim": rotary_dim, "scaling": scaling}
         nd |= {"backend": backend, "check_values": check_values}
         return each(lambda item: apply_rope_nd(item, pos, **nd), x)

@@ -93,8 +93,8 @@ def vjepa2_rope(
     (True, [1.0, 1.0, 1.0, 1.0])
     """
     axes = positive_int(axes, "axes")
-    xp, x = as_input(x, backend)
-    shape = xp.shape(x)
+    xp, array = as_input(x, backend)
+    shape = xp.shape(array)
     if not shape:
         raise ValueError("x must have at least one axis (head_dim); received a scalar.")
     head_dim = shape[-1]
@@ -114,13 +114,13 @@ def vjepa2_rope(
         )
     parts = []
     for a in range(axes):
-        part = x[..., a * block : (a + 1) * block]
+        part = array[..., a * block : (a + 1) * block]
         xp_, part, cos, sin, _, _, working = rope_factors(
             part, coords[..., a], base, "half", None, None, None, check_values
         )
         parts.append(_vjepa2_block(xp_, part, cos, sin, working))
     if axes * block < head_dim:
-        parts.append(x[..., axes * block :])
+        parts.append(array[..., axes * block :])
     return xp.concat(parts, axis=-1)
 
 
@@ -209,8 +209,9 @@ def llama4_attention_scales(
             f"{xp.dtype_of(positions)} {source} array."
         )
     # (p + 1) // f without forming p + 1 (int32 positions near 2**31 - 1 would wrap)
-    quotient = positions // floor_scale
-    steps = quotient + (positions - quotient * floor_scale + 1) // floor_scale
+    p: Any = positions
+    quotient = p // floor_scale
+    steps = quotient + (p - quotient * floor_scale + 1) // floor_scale
     return xp.log1p(xp.astype(steps, xp.dtype(dtype))) * attn_scale + 1.0
 
 
