@@ -18,7 +18,6 @@ Mixed-axis frequencies have shape ``(k,) + L + (n,)`` with positions ``(..., k)`
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
@@ -26,9 +25,9 @@ import numpy as np
 from pe_core._kernel.features import assemble
 from pe_core._kernel.inputs import working_dtype
 from pe_core._kernel.placement import prepare_positions
-from pe_core._rope_call import as_input, check_head_dim, check_layout
+from pe_core._rope_call import as_input, check_head_dim, check_layout, each
 from pe_core.spec import Spec
-from pe_core.validation import broadcasts_into
+from pe_core.validation import broadcasts_into, is_integer
 from pe_core_backends import Namespace, backend_of, canonical_backend, get_namespace
 
 __all__ = [
@@ -53,6 +52,30 @@ def framework_frequencies(frequencies: object) -> bool:
     """
     name = backend_of(frequencies)
     return name is not None and not get_namespace(name).numpy_arrays
+
+
+def _namespace(frequencies: object) -> Namespace:
+    """The namespace of framework-array ``frequencies``, else ``TypeError``."""
+    if not framework_frequencies(frequencies):
+        raise TypeError(
+            "frequencies must be a framework array here (torch, jax, tensorflow). "
+            f"Received: {type(frequencies).__name__}"
+        )
+    return get_namespace(backend_of(frequencies))  # type: ignore[arg-type]
+
+
+def _check_framework(frequencies: Any, backend: Any, like: Any = None) -> None:
+    """``TypeError`` unless ``backend=`` and ``like=`` (where given) are the frequencies'
+    framework: framework frequencies are computed where they live."""
+    name = backend_of(frequencies)
+    for other, what in ((backend, "backend"), (like, "like")):
+        if other is None:
+            continue
+        if (canonical_backend(other) if what == "backend" else backend_of(other)) != name:
+            raise TypeError(
+                f"{what}={other!r} differs from the framework of frequencies ({name!r}); "
+                "framework frequencies are computed where they live."
+            )
 
 
 def _check_frequencies(xp: Namespace, frequencies: Any, axes: int | None) -> tuple[int, ...]:
@@ -162,13 +185,7 @@ def framework_angles(
 ) -> tuple[Namespace, Any, tuple[Any, ...]]:
     """``(xp, angles, their shape)`` of ``pos`` at framework-array ``frequencies``
     (``working`` by default: float64 for float64 frequencies, else float32)."""
-    name = backend_of(frequencies)
-    if name is None or get_namespace(name).numpy_arrays:
-        raise TypeError(
-            "frequencies must be a framework array here (torch, jax, tensorflow). "
-            f"Received: {type(frequencies).__name__}"
-        )
-    xp = get_namespace(name)
+    xp = _namespace(frequencies)
     freq_shape = _check_frequencies(xp, frequencies, axes)
     if working is None:
         working = working_dtype(xp.dtype_of(frequencies))
@@ -190,13 +207,7 @@ def framework_angles(
 
 def mixed_axes(frequencies: Any) -> int:
     """``k``, the first axis of mixed-axis framework ``frequencies`` ``(k, ..., n)``."""
-    name = backend_of(frequencies)
-    if name is None or get_namespace(name).numpy_arrays:
-        raise TypeError(
-            "frequencies must be a framework array (torch, jax, tensorflow). "
-            f"Received: {type(frequencies).__name__}"
-        )
-    shape = get_namespace(name).shape(frequencies)
+    shape = _namespace(frequencies).shape(frequencies)
     if len(shape) < 2 or not isinstance(shape[0], int) or shape[0] < 1:
         raise ValueError(
             f"mixed-axis frequencies must have shape (k, ..., n) with k >= 1. "
@@ -234,13 +245,7 @@ def learned_rope(
             f"frequencies ({xp_f.name}) and x ({xp.name}) must be arrays of one framework."
         )
     n = angle_shape[-1]
-    if rotary_dim is None:
-        rotary_dim = 2 * n
-    if (
-        isinstance(rotary_dim, bool)
-        or not isinstance(rotary_dim, numbers.Integral)
-        or int(rotary_dim) != 2 * n
-    ):
+    if rotary_dim is not None and (not is_integer(rotary_dim) or rotary_dim != 2 * n):
         raise ValueError(
             f"rotary_dim must be 2 * frequencies.shape[-1] = {2 * n} (or None). "
             f"Received: {rotary_dim!r}"
@@ -272,14 +277,9 @@ def learned_table(
 ) -> Any:
     """The sinusoidal table ``[sin(p f), cos(p f)]`` of ``pos + offset`` at framework
     ``frequencies`` (``pos[..., None] * frequencies``, NumPy broadcasting)."""
-    name = backend_of(frequencies)
-    if name is None or get_namespace(name).numpy_arrays:
-        raise TypeError(
-            f"frequencies must be a framework array. Received: {type(frequencies).__name__}"
-        )
-    xp = get_namespace(name)
+    xp = _namespace(frequencies)
     freq_shape = _check_frequencies(xp, frequencies, None)
-    if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d != 2 * freq_shape[-1]:
+    if not is_integer(d) or d != 2 * freq_shape[-1]:
         raise ValueError(
             f"d must be 2 * frequencies.shape[-1] = {2 * freq_shape[-1]} with framework "
             f"frequencies (one sin/cos pair each). Received: {d!r}"
@@ -287,7 +287,7 @@ def learned_table(
     out_dtype = "float32" if dtype is None else xp.dtype_name(dtype)
     if xp.kind(out_dtype) != "float":
         raise ValueError(f"dtype must be a floating dtype. Received: {dtype!r}")
-    working = "float64" if out_dtype == "float64" else "float32"
+    working = working_dtype(out_dtype)
     tracing = xp.is_traced(frequencies)
     positions = _positions(xp, pos, frequencies, working, check_values, tracing, offset)
     freqs = xp.astype(frequencies, xp.dtype(working))
@@ -319,16 +319,7 @@ def encode_frequencies(
             "out= is not supported with framework frequencies (the result is a "
             "differentiable array of the frequencies' framework)."
         )
-    name = backend_of(frequencies)
-    for other, what in ((backend, "backend"), (like, "like")):
-        if other is None:
-            continue
-        other_name = canonical_backend(other) if what == "backend" else backend_of(other)
-        if other_name != name:
-            raise TypeError(
-                f"{what}={other!r} differs from the framework of frequencies ({name!r}); "
-                "framework frequencies are computed where they live."
-            )
+    _check_framework(frequencies, backend, like)
     return learned_table(
         pos,
         d,
@@ -344,7 +335,7 @@ def rope_with_frequencies(
     x: Any,
     pos: Any,
     frequencies: Any,
-    *,
+    spec: Any,
     base: float,
     layout: str,
     rotary_dim: int | None,
@@ -353,18 +344,16 @@ def rope_with_frequencies(
     backend: str | None,
     check_values: bool,
     section_layout: str,
-    spec: Any,
 ) -> Any:
-    """:func:`pe_core.apply_rope` with framework ``frequencies`` and no ``sections``:
-    the arguments that choose frequencies must keep their defaults (the frequencies
-    are given), ``layout``/``rotary_dim`` may come from ``spec``."""
+    """:func:`pe_core.apply_rope` with framework ``frequencies`` and no ``sections`` (``x``
+    an array or a tuple of them): the arguments that choose frequencies must keep their
+    defaults (the frequencies are given), ``layout``/``rotary_dim`` may come from ``spec``."""
     if spec is not None:
         if scaling is not None or layer_type is not None or base != 10000.0:
             raise ValueError(
                 "Pass the rope configuration either as spec= or as plain arguments, not both."
             )
-        base, layout, rotary_dim = spec.base, spec.layout, spec.rotary_dim
-        scaling = spec.scaling
+        base, layout, rotary_dim, scaling = spec.base, spec.layout, spec.rotary_dim, spec.scaling
     given = [
         name
         for name, is_given in (
@@ -380,19 +369,10 @@ def rope_with_frequencies(
             f"{', '.join(given)} cannot be combined with frequencies given as a framework "
             "array: such frequencies are used as given (scale them in the model)."
         )
-    if backend is not None:
-        name = backend_of(frequencies)
-        if name is None or canonical_backend(backend) != name:
-            raise TypeError(
-                f"backend={backend!r} differs from the framework of frequencies "
-                f"({name!r}); framework frequencies are computed where they live."
-            )
-    return learned_rope(
-        x,
-        pos,
-        frequencies,
-        axes=None,
-        layout=layout,
-        rotary_dim=rotary_dim,
-        check_values=check_values,
-    )
+    _check_framework(frequencies, backend)
+    options: dict[str, Any] = {
+        "layout": layout,
+        "rotary_dim": rotary_dim,
+        "check_values": check_values,
+    }
+    return each(lambda item: learned_rope(item, pos, frequencies, axes=None, **options), x)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -26,9 +26,9 @@ from pe_core._kernel.placement import Positions, prepare_positions
 from pe_core._kernel.rope_factors import small_cos_sin
 from pe_core.rope_layout import LAYOUTS
 from pe_core.rope_scaling import needs_seq_len, scaling_rope_type
-from pe_core.rope_spec import RopeSpec, freeze, rope_constants
+from pe_core.rope_spec import RopeSpec, rope_constants
 from pe_core.rope_spec import scaling_for_layer as _scaling_for_layer
-from pe_core.validation import broadcasts_into, choice, finite_real
+from pe_core.validation import broadcasts_into, choice, finite_real, is_integer
 from pe_core_backends import (
     Namespace,
     backend_of,
@@ -66,6 +66,11 @@ def configuration(
 
 def all_none(*values: object) -> bool:
     return all(value is None for value in values)
+
+
+def each(rotate: Callable[[Any], Any], x: Any) -> Any:
+    """``rotate(x)``, or the tuple of ``rotate(item)`` for a tuple or list ``x``."""
+    return tuple(rotate(item) for item in x) if isinstance(x, (tuple, list)) else rotate(x)
 
 
 def rope_factors(
@@ -106,7 +111,7 @@ def rope_factors(
     if needs_seq_len(scaling):
         seq_len = seq_len_of(xp, positions, str(scaling_rope_type(scaling)), check_values)
     inv_freq, attention_factor = xp.host_constant(
-        scaling_constants, scaling, base, head_dim, rotary_dim, seq_len
+        rope_constants, scaling, base, head_dim, rotary_dim, seq_len
     )
     rotary_dim = 2 * len(inv_freq)
 
@@ -301,9 +306,9 @@ def check_head_dim(head_dim: int) -> int:
 def check_rotary_dim(rotary_dim: object, head_dim: int) -> int | None:
     if rotary_dim is None:
         return None
-    if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, numbers.Integral):
+    if not is_integer(rotary_dim):
         raise TypeError(f"rotary_dim must be an integer or None. Received: {rotary_dim!r}")
-    value = int(rotary_dim)
+    value = int(rotary_dim)  # type: ignore[call-overload]
     if value % 2 or not 2 <= value <= head_dim:
         raise ValueError(
             f"rotary_dim must be even and in [2, head_dim={head_dim}]. Received: {value}"
@@ -332,12 +337,3 @@ def check_broadcast(pos_shape: tuple[int, ...], x_shape: tuple[int, ...]) -> Non
             "shape (seq,), (batch, 1, seq) or any shape that broadcasts to x.shape[:-1] "
             "without adding axes."
         )
-
-
-def scaling_constants(
-    scaling: Any, base: float, head_dim: int, rotary_dim: int | None, seq_len: int | None
-) -> tuple[tuple[float, ...], float]:
-    """:func:`~pe_core.rope_spec.rope_constants` of ``scaling`` as given (frozen here, on
-    the host: compilers embed the result and never trace the freezing)."""
-    frozen = freeze(scaling) if scaling is not None else None
-    return rope_constants(frozen, base, head_dim, rotary_dim, seq_len)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pe_core._rope_call import rope_factors
+from pe_core._rope_call import each, rope_factors
 from pe_core.rope_layout import ROTARY_FEATURES
 from pe_core.rope_spec import RopeSpec
 from pe_core.validation import choice
@@ -49,19 +49,16 @@ def rope_last_features(
 ) -> Any:
     """``apply_rope`` rotating the last ``rotary_dim`` features of ``x`` (a tuple of
     arrays: each at the same positions, cos/sin built for each)."""
-    if isinstance(x, (tuple, list)):
-        if not x:
-            raise ValueError("x is an empty sequence; pass an array or a tuple of arrays.")
-        return tuple(
-            rope_last_features(item, pos, base, layout, rotary_dim, scaling, backend, check_values)
-            for item in x
+    if isinstance(x, (tuple, list)) and not x:
+        raise ValueError("x is an empty sequence; pass an array or a tuple of arrays.")
+
+    def rotate(item: Any) -> Any:
+        xp, item, cos, sin, layout_, rotary_dim_, working = rope_factors(
+            item, pos, base, layout, rotary_dim, scaling, backend, check_values
         )
-    xp, x, cos, sin, layout, rotary_dim, working = rope_factors(
-        x, pos, base, layout, rotary_dim, scaling, backend, check_values
-    )
-    head_dim = xp.shape(x)[-1]
-    if rotary_dim == head_dim:
-        return xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working)
-    start = head_dim - rotary_dim
-    tail = xp.rotate_pairs(x[..., start:], cos, sin, layout, rotary_dim, working)
-    return xp.concat([x[..., :start], tail], axis=-1)
+        start = xp.shape(item)[-1] - rotary_dim_
+        tail = item[..., start:] if start else item
+        tail = xp.rotate_pairs(tail, cos, sin, layout_, rotary_dim_, working)
+        return xp.concat([item[..., :start], tail], axis=-1) if start else tail
+
+    return each(rotate, x)

@@ -37,10 +37,10 @@ from pe_core._rope_call import (
     check_head_dim,
     check_layout,
     check_rotary_dim,
-    scaling_constants,
     unpack_spec,
 )
 from pe_core.rope_scaling import needs_seq_len
+from pe_core.rope_spec import rope_constants
 from pe_core.validation import broadcasts_into
 from pe_core_backends import Namespace
 
@@ -160,7 +160,7 @@ def _constants(
         check_head_dim(head_dim)
         rotary_dim = check_rotary_dim(rotary_dim, head_dim)
         base = check_base(base)
-        inv_freq, attention_factor = scaling_constants(scaling, base, head_dim, rotary_dim, None)
+        inv_freq, attention_factor = rope_constants(scaling, base, head_dim, rotary_dim, None)
     except (TypeError, ValueError):
         return None
     return _Constants(tuple(inv_freq), float(attention_factor), layout, 2 * len(inv_freq))

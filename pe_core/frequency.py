@@ -1,7 +1,10 @@
 """The frequency schedule: from ``(d, spec)`` to angular frequencies in float64.
 
 :func:`frequencies` is the public face; the schedule itself (and the checks of ``d``)
-lives in :mod:`pe_core._schedule`, which the engines read.
+lives in :mod:`pe_core._schedule`, which the engines read. RoPE's frequencies of a
+model config are :func:`pe_core.rope_scaling.rope_frequencies` (as float64 arrays; as
+cached Python floats for a RoPE call: :func:`pe_core.rope_spec.rope_constants`), and
+frequencies a model learns are framework arrays (:mod:`pe_core.trainable`).
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ PyTorch, generic elsewhere).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any, overload
 
@@ -35,25 +34,24 @@ from pe_core._rope_call import (
     as_input,
     check_broadcast,
     configuration,
+    each,
     rope_factors,
 )
 from pe_core._rope_features import check_rotary_features, rope_last_features
 from pe_core._rope_lane import few_positions_rope
-from pe_core.rope_layout import LAYOUTS
+from pe_core.rope_layout import LAYOUTS  # re-exported: rope_layout.LAYOUTS is canonical
 from pe_core.rope_nd import apply_rope_nd
 from pe_core.rope_spec import RopeSpec
 from pe_core.typing import (
+    ArrayT,
     BackendLike,
-    JaxArray,
+    HostData,
     NamedFrequencies,
-    NDArray,
-    NumpyBackend,
     RopeConfig,
     RopeLayout,
     RotaryFeatures,
     SectionLayout,
-    TFTensor,
-    TorchTensor,
+    SupportsArray,
 )
 from pe_core_backends import any_dtensor, rope_on_shards
 
@@ -62,168 +60,8 @@ __all__ = ["LAYOUTS", "apply_rope"]
 
 @overload
 def apply_rope(
-    x: tuple[NDArray, ...] | list[NDArray],
-    pos: Any,
-    *,
-    base: float = 10000.0,
-    layout: RopeLayout = "half",
-    rotary_dim: int | None = None,
-    scaling: RopeConfig | None = None,
-    layer_type: str | None = None,
-    backend: NumpyBackend | None = None,
-    check_values: bool = False,
-    sections: Sequence[int] | None = None,
-    section_layout: SectionLayout = "contiguous",
-    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
-    spec: RopeSpec | None = None,
-    rotary_features: RotaryFeatures = "first",
-) -> tuple[NDArray, ...]: ...
-
-
-@overload
-def apply_rope(
-    x: tuple[TorchTensor, ...] | list[TorchTensor],
-    pos: Any,
-    *,
-    base: float = 10000.0,
-    layout: RopeLayout = "half",
-    rotary_dim: int | None = None,
-    scaling: RopeConfig | None = None,
-    layer_type: str | None = None,
-    backend: None = None,
-    check_values: bool = False,
-    sections: Sequence[int] | None = None,
-    section_layout: SectionLayout = "contiguous",
-    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
-    spec: RopeSpec | None = None,
-    rotary_features: RotaryFeatures = "first",
-) -> tuple[TorchTensor, ...]: ...
-
-
-@overload
-def apply_rope(
-    x: tuple[JaxArray, ...] | list[JaxArray],
-    pos: Any,
-    *,
-    base: float = 10000.0,
-    layout: RopeLayout = "half",
-    rotary_dim: int | None = None,
-    scaling: RopeConfig | None = None,
-    layer_type: str | None = None,
-    backend: None = None,
-    check_values: bool = False,
-    sections: Sequence[int] | None = None,
-    section_layout: SectionLayout = "contiguous",
-    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
-    spec: RopeSpec | None = None,
-    rotary_features: RotaryFeatures = "first",
-) -> tuple[JaxArray, ...]: ...
-
-
-@overload
-def apply_rope(
-    x: tuple[TFTensor, ...] | list[TFTensor],
-    pos: Any,
-    *,
-    base: float = 10000.0,
-    layout: RopeLayout = "half",
-    rotary_dim: int | None = None,
-    scaling: RopeConfig | None = None,
-    layer_type: str | None = None,
-    backend: None = None,
-    check_values: bool = False,
-    sections: Sequence[int] | None = None,
-    section_layout: SectionLayout = "contiguous",
-    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
-    spec: RopeSpec | None = None,
-    rotary_features: RotaryFeatures = "first",
-) -> tuple[TFTensor, ...]: ...
-
-
-@overload
-def apply_rope(
-    x: NDArray,
-    pos: Any,
-    *,
-    base: float = 10000.0,
-    layout: RopeLayout = "half",
-    rotary_dim: int | None = None,
-    scaling: RopeConfig | None = None,
-    layer_type: str | None = None,
-    backend: NumpyBackend | None = None,
-    check_values: bool = False,
-    sections: Sequence[int] | None = None,
-    section_layout: SectionLayout = "contiguous",
-    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
-    spec: RopeSpec | None = None,
-    rotary_features: RotaryFeatures = "first",
-) -> NDArray: ...
-
-
-@overload
-def apply_rope(
-    x: TorchTensor,
-    pos: Any,
-    *,
-    base: float = 10000.0,
-    layout: RopeLayout = "half",
-    rotary_dim: int | None = None,
-    scaling: RopeConfig | None = None,
-    layer_type: str | None = None,
-    backend: None = None,
-    check_values: bool = False,
-    sections: Sequence[int] | None = None,
-    section_layout: SectionLayout = "contiguous",
-    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
-    spec: RopeSpec | None = None,
-    rotary_features: RotaryFeatures = "first",
-) -> TorchTensor: ...
-
-
-@overload
-def apply_rope(
-    x: JaxArray,
-    pos: Any,
-    *,
-    base: float = 10000.0,
-    layout: RopeLayout = "half",
-    rotary_dim: int | None = None,
-    scaling: RopeConfig | None = None,
-    layer_type: str | None = None,
-    backend: None = None,
-    check_values: bool = False,
-    sections: Sequence[int] | None = None,
-    section_layout: SectionLayout = "contiguous",
-    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
-    spec: RopeSpec | None = None,
-    rotary_features: RotaryFeatures = "first",
-) -> JaxArray: ...
-
-
-@overload
-def apply_rope(
-    x: TFTensor,
-    pos: Any,
-    *,
-    base: float = 10000.0,
-    layout: RopeLayout = "half",
-    rotary_dim: int | None = None,
-    scaling: RopeConfig | None = None,
-    layer_type: str | None = None,
-    backend: None = None,
-    check_values: bool = False,
-    sections: Sequence[int] | None = None,
-    section_layout: SectionLayout = "contiguous",
-    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
-    spec: RopeSpec | None = None,
-    rotary_features: RotaryFeatures = "first",
-) -> TFTensor: ...
-
-
-@overload
-def apply_rope(
-    x: Any,
-    pos: Any,
+    x: tuple[ArrayT, ...] | list[ArrayT],
+    pos: SupportsArray | HostData,
     *,
     base: float = 10000.0,
     layout: RopeLayout = "half",
@@ -234,10 +72,28 @@ def apply_rope(
     check_values: bool = False,
     sections: Sequence[int] | None = None,
     section_layout: SectionLayout = "contiguous",
-    frequencies: NamedFrequencies | Sequence[float] | Any | None = None,
+    frequencies: NamedFrequencies | Sequence[float] | SupportsArray | None = None,
     spec: RopeSpec | None = None,
     rotary_features: RotaryFeatures = "first",
-) -> Any: ...
+) -> tuple[ArrayT, ...]: ...
+@overload
+def apply_rope(
+    x: ArrayT,
+    pos: SupportsArray | HostData,
+    *,
+    base: float = 10000.0,
+    layout: RopeLayout = "half",
+    rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None,
+    layer_type: str | None = None,
+    backend: BackendLike | None = None,
+    check_values: bool = False,
+    sections: Sequence[int] | None = None,
+    section_layout: SectionLayout = "contiguous",
+    frequencies: NamedFrequencies | Sequence[float] | SupportsArray | None = None,
+    spec: RopeSpec | None = None,
+    rotary_features: RotaryFeatures = "first",
+) -> ArrayT: ...
 
 
 def apply_rope(
@@ -417,64 +273,23 @@ def apply_rope(
     True
     """
     if any_dtensor(x, pos):  # torch.distributed.tensor: on the local shard
-        on_shard: Any = apply_rope  # the implementation, not the overloads
-        return rope_on_shards(
-            lambda local, local_pos: on_shard(
-                local,
-                local_pos,
-                base=base,
-                layout=layout,
-                rotary_dim=rotary_dim,
-                scaling=scaling,
-                layer_type=layer_type,
-                backend=backend,
-                check_values=check_values,
-                sections=sections,
-                section_layout=section_layout,
-                frequencies=frequencies,
-                spec=spec,
-                rotary_features=rotary_features,
-            ),
-            x,
-            pos,
-        )
-    if rotary_features != "first" or getattr(spec, "rotary_features", "first") != "first":
-        return _apply_rope_last(
-            x,
-            pos,
-            base,
-            layout,
-            rotary_dim,
-            scaling,
-            layer_type,
-            backend,
-            check_values,
-            sections,
-            section_layout,
-            frequencies,
-            spec,
-            rotary_features,
-        )
-    if sections is None and frequencies is not None and framework_frequencies(frequencies):
+        options = dict(locals())  # the arguments, before any other local is bound
+        on_shard: Any = apply_rope  # the implementation, not the stubs
+        return rope_on_shards(lambda x, pos: on_shard(**{**options, "x": x, "pos": pos}), x, pos)
+    last = rotary_features != "first" or getattr(spec, "rotary_features", "first") != "first"
+    if last:
+        check_rotary_features(rotary_features, spec)  # "last" (the only other value)
+    elif sections is None and frequencies is not None and framework_frequencies(frequencies):
         # trainable frequencies: the angle pos * f on the device, differentiable
-        learned = functools.partial(
-            rope_with_frequencies,
-            pos=pos,
-            frequencies=frequencies,
-            base=base,
-            layout=layout,
-            rotary_dim=rotary_dim,
-            scaling=scaling,
-            layer_type=layer_type,
-            backend=backend,
-            check_values=check_values,
-            section_layout=section_layout,
-            spec=spec,
-        )
-        return tuple(learned(item) for item in x) if isinstance(x, (tuple, list)) else learned(x)
-    plain = all_none(scaling, layer_type, backend, sections, frequencies)
-    if plain and not check_values and section_layout == "contiguous":
-        # a decode step: the few-positions lane, if it takes the call
+        return rope_with_frequencies(
+            x, pos, frequencies, spec, base, layout, rotary_dim, scaling, layer_type,
+            backend, check_values, section_layout,
+        )  # fmt: skip
+    elif (
+        all_none(scaling, layer_type, backend, sections, frequencies)
+        and not check_values
+        and section_layout == "contiguous"
+    ):  # a decode step: the few-positions lane, if it takes the call
         result = few_positions_rope(x, pos, base, layout, rotary_dim, spec)
         if result is not None:
             return result
@@ -482,20 +297,22 @@ def apply_rope(
         spec, base, layout, rotary_dim, scaling, layer_type
     )
     if not all_none(sections, frequencies) or section_layout != "contiguous":
-        nd = functools.partial(
-            apply_rope_nd,
-            pos=pos,
-            sections=sections,
-            section_layout=section_layout,
-            frequencies=frequencies,
-            base=base,
-            layout=layout,
-            rotary_dim=rotary_dim,
-            scaling=scaling,
-            backend=backend,
-            check_values=check_values,
-        )
-        return tuple(nd(item) for item in x) if isinstance(x, (tuple, list)) else nd(x)
+        if last:
+            raise ValueError(
+                "rotary_features='last' applies to 1-D RoPE only: sections=, section_layout= "
+                f"and frequencies= must keep their defaults. Received: sections={sections!r}, "
+                f"section_layout={section_layout!r}, frequencies={frequencies!r}"
+            )
+        nd: dict[str, Any] = {
+            "sections": sections,
+            "section_layout": section_layout,
+            "frequencies": frequencies,
+        }
+        nd |= {"base": base, "layout": layout, "rotary_dim": rotary_dim, "scaling": scaling}
+        nd |= {"backend": backend, "check_values": check_values}
+        return each(lambda item: apply_rope_nd(item, pos, **nd), x)
+    if last:
+        return rope_last_features(x, pos, base, layout, rotary_dim, scaling, backend, check_values)
     if isinstance(x, (tuple, list)):  # (q, k): one set of factors for all of them
         return _apply_rope_each(
             tuple(x), pos, base, layout, rotary_dim, scaling, backend, check_values
@@ -504,37 +321,6 @@ def apply_rope(
         x, pos, base, layout, rotary_dim, scaling, backend, check_values
     )
     return xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working)
-
-
-def _apply_rope_last(
-    x: Any,
-    pos: Any,
-    base: float,
-    layout: str,
-    rotary_dim: int | None,
-    scaling: Any,
-    layer_type: str | None,
-    backend: str | None,
-    check_values: bool,
-    sections: Any,
-    section_layout: str,
-    frequencies: Any,
-    spec: RopeSpec | None,
-    rotary_features: str,
-) -> Any:
-    """``apply_rope`` with ``rotary_features`` other than ``"first"`` (a spec's or the
-    argument's): validated, then :func:`~pe_core._rope_features.rope_last_features`."""
-    check_rotary_features(rotary_features, spec)  # "last" (the only other value)
-    base, layout, rotary_dim, scaling = configuration(
-        spec, base, layout, rotary_dim, scaling, layer_type
-    )
-    if not all_none(sections, frequencies) or section_layout != "contiguous":
-        raise ValueError(
-            "rotary_features='last' applies to 1-D RoPE only: sections=, section_layout= "
-            f"and frequencies= must keep their defaults. Received: sections={sections!r}, "
-            f"section_layout={section_layout!r}, frequencies={frequencies!r}"
-        )
-    return rope_last_features(x, pos, base, layout, rotary_dim, scaling, backend, check_values)
 
 
 def _apply_rope_each(
@@ -581,6 +367,3 @@ def _apply_rope_each(
                 )
             )
     return tuple(out)
-
-
-# --------------------------------------------------------------------------- validation

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from pe_core.validation import choice, positive_int
+from pe_core.validation import choice, is_integer, positive_int
 
 __all__ = ["LAYOUTS", "ROTARY_FEATURES", "TABLE_LAYOUTS", "rope_permutation", "table_layout"]
 
 #: The RoPE pair layouts (:func:`pe_core.rope.apply_rope`, the layers,
-#: :func:`rope_permutation`): the one definition every module imports.
+#: :func:`rope_permutation`): the one definition every module imports (canonical here;
+#: ``pe_core.rope.LAYOUTS`` is the same tuple, re-exported).
 LAYOUTS: tuple[str, ...] = ("half", "interleaved")
 
 #: Which features of a head a partial rotary embedding rotates
@@ -50,10 +51,6 @@ def table_layout(layout: str) -> str:
     ('split', 'interleaved')
     """
     return _TABLE_LAYOUT[choice(layout, "layout", LAYOUTS)]
-
-
-def _check_layout(value: object, name: str) -> str:
-    return choice(value, name, LAYOUTS)
 
 
 def rope_permutation(
@@ -114,11 +111,11 @@ def rope_permutation(
     >>> w.reshape(2, 4, 3)[:, perm, :].reshape(8, 3)[:, 0].tolist()
     [0, 6, 3, 9, 12, 18, 15, 21]
     """
-    from_layout = _check_layout(from_layout, "from_layout")
-    to_layout = _check_layout(to_layout, "to_layout")
+    from_layout = choice(from_layout, "from_layout", LAYOUTS)
+    to_layout = choice(to_layout, "to_layout", LAYOUTS)
     head_dim = positive_int(head_dim, "head_dim")
     rot = head_dim if rotary_dim is None else rotary_dim
-    if isinstance(rot, bool) or not isinstance(rot, (int, np.integer)) or not 0 <= rot <= head_dim:
+    if not is_integer(rot) or not 0 <= rot <= head_dim:
         raise ValueError(f"rotary_dim must be an integer in [0, head_dim={head_dim}], got {rot!r}.")
     rot = int(rot)
     if rot % 2:

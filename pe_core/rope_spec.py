@@ -41,7 +41,7 @@ from pe_core.rope_scaling import (
     rope_summary,
 )
 from pe_core.typing import RopeConfig, RopeLayout, RotaryFeatures
-from pe_core.validation import choice, finite_real, optional_str, positive_int
+from pe_core.validation import choice, even_int, finite_real, optional_str, positive_int
 
 __all__ = ["FrozenMapping", "RopeSpec", "freeze", "rope_constants", "thaw"]
 
@@ -192,12 +192,7 @@ class RopeSpec:
         set_("layout", choice(self.layout, "layout", LAYOUTS))
         set_("rotary_features", choice(self.rotary_features, "rotary_features", ROTARY_FEATURES))
         if self.rotary_dim is not None:
-            dim = positive_int(self.rotary_dim, "rotary_dim", minimum=2)
-            if dim % 2:
-                raise ValueError(
-                    f"rotary_dim must be even: RoPE rotates pairs of features. Received: {dim}"
-                )
-            set_("rotary_dim", dim)
+            set_("rotary_dim", even_int(self.rotary_dim, "rotary_dim", minimum=2))
         layer_type = optional_str(self.layer_type, "layer_type")
         scaling = self.scaling
         if scaling is not None:
@@ -236,11 +231,7 @@ class RopeSpec:
         >>> RopeSpec(rotary_dim=4).constants(8)
         ((1.0, 0.01), 1.0)
         """
-        head_dim = positive_int(head_dim, "head_dim", minimum=2)
-        if head_dim % 2:
-            raise ValueError(
-                f"head_dim must be even: RoPE rotates pairs of features. Received: {head_dim}"
-            )
+        head_dim = even_int(head_dim, "head_dim", minimum=2)
         if self.rotary_dim is not None and self.rotary_dim > head_dim:
             raise ValueError(
                 f"rotary_dim must be even and at most head_dim={head_dim}. "
@@ -262,12 +253,7 @@ class RopeSpec:
         """
         inv_freq, attention_factor = self.constants(head_dim)
         dim = head_dim if self.rotary_dim is None else self.rotary_dim
-        scaling = self.resolved_scaling
-        if scaling is None:
-            config: dict[str, Any] = {"head_dim": dim, "rope_theta": self.base}
-        else:
-            config = _config_for(scaling, self.base, head_dim, dim)
-        out = rope_summary(config)
+        out = rope_summary(_config_for(self.resolved_scaling, self.base, head_dim, dim))
         out["head_dim"], out["rotary_dim"] = int(head_dim), 2 * len(inv_freq)
         out["attention_factor"] = attention_factor
         return out
@@ -288,11 +274,14 @@ class RopeSpec:
 def rope_constants(
     scaling: Any, base: float, head_dim: int, rotary_dim: int | None, seq_len: int | None
 ) -> tuple[tuple[float, ...], float]:
-    """``(inv_freq, attention_factor)`` as Python floats, for frozen ``scaling`` (cached).
+    """``(inv_freq, attention_factor)`` as Python floats (cached): the one way every RoPE
+    route reads its frequencies (``scaling`` a rope dict, a model config or ``None``;
+    :func:`~pe_core.rope_scaling.rope_frequencies` computes them).
 
-    A plain function (not the cache wrapper) so torch.compile can embed its result.
+    A plain function (not the cache wrapper) so torch.compile can embed its result;
+    ``scaling`` is frozen here, on the host (compilers never trace the freezing).
     """
-    return _cached_rope_constants(scaling, base, head_dim, rotary_dim, seq_len)
+    return _cached_rope_constants(freeze(scaling), base, head_dim, rotary_dim, seq_len)
 
 
 _PER_HEAD_KEYS = (
@@ -310,10 +299,7 @@ def _cached_rope_constants(
     scaling: Any, base: float, head_dim: int, rotary_dim: int | None, seq_len: int | None
 ) -> tuple[tuple[float, ...], float]:
     dim = head_dim if rotary_dim is None else rotary_dim
-    if scaling is None:
-        inv_freq, attention_factor = rope_frequencies({"head_dim": dim, "rope_theta": base})
-        return tuple(float(v) for v in inv_freq), float(attention_factor)
-    if not isinstance(scaling, Mapping):
+    if scaling is not None and not isinstance(scaling, Mapping):
         raise TypeError(
             "scaling must be a mapping: a rope-parameters dict with 'rope_type', or a model "
             f"config. Received: {type(scaling).__name__}"
@@ -336,8 +322,10 @@ def _cached_rope_constants(
     return tuple(float(v) for v in inv_freq), float(attention_factor)
 
 
-def _config_for(scaling: Mapping[str, Any], base: float, head_dim: int, dim: int) -> dict:
-    """The model config :func:`rope_frequencies` reads for a rope dict or a config."""
+def _config_for(scaling: Mapping[str, Any] | None, base: float, head_dim: int, dim: int) -> dict:
+    """The model config :func:`rope_frequencies` reads for a rope dict, a config or ``None``."""
+    if scaling is None:
+        return {"head_dim": dim, "rope_theta": base}
     if "rope_type" in scaling or "type" in scaling:
         params = dict(scaling)
         config: dict[str, Any] = {"rope_theta": base, "rope_parameters": params}

@@ -14,87 +14,27 @@ eagerly and traced; see :doc:`rope` for the conventions they reproduce.
 
 from __future__ import annotations
 
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
 from pe_core._rope_call import as_input, rope_factors
-from pe_core.typing import BackendLike, JaxArray, NDArray, NumpyBackend, TFTensor, TorchTensor
+from pe_core.typing import BackendArrayT, BackendLike, HostData, SupportsArray
 from pe_core.validation import finite_real, positive_int
-from pe_core_backends import backend_of, canonical_backend, get_namespace
+from pe_core_backends import HOST, backend_of, canonical_backend, get_namespace
 
 __all__ = ["llama4_attention_scales", "vjepa2_rope"]
 
 
-@overload
 def vjepa2_rope(
-    x: NDArray,
-    pos: Any,
-    *,
-    axes: int = 3,
-    base: float = 10000.0,
-    backend: NumpyBackend | None = None,
-    check_values: bool = False,
-) -> NDArray: ...
-
-
-@overload
-def vjepa2_rope(
-    x: TorchTensor,
-    pos: Any,
-    *,
-    axes: int = 3,
-    base: float = 10000.0,
-    backend: None = None,
-    check_values: bool = False,
-) -> TorchTensor: ...
-
-
-@overload
-def vjepa2_rope(
-    x: JaxArray,
-    pos: Any,
-    *,
-    axes: int = 3,
-    base: float = 10000.0,
-    backend: None = None,
-    check_values: bool = False,
-) -> JaxArray: ...
-
-
-@overload
-def vjepa2_rope(
-    x: TFTensor,
-    pos: Any,
-    *,
-    axes: int = 3,
-    base: float = 10000.0,
-    backend: None = None,
-    check_values: bool = False,
-) -> TFTensor: ...
-
-
-@overload
-def vjepa2_rope(
-    x: Any,
-    pos: Any,
+    x: BackendArrayT | HostData,
+    pos: SupportsArray | HostData,
     *,
     axes: int = 3,
     base: float = 10000.0,
     backend: BackendLike | None = None,
     check_values: bool = False,
-) -> Any: ...
-
-
-def vjepa2_rope(
-    x: Any,
-    pos: Any,
-    *,
-    axes: int = 3,
-    base: float = 10000.0,
-    backend: BackendLike | None = None,
-    check_values: bool = False,
-) -> Any:
+) -> BackendArrayT:
     """V-JEPA 2's rotary embedding of queries or keys ``x`` at ``axes``-D positions.
 
     transformers' ``VJEPA2RopeAttention.apply_rotary_embeddings``: the head is cut
@@ -153,8 +93,8 @@ def vjepa2_rope(
     (True, [1.0, 1.0, 1.0, 1.0])
     """
     axes = positive_int(axes, "axes")
-    xp, x = as_input(x, backend)
-    shape = xp.shape(x)
+    xp, array = as_input(x, backend)
+    shape = xp.shape(array)
     if not shape:
         raise ValueError("x must have at least one axis (head_dim); received a scalar.")
     head_dim = shape[-1]
@@ -164,9 +104,9 @@ def vjepa2_rope(
             f"vjepa2_rope cuts head_dim into {axes} blocks of 2 * ((head_dim // {axes}) // 2) "
             f"features, which needs head_dim >= {2 * axes}. Received: head_dim={head_dim}"
         )
-    if backend_of(pos) is None:
-        pos = np.asarray(pos)
-    pos_shape = tuple(get_namespace(backend_of(pos) or "numpy").shape(pos))
+    source = backend_of(pos)
+    coords: Any = np.asarray(pos) if source is None else pos
+    pos_shape = tuple((HOST if source is None else get_namespace(source)).shape(coords))
     if not pos_shape or pos_shape[-1] != axes:
         raise ValueError(
             f"pos must have a trailing axis of axes={axes} coordinates (V-JEPA 2: frame, "
@@ -174,13 +114,13 @@ def vjepa2_rope(
         )
     parts = []
     for a in range(axes):
-        part = x[..., a * block : (a + 1) * block]
+        part = array[..., a * block : (a + 1) * block]
         xp_, part, cos, sin, _, _, working = rope_factors(
-            part, pos[..., a], base, "half", None, None, None, check_values
+            part, coords[..., a], base, "half", None, None, None, check_values
         )
         parts.append(_vjepa2_block(xp_, part, cos, sin, working))
     if axes * block < head_dim:
-        parts.append(x[..., axes * block :])
+        parts.append(array[..., axes * block :])
     return xp.concat(parts, axis=-1)
 
 
@@ -197,13 +137,13 @@ def _vjepa2_block(xp: Any, x: Any, cos: Any, sin: Any, working: str) -> Any:
 
 
 def llama4_attention_scales(
-    positions: Any,
+    positions: BackendArrayT | HostData,
     *,
     floor_scale: int = 8192,
     attn_scale: float = 0.1,
-    backend: str | None = None,
+    backend: BackendLike | None = None,
     dtype: str = "float32",
-) -> Any:
+) -> BackendArrayT:
     """Llama 4's attention temperature tuning: the query scale of each position.
 
     transformers' ``Llama4TextAttention`` multiplies the queries of its NoPE layers
@@ -260,7 +200,7 @@ def llama4_attention_scales(
     if source is None or (backend is not None and canonical_backend(backend) != source):
         values = _host_positions(positions, source)
         scales = np.log1p((values + 1) // floor_scale) * attn_scale + 1.0
-        xp = get_namespace(backend if backend is not None else "numpy")
+        xp = HOST if backend is None else get_namespace(backend)
         return xp.asarray(scales.astype(dtype), dtype=xp.dtype(dtype))
     xp = get_namespace(source)
     if xp.kind(xp.dtype_of(positions)) != "int":
@@ -269,8 +209,9 @@ def llama4_attention_scales(
             f"{xp.dtype_of(positions)} {source} array."
         )
     # (p + 1) // f without forming p + 1 (int32 positions near 2**31 - 1 would wrap)
-    quotient = positions // floor_scale
-    steps = quotient + (positions - quotient * floor_scale + 1) // floor_scale
+    p: Any = positions
+    quotient = p // floor_scale
+    steps = quotient + (p - quotient * floor_scale + 1) // floor_scale
     return xp.log1p(xp.astype(steps, xp.dtype(dtype))) * attn_scale + 1.0
 
 

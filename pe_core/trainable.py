@@ -9,7 +9,9 @@ working dtype, by the framework's own differentiable operations. They are accept
 by
 
 * :func:`pe_core.apply_rope` (``frequencies=`` an array of shape ``(r/2,)`` or
-  ``(heads, r/2)``; see :func:`rope_angles` for the broadcasting),
+  ``(heads, r/2)``; see :func:`rope_angles` for the broadcasting): the one way to
+  rotate by one-axis trainable frequencies (:func:`rope_angles` gives their angles
+  only),
 * :func:`apply_rope_mixed` and :func:`rope_mixed_angles` for mixed-axis frequencies
   ``(k, ..., r/2)`` (RoPE-Mixed, Mochi): ``angle = sum_a pos_a * f[a]``,
 * :func:`pe_core.encode` (``frequencies=`` an array of shape ``(..., d/2)``),
@@ -33,14 +35,15 @@ What holds (see the "Trainable frequencies" page):
 
 from __future__ import annotations
 
-from typing import Any
-
 from pe_core._learned import framework_angles, framework_frequencies, learned_rope, mixed_axes
+from pe_core.typing import ArrayT, HostData, RopeLayout, SupportsArray
 
 __all__ = ["apply_rope_mixed", "framework_frequencies", "rope_angles", "rope_mixed_angles"]
 
 
-def rope_angles(pos: Any, frequencies: Any, *, check_values: bool = False) -> Any:
+def rope_angles(
+    pos: SupportsArray | HostData, frequencies: ArrayT, *, check_values: bool = False
+) -> ArrayT:
     """The RoPE angles ``pos[..., None] * frequencies[..., None, :]`` of framework
     frequencies.
 
@@ -75,7 +78,9 @@ def rope_angles(pos: Any, frequencies: Any, *, check_values: bool = False) -> An
     return angles
 
 
-def rope_mixed_angles(pos: Any, frequencies: Any, *, check_values: bool = False) -> Any:
+def rope_mixed_angles(
+    pos: SupportsArray | HostData, frequencies: ArrayT, *, check_values: bool = False
+) -> ArrayT:
     """Mixed-axis RoPE angles ``sum_a pos[..., a, None] * frequencies[a][..., None, :]``.
 
     The learned directions of RoPE-Mixed (timm ``RotaryEmbeddingMixed``: one
@@ -113,13 +118,13 @@ def rope_mixed_angles(pos: Any, frequencies: Any, *, check_values: bool = False)
 
 
 def apply_rope_mixed(
-    x: Any,
-    pos: Any,
-    frequencies: Any,
+    x: SupportsArray | HostData,
+    pos: SupportsArray | HostData,
+    frequencies: ArrayT,
     *,
-    layout: str = "half",
+    layout: RopeLayout = "half",
     check_values: bool = False,
-) -> Any:
+) -> ArrayT:
     """Rotate ``x`` by mixed-axis angles (:func:`rope_mixed_angles`).
 
     Parameters

@@ -31,6 +31,8 @@ from typing import Any
 __all__ = [
     "broadcasts_into",
     "choice",
+    "even_int",
+    "even_int",
     "finite_real",
     "flag",
     "integer",
@@ -233,3 +235,21 @@ def flag(value: object, name: str) -> bool:
     if not (kind is bool or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"))):
         raise TypeError(f"{name} must be True or False. Received: {value!r}")
     return bool(value)
+
+
+# -- from rope
+
+
+def even_int(value: object, name: str, *, minimum: int = 1) -> int:
+    """``value`` as an even ``int`` ``>= minimum`` (a count of features RoPE rotates in
+    pairs): :func:`positive_int`, then a ``ValueError`` for an odd value.
+
+    >>> even_int(3, "rotary_dim")
+    Traceback (most recent call last):
+    ...
+    ValueError: rotary_dim must be even (RoPE rotates pairs of features). Received: 3
+    """
+    out = positive_int(value, name, minimum=minimum)
+    if out % 2:
+        raise ValueError(f"{name} must be even (RoPE rotates pairs of features). Received: {out}")
+    return out

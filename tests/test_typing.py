@@ -163,7 +163,6 @@ def test_the_backend_literals_cover_every_alias() -> None:
 OVERLOADED: tuple[Callable[..., Any], ...] = (
     pe_core.encode,
     pe_core.apply_rope,
-    pe_core.vjepa2_rope,
     pe_core.alibi_bias,
     pe_core.t5_bucket_matrix,
     pe_core.timestep_embedding,
@@ -187,7 +186,7 @@ def test_the_overloads_have_the_implementation_parameters(function: Callable[...
     the same defaults (an overload may make one required: ``backend`` with a
     backend's name), so a parameter added to the function is added to its overloads."""
     overloads = typing.get_overloads(function)
-    assert len(overloads) >= 4, function.__name__
+    assert len(overloads) >= 2, function.__name__  # apply_rope: an array, a tuple
     implementation = inspect.signature(function).parameters
     for overload in overloads:
         parameters = inspect.signature(overload).parameters

@@ -50,13 +50,6 @@ def _real(
     return out
 
 
-def _even_rotary_dim(value: Any, name: str = "rotary_dim") -> int:
-    dim = positive_int(value, name)
-    if dim % 2:
-        raise ValueError(f"{name} must be even (RoPE rotates pairs of features), got {dim}.")
-    return dim
-
-
 def _require(params: Mapping[str, Any], key: str, rope_type: str) -> Any:
     """Fetch a key a rope_type cannot do without; missing or None raises MissingRopeKeyError."""
     if params.get(key) is None:

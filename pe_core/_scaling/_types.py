@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["MissingRopeKeyError", "RopeScalingType", "ScalingInputs"]
+__all__ = ["SCALING_TYPES", "MissingRopeKeyError", "RopeScalingType", "ScalingInputs"]
 
 
 class MissingRopeKeyError(KeyError, ValueError):
@@ -87,6 +87,9 @@ class RopeScalingType:
     optional: tuple[str, ...] = ()
     needs_seq_len: bool = False
 
+
+#: The table of :data:`pe_core.rope_scaling.SCALING_TYPES` (filled there, in place).
+SCALING_TYPES: dict[str, RopeScalingType] = {}
 
 # Their documented home (the API reference, reprs, tracebacks and pickles name it).
 for _cls in (MissingRopeKeyError, ScalingInputs, RopeScalingType):
