@@ -32,7 +32,6 @@ __all__ = [
     "broadcasts_into",
     "choice",
     "even_int",
-    "even_int",
     "finite_real",
     "flag",
     "integer",
