@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from pe_core.alibi import alibi_bias
-from pe_core.layers._checks import check_flag
+from pe_core.layers._checks import check_features, check_flag, scores_shape
 from pe_core.layers._config import LayerConfig
 from pe_core.relative_index import num_relative_distance, relative_position_bias
 from pe_core.t5 import t5_relative_bias, t5_relative_bucket
@@ -250,6 +250,18 @@ class RelativePositionBiasConfig(LayerConfig):
         """``(num_relative_distance, n_heads)``: the learned table's shape."""
         rows = num_relative_distance(self.window_size, prefix_tokens=self.prefix_tokens)
         return rows, self.n_heads
+
+    def _check_scores(self, shape: tuple[int | None, ...]) -> None:
+        """Raise unless ``shape`` is ``(batch, n_heads, N, N)``, naming what differs."""
+        heads, q_len, k_len = scores_shape(shape)
+        check_features(heads, self.n_heads, "n_heads")
+        n = self.window_size[0] * self.window_size[1] + self.prefix_tokens
+        for length, name in ((q_len, "query_length"), (k_len, "key_length")):
+            if length is not None and length != n:
+                raise ValueError(
+                    f"attention_scores must have {name} N = Wh * Ww + prefix_tokens = {n}. "
+                    f"Received: shape {shape}"
+                )
 
     def _bias(self, table: Any, backend: str) -> Any:
         """The bias ``(n_heads, N, N)`` of the learned ``table`` of ``backend``."""

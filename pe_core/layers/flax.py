@@ -55,7 +55,7 @@ from pe_core.layers._config_nd import (
     RotaryEmbeddingNDConfig,
     patch_grid,
 )
-from pe_core.layers._tables import placed_patch_table, placed_rows
+from pe_core.layers._tables import nan_where_wrapped, placed_patch_table, placed_rows
 from pe_core.nd import grid
 from pe_core_backends import get_namespace
 
@@ -122,14 +122,6 @@ def _positions(offset: Offset, length: int, x_shape: tuple[int, ...]) -> Any:
     return jnp.reshape(offset, shape)[..., None] + jnp.arange(length, dtype=offset.dtype)
 
 
-def _nan_where_wrapped(positions: Any, values: jax.Array) -> jax.Array:
-    """``values`` with NaN rows where ``offset + arange`` wrapped past the largest integer
-    of its dtype (a traced offset near ``2**31``, or ``2**63`` with x64): those positions
-    are not the ones asked for, and the documented answer for them is NaN."""
-    wrapped = positions < positions[..., :1]  # the steps are >= 0: a wrap makes them fall
-    return jnp.where(wrapped[..., None], jnp.nan, values)
-
-
 def _sinusoidal(config: SinusoidalEncodingConfig, x: Any, offset: object) -> jax.Array:
     """``x + encoding`` for ``x`` of shape ``(..., seq, d_model)`` at positions from ``offset``."""
     x = jnp.asarray(x)
@@ -146,7 +138,7 @@ def _sinusoidal(config: SinusoidalEncodingConfig, x: Any, offset: object) -> jax
             return x + jnp.asarray(rows, dtype=x.dtype)
         return x + config._encode(range(offset, offset + length), x.dtype, backend="jax")
     positions = _positions(offset, length, x.shape)
-    return x + _nan_where_wrapped(positions, config._encode(positions, x.dtype))
+    return x + nan_where_wrapped(_JAX, positions, config._encode(positions, x.dtype))
 
 
 def _rope(config: RotaryEmbeddingConfig, q: Any, k: Any, positions: Any, offset: object) -> Any:
@@ -163,7 +155,7 @@ def _rope(config: RotaryEmbeddingConfig, q: Any, k: Any, positions: Any, offset:
         if known is not None:
             return config._rotate(x, known)
         steps = _positions(offset, x.shape[-2], x.shape)
-        return _nan_where_wrapped(steps, config._rotate(x, steps))
+        return nan_where_wrapped(_JAX, steps, config._rotate(x, steps))
 
     return tuple(rotated(x) for x in (q, k))
 

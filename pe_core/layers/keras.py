@@ -20,7 +20,6 @@ exactly in float32 (float64 for float64 inputs) and only the encoding is rounded
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any, cast
 
@@ -33,6 +32,7 @@ from pe_core.fourier import fourier_features
 from pe_core.layers._checks import (
     check_features,
     check_sequence_input,
+    offset_dtype,
     per_example_shape,
     scores_shape,
 )
@@ -53,10 +53,8 @@ from pe_core.layers._config_nd import (
     RotaryEmbeddingNDConfig,
     patch_grid,
 )
-from pe_core.layers._tables import placed_patch_table, placed_rows
-from pe_core.resample import resample_pos_embed
+from pe_core.layers._tables import placed_patch_table, placed_rows, resized_for
 from pe_core.typing import Interpolation
-from pe_core.validation import positive_int
 from pe_core_backends import Namespace, get_namespace
 
 __all__ = [
@@ -130,30 +128,6 @@ def _check_offset(offset: object) -> Any:
     )
 
 
-#: An int offset below this (in magnitude) takes int32 positions when the sequence
-#: length is unknown (room for 2**30 steps); int64 positions up to ``2**62``.
-_INT32_OFFSETS = 2**30
-_INT64_OFFSETS = 2**62
-
-
-def _offset_dtype(offset: int) -> str:
-    """The integer dtype of ``offset + arange(seq)`` for a sequence length unknown on the
-    host (a traced graph's ``None`` axis): int32 where it cannot overflow, else int64."""
-    if abs(offset) < _INT32_OFFSETS:
-        return "int32"
-    backend = keras.backend.backend()
-    if abs(offset) >= _INT64_OFFSETS or not get_namespace(backend).supports("int64"):
-        limit = "2**62" if get_namespace(backend).supports("int64") else "2**30 (no int64)"
-        raise ValueError(
-            f"offset must be below {limit} in magnitude when the sequence length is "
-            f"unknown (a traced graph with a None sequence axis) on Keras backend "
-            f"{backend!r}: offset + arange(seq) is computed there in integers. "
-            f"Received: offset={offset}. Give the sequence length statically, or pass "
-            "the positions themselves."
-        )
-    return "int64"
-
-
 def _positions(offset: Any, x: Any) -> Any:
     """``offset + arange(seq)`` for ``x`` ``(..., seq, d)`` as a backend tensor:
     ``(seq,)``, or ``(batch, 1, ..., seq)`` for per-example offsets ``(batch,)``."""
@@ -161,7 +135,7 @@ def _positions(offset: Any, x: Any) -> Any:
     if length is None:
         length = ops.shape(x)[-2]
     if isinstance(offset, int):
-        return ops.arange(length, dtype=_offset_dtype(offset)) + offset
+        return ops.arange(length, dtype=offset_dtype(offset, keras.backend.backend())) + offset
     shape = per_example_shape(tuple(offset.shape), tuple(x.shape))
     steps = ops.arange(length, dtype=_dtype_name(offset))
     return ops.expand_dims(ops.reshape(offset, shape), -1) + steps
@@ -488,7 +462,9 @@ class AlibiBias(AlibiBiasConfig, _Layer):
         """The bias ``(1, n_heads, query_length, key_length)`` (float32 by default)."""
         if n_heads is None and self.n_heads is None:
             raise ValueError("n_heads is not known: build the layer with n_heads, or pass it.")
-        host = self._bias(query_length, key_length, n_heads, dtype=working_dtype(dtype or "float32"))
+        host = self._bias(
+            query_length, key_length, n_heads, dtype=working_dtype(dtype or "float32")
+        )
         return _constant(host, dtype or "float32")
 
     def call(self, attention_scores: Any) -> Any:
@@ -616,6 +592,7 @@ def assign_resampled(
     >>> weight = keras.Variable(np.zeros((1, 1 + 4 * 4, 8), "float32"))
     >>> checkpoint = np.random.default_rng(0).normal(size=(1, 1 + 2 * 2, 8))
     >>> weight = assign_resampled(weight, checkpoint.astype("float32"))
+    >>> from pe_core import resample_pos_embed
     >>> want = resample_pos_embed(checkpoint.astype("float32"), 4)
     >>> bool(np.allclose(keras.ops.convert_to_numpy(weight), want))
     True
@@ -623,18 +600,8 @@ def assign_resampled(
     if not isinstance(variable, keras.Variable):
         raise TypeError(f"variable must be a keras.Variable. Received: {type(variable).__name__}")
     want = tuple(int(n) for n in variable.shape)
-    if len(want) != 3:
-        raise ValueError(f"variable must have 3 axes (N, L, C). Received: shape {want}")
-    if new_size is None:
-        rows = want[1] - positive_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
-        side = math.isqrt(max(rows, 0))
-        if rows < 1 or side * side != rows:
-            raise ValueError(
-                f"new_size is needed: the variable's {want[1]} rows minus num_prefix_tokens="
-                f"{num_prefix_tokens!r} are not a square grid. Received: new_size=None"
-            )
-        new_size = side
-    resized = resample_pos_embed(
+    resized = resized_for(
+        want,
         table,
         new_size,
         old_size=old_size,
@@ -642,12 +609,6 @@ def assign_resampled(
         interpolation=interpolation,
         antialias=antialias,
     )
-    have = tuple(int(n) for n in resized.shape)
-    if have != want:
-        raise ValueError(
-            f"the resized table has shape {have}, the variable {want}. "
-            f"Received: table shape {tuple(int(n) for n in table.shape)}, new_size={new_size!r}"
-        )
     variable.assign(ops.cast(resized, variable.dtype))
     return variable
 
@@ -714,15 +675,7 @@ class RelativePositionBias(RelativePositionBiasConfig, _Layer):
         return self._bias(self.relative_position_bias_table.value, keras.backend.backend())
 
     def call(self, attention_scores: Any) -> Any:
-        heads, q_len, k_len = scores_shape(tuple(attention_scores.shape))
-        check_features(heads, self.n_heads, "n_heads")
-        n = self.window_size[0] * self.window_size[1] + self.prefix_tokens
-        for length, name in ((q_len, "query_length"), (k_len, "key_length")):
-            if length is not None and length != n:
-                raise ValueError(
-                    f"attention_scores must have {name} N = Wh * Ww + prefix_tokens = {n}. "
-                    f"Received: shape {tuple(attention_scores.shape)}"
-                )
+        self._check_scores(tuple(attention_scores.shape))
         return attention_scores + ops.cast(self.bias(), _dtype_name(attention_scores))
 
 

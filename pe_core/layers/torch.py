@@ -59,10 +59,10 @@ from pe_core.layers._config_nd import (
     RotaryEmbeddingNDConfig,
     patch_grid,
 )
-from pe_core.layers._tables import pe_table_problem
+from pe_core.layers._tables import nan_where_wrapped, pe_table_problem
 from pe_core.nd import grid
 from pe_core.spec import Spec
-from pe_core_backends import any_dtensor, map_shards
+from pe_core_backends import any_dtensor, get_namespace, map_shards
 
 __all__ = [
     "AlibiBias",
@@ -75,6 +75,8 @@ __all__ = [
     "T5RelativeBias",
     "Timesteps",
 ]
+
+_TORCH = get_namespace("torch")
 
 #: An offset: an int (symbolic under ``torch.compile``) or a tensor of per-example offsets.
 Offset = int | torch.SymInt | torch.Tensor
@@ -103,14 +105,6 @@ def _positions(offset: Offset, length: Any, x_shape: tuple[int | None, ...], dev
         return steps + offset
     shape = per_example_shape(tuple(offset.shape), tuple(x_shape))
     return offset.to(device).reshape(shape)[..., None] + steps
-
-
-def _nan_where_wrapped(positions: Any, values: torch.Tensor) -> torch.Tensor:
-    """``values`` with NaN rows where ``offset + arange`` wrapped past the largest int64
-    (a tensor or compiled offset near ``2**63``): those positions are not the ones
-    asked for, and the documented answer for them is NaN."""
-    wrapped = positions < positions[..., :1]  # the steps are >= 0: a wrap makes them fall
-    return torch.where(wrapped[..., None], torch.nan, values)
 
 
 def _is_exporting() -> bool:
@@ -296,10 +290,10 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         )
         if _is_exporting() or torch.compiler.is_compiling():  # a symbolic length stays so
             positions = _positions(offset, length, x_shape, device)
-            return _nan_where_wrapped(positions, self._encode(positions, dtype))
+            return nan_where_wrapped(_TORCH, positions, self._encode(positions, dtype))
         if not isinstance(offset, int):  # a tensor
             positions = _positions(offset, length, x_shape, device)
-            return _nan_where_wrapped(positions, self._encode(positions, dtype))
+            return nan_where_wrapped(_TORCH, positions, self._encode(positions, dtype))
         cached = self._cached_rows(offset, length, device, dtype)
         if cached is not None:
             return cached
@@ -409,7 +403,7 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
         positions = self._default_positions(x, offset)
         if isinstance(positions, range):
             return self.rotate(x, positions)
-        return _nan_where_wrapped(positions, self.rotate(x, positions))
+        return nan_where_wrapped(_TORCH, positions, self.rotate(x, positions))
 
     def rotate(self, x: torch.Tensor, positions: Any) -> torch.Tensor:
         """:func:`~pe_core.rope.apply_rope` of ``x`` with this layer's configuration."""
