@@ -179,7 +179,6 @@ def layer_repr(layer: Any) -> str:
     return f"{type(layer).__name__}({text})"
 
 
-@functools.cache
 def config_parameters(cls: type) -> tuple[inspect.Parameter, ...]:
     """The parameters of the configuration ``__init__`` that ``cls`` inherits (the first
     one in its MRO defined in the neutral modules), without ``self`` and ``**kwargs``.
@@ -190,11 +189,10 @@ def config_parameters(cls: type) -> tuple[inspect.Parameter, ...]:
     config = next(
         c for c in cls.__mro__ if c.__module__.startswith(__name__) and "__init__" in vars(c)
     )
-    parameters = list(inspect.signature(config.__init__).parameters.values())[1:]
+    parameters = inspect.signature(config).parameters.values()
     return tuple(p for p in parameters if p.kind is not p.VAR_KEYWORD)
 
 
-@functools.cache
 def setup_keywords(cls: type) -> tuple[inspect.Parameter, ...]:
     """The keyword-only parameters of ``cls._setup``: a framework's constructor keywords
     beyond the configuration's (NNX's ``rngs``)."""
@@ -267,7 +265,7 @@ class LayerConfig:
             setattr(self, name, value)
         self._setup(**setup)
 
-    def _setup(self, **kwargs: Any) -> None:
+    def _setup(self) -> None:
         """What a framework layer builds from its stored configuration (nothing here)."""
 
     @staticmethod
