@@ -42,14 +42,13 @@ ValueError: dropout must be a number in [0, 1). Received: 1.5
 
 from __future__ import annotations
 
-from pe_core.layers._config import (
-    AlibiBiasConfig,
+from pe_core.layers._config import RotaryEmbeddingConfig, SinusoidalEncodingConfig
+from pe_core.layers._config_index import AlibiBiasConfig, T5RelativeBiasConfig
+from pe_core.layers._config_nd import (
     FourierFeaturesConfig,
-    RotaryEmbeddingConfig,
-    SinusoidalEncodingConfig,
-    T5RelativeBiasConfig,
+    PatchEncodingConfig,
+    RotaryEmbeddingNDConfig,
 )
-from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig
 
 __all__ = [
     "AlibiBiasConfig",

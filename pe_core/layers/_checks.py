@@ -24,6 +24,7 @@ import numpy as np
 from pe_core._schedule import check_d
 from pe_core.spec import Spec
 from pe_core.validation import is_integer
+from pe_core_backends import get_namespace
 
 __all__ = [
     "check_argument_order",
@@ -36,6 +37,7 @@ __all__ = [
     "check_query_key",
     "check_scaling_type",
     "check_sequence_input",
+    "offset_dtype",
     "per_example_shape",
     "scores_shape",
 ]
@@ -297,3 +299,31 @@ def scores_shape(shape: tuple[int | None, ...]) -> tuple[int, int, int]:
             f"with known heads and lengths. Received: shape {shape}"
         )
     return int(shape[1]), int(shape[2]), int(shape[3])  # type: ignore[arg-type]
+
+
+#: An int offset below this (in magnitude) takes int32 positions when the sequence
+#: length is unknown (room for 2**30 steps); int64 positions up to ``2**62``.
+_INT32_OFFSETS = 2**30
+_INT64_OFFSETS = 2**62
+
+
+def offset_dtype(offset: int, backend: str) -> str:
+    """The integer dtype of ``offset + arange(seq)`` on the Keras ``backend`` for a
+    sequence length unknown on the host (a traced graph's ``None`` axis): int32 where it
+    cannot overflow, else int64.
+
+    >>> offset_dtype(5, "numpy"), offset_dtype(2**40, "numpy")
+    ('int32', 'int64')
+    """
+    if abs(offset) < _INT32_OFFSETS:
+        return "int32"
+    if abs(offset) >= _INT64_OFFSETS or not get_namespace(backend).supports("int64"):
+        limit = "2**62" if get_namespace(backend).supports("int64") else "2**30 (no int64)"
+        raise ValueError(
+            f"offset must be below {limit} in magnitude when the sequence length is "
+            f"unknown (a traced graph with a None sequence axis) on Keras backend "
+            f"{backend!r}: offset + arange(seq) is computed there in integers. "
+            f"Received: offset={offset}. Give the sequence length statically, or pass "
+            "the positions themselves."
+        )
+    return "int64"

@@ -2,14 +2,18 @@
 
 Each layer class of :mod:`pe_core.layers.torch`, :mod:`~pe_core.layers.flax` and
 :mod:`~pe_core.layers.keras` inherits one mixin of this module (einops' layer design):
-it validates the constructor's arguments, stores them and gives them back as
-JSON-ready data (``*_config``) and for ``repr`` (``*_repr``), so every framework takes
-and refuses the same arguments with the same messages. The mixins also hold what a
-layer computes with :mod:`pe_core` whatever the framework (the host tables of the
-``max_len`` cache, the calls of :func:`pe_core.encode`, :func:`pe_core.rope.apply_rope`,
-:func:`pe_core.t5.t5_relative_bias` and :func:`pe_core.alibi_bias` with the layer's
-configuration), so a framework module only wires them into its module class. The N-D
-mixins are in :mod:`pe_core.layers._config_nd`.
+its ``__init__`` is the layer's constructor, written once for every framework; it
+validates the arguments, stores them and gives them back as JSON-ready data
+(``_layer_config``) and for ``repr`` (``_layer_repr``), so every framework takes and
+refuses the same arguments with the same messages. A framework class adds only what
+its framework needs: a ``_setup`` hook run once the configuration is stored (its
+sub-layers and weights), and its call. Flax linen's dataclass fields are made from
+the same ``__init__`` (:func:`config_parameters`). The mixins also hold what a layer
+computes with :mod:`pe_core` whatever the framework (the host tables of the
+``max_len`` cache, the calls of :func:`pe_core.encode` and
+:func:`pe_core.rope.apply_rope` with the layer's configuration). The N-D mixins are in
+:mod:`pe_core.layers._config_nd` (with Fourier features'), the relative-bias ones in
+:mod:`pe_core.layers._config_index`.
 
 >>> spec_to_config(Spec(base=500.0))["base"]
 500.0
@@ -24,14 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from pe_core._kernel.inputs import working_dtype
 from pe_core._schedule import check_d
-from pe_core.alibi import alibi_bias
 from pe_core.encoding import encode
-from pe_core.fourier import ORDERS
 from pe_core.layers._checks import (
     check_dropout,
     check_features,
-    check_flag,
     check_max_len,
     check_query_key,
     check_scaling_type,
@@ -40,27 +42,25 @@ from pe_core.presets import PRESETS, resolve_spec
 from pe_core.rope import apply_rope
 from pe_core.rope_spec import RopeSpec, thaw
 from pe_core.spec import Spec
-from pe_core.t5 import t5_relative_bias, t5_relative_bucket
-from pe_core.typing import RopeLayout, SinCosOrder
-from pe_core.validation import choice, finite_real, positive_int
+from pe_core.timestep import timestep_embedding
+from pe_core.typing import RopeConfig, RopeLayout
+from pe_core.validation import positive_int
 
 __all__ = [
-    "AlibiBiasConfig",
-    "FourierFeaturesConfig",
     "InitSignature",
     "LayerConfig",
     "RotaryEmbeddingConfig",
     "SinusoidalEncodingConfig",
-    "T5RelativeBiasConfig",
+    "TimestepsConfig",
     "cached_table",
-    "host_dtype",
+    "config_parameters",
     "layer_repr",
     "rope_repr",
+    "setup_keywords",
     "short_repr",
     "spec_from_config",
     "spec_repr",
     "spec_to_config",
-    "timesteps_repr",
 ]
 
 
@@ -166,25 +166,11 @@ def rope_repr(spec: RopeSpec, head_dim: int) -> list[str]:
     return parts
 
 
-def timesteps_repr(
-    num_channels: Any, flip_sin_to_cos: Any, downscale_freq_shift: Any, scale: Any
-) -> str:
-    """``num_channels=..., flip_sin_to_cos=..., ...`` for a ``Timesteps`` layer's ``repr``.
-
-    >>> timesteps_repr(320, True, 0, 1)
-    'num_channels=320, flip_sin_to_cos=True, downscale_freq_shift=0, scale=1'
-    """
-    return (
-        f"num_channels={num_channels}, flip_sin_to_cos={flip_sin_to_cos}, "
-        f"downscale_freq_shift={downscale_freq_shift}, scale={scale}"
-    )
-
-
 def layer_repr(layer: Any) -> str:
     """``Name(key=value, ...)``: the class name and the configuration's ``repr`` text.
 
-    >>> layer_repr(AlibiBiasConfig(4))
-    'AlibiBiasConfig(n_heads=4, alibi_bias_max=8.0, causal=True)'
+    >>> layer_repr(TimestepsConfig(320, True, 0))
+    'TimestepsConfig(num_channels=320, flip_sin_to_cos=True, downscale_freq_shift=0, scale=1)'
     """
     try:
         text = layer._layer_repr()
@@ -193,26 +179,51 @@ def layer_repr(layer: Any) -> str:
     return f"{type(layer).__name__}({text})"
 
 
+def config_parameters(cls: type) -> tuple[inspect.Parameter, ...]:
+    """The parameters of the configuration ``__init__`` that ``cls`` inherits (the first
+    one in its MRO defined in the neutral modules), without ``self`` and ``**kwargs``.
+
+    >>> [p.name for p in config_parameters(TimestepsConfig)][:3]
+    ['num_channels', 'flip_sin_to_cos', 'downscale_freq_shift']
+    """
+    config = next(
+        c for c in cls.__mro__ if c.__module__.startswith(__name__) and "__init__" in vars(c)
+    )
+    parameters = inspect.signature(config).parameters.values()
+    return tuple(p for p in parameters if p.kind is not p.VAR_KEYWORD)
+
+
+def setup_keywords(cls: type) -> tuple[inspect.Parameter, ...]:
+    """The keyword-only parameters of ``cls._setup``: a framework's constructor keywords
+    beyond the configuration's (NNX's ``rngs``)."""
+    parameters = inspect.signature(cls._setup).parameters.values()  # type: ignore[attr-defined]
+    return tuple(p for p in parameters if p.kind is p.KEYWORD_ONLY)
+
+
 class InitSignature:
-    """A class's ``__signature__``: its ``__init__`` without ``self``.
+    """A layer class's ``__signature__``: its constructor's parameters.
 
-    For classes whose metaclass ``__call__`` takes ``(*args, **kwargs)`` (Flax NNX's),
-    so that :func:`inspect.signature` and IDEs show the constructor's parameters; a
-    subclass gets its own ``__init__``'s. Instances have none (their ``__call__``
-    is theirs).
+    Those of its ``__init__`` without ``self``; where that is the configuration's, whose
+    ``**kwargs`` only feed the framework's base class, the keyword-only parameters of
+    the class's ``_setup`` (NNX's ``rngs``) replace them when the base takes none
+    (``keeps_kwargs=False``). So :func:`inspect.signature` and IDEs show the arguments
+    (and not NNX's metaclass ``(*args, **kwargs)``); instances have none (their
+    ``__call__`` is theirs).
 
-    >>> class Layer:
+    >>> class Layer(TimestepsConfig):
     ...     __signature__ = InitSignature()
-    ...     def __init__(self, d_model: int, *, dropout: float = 0.0) -> None: ...
     >>> list(inspect.signature(Layer).parameters)
-    ['d_model', 'dropout']
+    ['num_channels', 'flip_sin_to_cos', 'downscale_freq_shift', 'scale']
     """
 
     def __get__(self, obj: object, owner: type) -> inspect.Signature:
         if obj is not None:
             raise AttributeError("__signature__")
         signature = inspect.signature(owner.__init__)  # type: ignore[misc]
-        return signature.replace(parameters=list(signature.parameters.values())[1:])
+        parameters = list(signature.parameters.values())[1:]
+        if parameters and parameters[-1].kind is inspect.Parameter.VAR_KEYWORD:
+            parameters = parameters[:-1] + list(setup_keywords(owner))
+        return signature.replace(parameters=parameters)
 
 
 # --------------------------------------------------------------------------- host tables
@@ -230,33 +241,48 @@ def cached_table(d_model: int, spec: Spec, max_len: int, dtype: str = "float32")
     return table
 
 
-def host_dtype(dtype_name: str) -> str:
-    """The dtype of a host table for ``dtype_name`` output: float64 for float64, else
-    float32 (float16/bfloat16 inputs get the float32 encoding rounded once, as in
-    traced code).
-
-    >>> host_dtype("bfloat16"), host_dtype("float64")
-    ('float32', 'float64')
-    """
-    return "float64" if dtype_name == "float64" else "float32"
-
-
 # --------------------------------------------------------------------------- mixins
 
 
 class LayerConfig:
-    """The face every mixin shows the framework modules: its constructor arguments as
-    JSON-ready data, for ``repr``, and validated again (for dataclass-style modules,
-    Flax linen, whose fields are set before they can be checked)."""
+    """The face every mixin shows the framework modules.
+
+    A mixin's ``__init__`` declares the constructor (typed, with its defaults) and hands
+    its ``locals()`` to :meth:`_configure`; its ``_validate`` returns the validated
+    values by name. The framework layer inherits both and overrides :meth:`_setup`.
+    """
+
+    def _configure(self, arguments: dict[str, Any]) -> None:
+        """Initialise the framework's base class with ``arguments["kwargs"]`` (less the
+        keyword-only parameters of :meth:`_setup`, NNX's ``rngs``), then store the
+        validated arguments, then run :meth:`_setup` (with those keywords)."""
+        kwargs = dict(arguments["kwargs"])
+        names = [p.name for p in setup_keywords(type(self))]
+        setup = {name: kwargs.pop(name) for name in names if name in kwargs}
+        super().__init__(**kwargs)
+        values = {k: v for k, v in arguments.items() if k not in ("self", "kwargs")}
+        for name, value in self._validate(**values).items():
+            setattr(self, name, value)
+        self._setup(**setup)
+
+    def _setup(self) -> None:
+        """What a framework layer builds from its stored configuration (nothing here)."""
+
+    @staticmethod
+    def _validate(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _frozen(self, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` as Flax keeps them (hashable); see the rotary mixin."""
+        return values
 
     def _layer_config(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The constructor arguments as JSON-ready data."""
+        return {p.name: getattr(self, p.name) for p in config_parameters(type(self))}
 
     def _layer_repr(self) -> str:
-        raise NotImplementedError
-
-    def _validated_fields(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """``key=value, ...`` for ``repr``."""
+        return ", ".join(f"{k}={v!r}" for k, v in self._layer_config().items())
 
 
 class SinusoidalEncodingConfig(LayerConfig):
@@ -303,19 +329,20 @@ class SinusoidalEncodingConfig(LayerConfig):
         max_len: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        values = self.validate_sinusoidal(d_model, spec, dropout, max_len)
-        self.d_model, self.spec, self.dropout, self.max_len = values
+        self._configure(locals())
 
     @staticmethod
-    def validate_sinusoidal(
-        d_model: Any, spec: Any, dropout: Any, max_len: Any
-    ) -> tuple[int, Spec, float, int | None]:
-        """Validated ``(d_model, spec, dropout, max_len)``; raises naming a bad value."""
+    def _validate(d_model: Any, spec: Any, dropout: Any, max_len: Any) -> dict[str, Any]:
+        """The validated arguments; raises naming a bad value."""
         resolved = spec_from_config(spec)
         d = positive_int(d_model, "d_model", what="the number of features")
         check_d(d, resolved)
-        return d, resolved, check_dropout(dropout), check_max_len(max_len)
+        return {
+            "d_model": d,
+            "spec": resolved,
+            "dropout": check_dropout(dropout),
+            "max_len": check_max_len(max_len),
+        }
 
     def check_input_features(self, n_features: int) -> None:
         """Raise ``ValueError`` naming both sizes unless ``n_features == d_model``."""
@@ -331,39 +358,24 @@ class SinusoidalEncodingConfig(LayerConfig):
     def _host_rows(self, offset: int, length: int, dtype_name: str) -> np.ndarray:
         """Rows ``offset .. offset + length - 1`` on the host for ``dtype_name`` output:
         from the ``max_len`` cache when they fit in it (not for float64), else
-        :func:`pe_core.encode` at :func:`host_dtype`."""
+        :func:`pe_core.encode` at the working dtype (float16/bfloat16 outputs get the
+        float32 encoding rounded once, as in traced code)."""
         rows = None if dtype_name == "float64" else self.cache_rows(offset, length)
         if rows is not None:
             return rows
         positions = range(offset, offset + length)
-        return encode(positions, self.d_model, spec=self.spec, dtype=host_dtype(dtype_name))
+        return encode(positions, self.d_model, spec=self.spec, dtype=working_dtype(dtype_name))
 
     def _encode(self, positions: Any, dtype: Any, **kwargs: Any) -> Any:
         """:func:`pe_core.encode` of ``positions`` with this layer's ``d_model`` and spec."""
         return encode(positions, self.d_model, spec=self.spec, dtype=dtype, **kwargs)
 
     def _layer_config(self) -> dict[str, Any]:
-        return self.sinusoidal_config()
+        return {**super()._layer_config(), "spec": spec_to_config(self.spec)}
+
+    sinusoidal_config = _layer_config
 
     def _layer_repr(self) -> str:
-        return self.sinusoidal_repr()
-
-    def _validated_fields(self) -> dict[str, Any]:
-        names = ("d_model", "spec", "dropout", "max_len")
-        values = self.validate_sinusoidal(*(getattr(self, name) for name in names))
-        return dict(zip(names, values, strict=True))
-
-    def sinusoidal_config(self) -> dict[str, Any]:
-        """The constructor arguments as JSON-ready data (the spec via :func:`spec_to_config`)."""
-        return {
-            "d_model": self.d_model,
-            "spec": spec_to_config(self.spec),
-            "dropout": self.dropout,
-            "max_len": self.max_len,
-        }
-
-    def sinusoidal_repr(self) -> str:
-        """``d_model=..., spec=..., ...`` for ``repr``."""
         parts = [f"d_model={self.d_model}", spec_repr(self.spec)]
         if self.dropout:
             parts.append(f"dropout={self.dropout}")
@@ -443,41 +455,72 @@ class RotaryEmbeddingConfig(LayerConfig):
         head_dim: int,
         *,
         base: float = 10000.0,
-        layout: str = "half",
+        layout: RopeLayout = "half",
         rotary_dim: int | None = None,
-        scaling: Any = None,
+        scaling: RopeConfig | None = None,
         layer_type: str | None = None,
         trainable_frequencies: bool = False,
         frequency_heads: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.head_dim, self.rope_spec = self.rope_spec_for(
+        self._configure(locals())
+
+    @staticmethod
+    def _validate(
+        head_dim: Any,
+        base: Any,
+        layout: Any,
+        rotary_dim: Any,
+        scaling: Any,
+        layer_type: Any,
+        trainable_frequencies: Any = False,
+        frequency_heads: Any = None,
+    ) -> dict[str, Any]:
+        """The validated arguments (``scaling`` as plain data) and ``rope_spec``."""
+        head_dim, spec = RotaryEmbeddingConfig.rope_spec_for(
             head_dim, base, layout, rotary_dim, scaling, layer_type
         )
-        spec = self.rope_spec
-        self.base, self.layout, self.rotary_dim = spec.base, spec.layout, spec.rotary_dim
-        self.scaling = None if spec.scaling is None else thaw(spec.scaling)
-        self.layer_type = spec.layer_type
-        self.trainable_frequencies, self.frequency_heads = self._check_trainable(
-            trainable_frequencies, frequency_heads
-        )
-
-    def _check_trainable(
-        self, trainable_frequencies: object, frequency_heads: object
-    ) -> tuple[bool, int | None]:
         if not isinstance(trainable_frequencies, bool):
             raise TypeError(
                 f"trainable_frequencies must be True or False. Received: {trainable_frequencies!r}"
             )
-        if frequency_heads is None:
-            return trainable_frequencies, None
-        if not trainable_frequencies:
-            raise ValueError(
-                "frequency_heads applies to trainable frequencies only: pass "
-                "trainable_frequencies=True."
-            )
-        return True, positive_int(frequency_heads, "frequency_heads")
+        if frequency_heads is not None:
+            if not trainable_frequencies:
+                raise ValueError(
+                    "frequency_heads applies to trainable frequencies only: pass "
+                    "trainable_frequencies=True."
+                )
+            frequency_heads = positive_int(frequency_heads, "frequency_heads")
+        return {
+            "head_dim": head_dim,
+            "rope_spec": spec,
+            "base": spec.base,
+            "layout": spec.layout,
+            "rotary_dim": spec.rotary_dim,
+            "scaling": None if spec.scaling is None else thaw(spec.scaling),
+            "layer_type": spec.layer_type,
+            "trainable_frequencies": trainable_frequencies,
+            "frequency_heads": frequency_heads,
+        }
+
+    @staticmethod
+    def rope_spec_for(
+        head_dim: Any,
+        base: Any,
+        layout: Any,
+        rotary_dim: Any,
+        scaling: Any,
+        layer_type: Any = None,
+    ) -> tuple[int, RopeSpec]:
+        """``(head_dim, spec)``: the validated :class:`~pe_core.rope_spec.RopeSpec` of
+        these arguments, with its frequencies built once for ``head_dim`` (so a bad
+        ``head_dim`` or ``scaling`` raises now, not at the first call)."""
+        check_scaling_type(scaling)
+        spec = RopeSpec(
+            base=base, layout=layout, rotary_dim=rotary_dim, scaling=scaling, layer_type=layer_type
+        )
+        spec.constants(head_dim)  # head_dim an even int, rotary_dim fits, scaling computes
+        return int(head_dim), spec
 
     def initial_frequencies(self) -> np.ndarray:
         """The float32 initial value of the trainable ``frequencies``: the schedule's
@@ -499,46 +542,6 @@ class RotaryEmbeddingConfig(LayerConfig):
             values = np.tile(values, (self.frequency_heads, 1))
         return values
 
-    def _rotate_trainable(self, x: Any, positions: Any, frequencies: Any) -> Any:
-        """:func:`~pe_core.rope.apply_rope` of ``x`` at the layer's trainable frequencies."""
-        return apply_rope(x, positions, frequencies=frequencies, layout=self.layout)
-
-    @staticmethod
-    def validate_rotary(
-        head_dim: Any,
-        base: Any,
-        layout: Any,
-        rotary_dim: Any,
-        scaling: Any,
-        layer_type: Any = None,
-    ) -> tuple[int, float, str, int | None, Any]:
-        """Validated ``(head_dim, base, layout, rotary_dim, scaling)`` (``layer_type`` is
-        checked with them: a string or ``None``); see :meth:`rope_spec_for`."""
-        head_dim, spec = RotaryEmbeddingConfig.rope_spec_for(
-            head_dim, base, layout, rotary_dim, scaling, layer_type
-        )
-        plain = None if spec.scaling is None else thaw(spec.scaling)
-        return head_dim, spec.base, spec.layout, spec.rotary_dim, plain
-
-    @staticmethod
-    def rope_spec_for(
-        head_dim: Any,
-        base: Any,
-        layout: Any,
-        rotary_dim: Any,
-        scaling: Any,
-        layer_type: Any = None,
-    ) -> tuple[int, RopeSpec]:
-        """``(head_dim, spec)``: the validated :class:`~pe_core.rope_spec.RopeSpec` of
-        these arguments, with its frequencies built once for ``head_dim`` (so a bad
-        ``head_dim`` or ``scaling`` raises now, not at the first call)."""
-        check_scaling_type(scaling)
-        spec = RopeSpec(
-            base=base, layout=layout, rotary_dim=rotary_dim, scaling=scaling, layer_type=layer_type
-        )
-        spec.constants(head_dim)  # head_dim an even int, rotary_dim fits, scaling computes
-        return int(head_dim), spec
-
     def check_input_features(self, n_features: int) -> None:
         """Raise ``ValueError`` naming both sizes unless ``n_features == head_dim``."""
         check_features(n_features, self.head_dim, "head_dim")
@@ -557,46 +560,32 @@ class RotaryEmbeddingConfig(LayerConfig):
         return None
 
     def _rotate(self, x: Any, positions: Any) -> Any:
-        """:func:`~pe_core.rope.apply_rope` of ``x`` with this layer's configuration."""
+        """:func:`~pe_core.rope.apply_rope` of ``x`` with this layer's configuration (at
+        its trainable ``frequencies`` with ``trainable_frequencies``)."""
+        if getattr(self, "trainable_frequencies", False):
+            frequencies = self._frequencies()
+            return apply_rope(x, positions, frequencies=frequencies, layout=self.layout)
         return apply_rope(x, positions, spec=self.rope_spec)
 
+    def _frequencies(self) -> Any:
+        """The trainable frequencies as an array of the framework (its weight's value)."""
+        raise NotImplementedError
+
+    def _frozen(self, values: dict[str, Any]) -> dict[str, Any]:
+        return {**values, "scaling": values["rope_spec"].scaling}
+
     def _layer_config(self) -> dict[str, Any]:
-        return self.rotary_config()
-
-    def _layer_repr(self) -> str:
-        return self.rotary_repr()
-
-    def _validated_fields(self) -> dict[str, Any]:
-        """The validated fields, ``scaling`` as the spec holds it (hashable), and the spec."""
-        arguments = (self.base, self.layout, self.rotary_dim, self.scaling, self.layer_type)
-        head_dim, spec = self.rope_spec_for(self.head_dim, *arguments)
-        return {
-            "rope_spec": spec,
-            "head_dim": head_dim,
-            "base": spec.base,
-            "layout": spec.layout,
-            "rotary_dim": spec.rotary_dim,
-            "scaling": spec.scaling,
-        }
-
-    def rotary_config(self) -> dict[str, Any]:
-        """The constructor arguments as JSON-ready data."""
-        config = {
-            "head_dim": self.head_dim,
-            "base": self.base,
-            "layout": self.layout,
-            "rotary_dim": self.rotary_dim,
-            "scaling": None if self.scaling is None else dict(self.scaling),
-            "layer_type": self.layer_type,
-        }
-        if getattr(self, "trainable_frequencies", False):
-            config["trainable_frequencies"] = True
-            config["frequency_heads"] = self.frequency_heads
+        config = super()._layer_config()
+        config["scaling"] = None if self.scaling is None else dict(self.scaling)
+        if not config["trainable_frequencies"]:
+            del config["trainable_frequencies"], config["frequency_heads"]
         return config
 
-    def rotary_repr(self) -> str:
-        """``head_dim=..., base=..., ...`` for ``repr``: the rope applied (:func:`rope_repr`:
-        the effective base, rope type and factors), not only the arguments."""
+    rotary_config = _layer_config
+
+    def _layer_repr(self) -> str:
+        """The rope applied (:func:`rope_repr`: the effective base, rope type and
+        factors), not only the arguments."""
         parts = rope_repr(self.rope_spec, self.head_dim)
         if getattr(self, "trainable_frequencies", False):
             parts.append("trainable_frequencies=True")
@@ -605,305 +594,66 @@ class RotaryEmbeddingConfig(LayerConfig):
         return ", ".join(parts)
 
 
-# --------------------------------------------------------------------------- relative bias
-
-
-class T5RelativeBiasConfig(LayerConfig):
-    """Configuration of the ``T5RelativeBias`` layers (a framework-neutral mixin).
+class TimestepsConfig(LayerConfig):
+    """Configuration of the ``Timesteps`` layers (a framework-neutral mixin): the
+    constructor of ``diffusers.models.embeddings.Timesteps``, refused at construction
+    when :func:`pe_core.timestep_embedding` would refuse it.
 
     Parameters
     ----------
-    n_heads : int
-        Attention heads: the learned table is ``(num_buckets, n_heads)``.
-    num_buckets : int
-        T5's ``relative_attention_num_buckets`` (32).
-    max_distance : int
-        T5's ``relative_attention_max_distance`` (128).
-    bidirectional : bool
-        ``True`` for encoders (T5's ``not is_decoder``), ``False`` for decoders.
-
-    Notes
-    -----
-    The bias of ``query_length`` queries and ``key_length`` keys is ``(1, n_heads,
-    query_length, key_length)`` (``(batch, ...)`` for per-example offsets ``(batch,)``),
-    to add to the scores: ``compute_bias`` of transformers' ``T5Attention``, bit for bit
-    in its buckets. ``offset`` is the position of the first query (the cached tokens):
-    an int or an integer array, scalar or ``(batch,)``.
+    num_channels : int
+        ``embedding_dim`` (>= 2).
+    flip_sin_to_cos : bool
+        ``[cos | sin]`` instead of ``[sin | cos]``.
+    downscale_freq_shift : float
+        As for :func:`~pe_core.timestep_embedding`.
+    scale : float
+        Multiplies every angle (1000 in QwenImage's and AuraFlow's time embedders).
 
     Examples
     --------
-    >>> T5RelativeBiasConfig(8).t5_config()
-    {'n_heads': 8, 'num_buckets': 32, 'max_distance': 128, 'bidirectional': True}
-    >>> T5RelativeBiasConfig(8, num_buckets=2)
-    Traceback (most recent call last):
-    ...
-    ValueError: num_buckets must be at least 4 when bidirectional=True (at least one exact bucket per side). Received: 2
+    >>> TimestepsConfig(320, True, 0)._layer_repr()
+    'num_channels=320, flip_sin_to_cos=True, downscale_freq_shift=0, scale=1'
     """
 
-    n_heads: int
-    num_buckets: int
-    max_distance: int
-    bidirectional: bool
+    num_channels: int
+    flip_sin_to_cos: bool
+    downscale_freq_shift: float
+    scale: float
 
     def __init__(
         self,
-        n_heads: int,
-        *,
-        num_buckets: int = 32,
-        max_distance: int = 128,
-        bidirectional: bool = True,
+        num_channels: int,
+        flip_sin_to_cos: bool,
+        downscale_freq_shift: float,
+        scale: float = 1,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        values = self.validate_t5(n_heads, num_buckets, max_distance, bidirectional)
-        self.n_heads, self.num_buckets, self.max_distance, self.bidirectional = values
+        self._configure(locals())
 
     @staticmethod
-    def validate_t5(
-        n_heads: Any, num_buckets: Any, max_distance: Any, bidirectional: Any
-    ) -> tuple[int, int, int, bool]:
-        """Validated ``(n_heads, num_buckets, max_distance, bidirectional)``."""
-        heads = positive_int(n_heads, "n_heads", what="attention heads")
-        t5_relative_bucket(
-            0,
-            bidirectional=bidirectional,
-            num_buckets=num_buckets,
-            max_distance=max_distance,
-        )
-        return heads, int(num_buckets), int(max_distance), bool(bidirectional)
+    def _validate(
+        num_channels: Any, flip_sin_to_cos: Any, downscale_freq_shift: Any, scale: Any
+    ) -> dict[str, Any]:
+        """The arguments as given, once one small embedding accepts them."""
+        options = {
+            "flip_sin_to_cos": flip_sin_to_cos,
+            "downscale_freq_shift": downscale_freq_shift,
+            "scale": scale,
+        }
+        timestep_embedding(0, num_channels, **options)
+        return {"num_channels": num_channels, **options}
 
-    def _bias(
-        self, table: Any, query_length: Any, key_length: Any, offset: Any, backend: str
-    ) -> Any:
-        """:func:`pe_core.t5.t5_relative_bias` with the learned ``table`` and this layer's
-        configuration: ``(1, n_heads, query_length, key_length)``."""
-        return t5_relative_bias(
-            query_length,
-            key_length,
-            table,
-            offset=offset,
-            bidirectional=self.bidirectional,
-            max_distance=self.max_distance,
+    def _layer_repr(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self._layer_config().items())
+
+    def _timesteps(self, timesteps: Any, backend: str | None = None) -> Any:
+        """:func:`pe_core.timestep_embedding` of ``timesteps`` with this configuration."""
+        return timestep_embedding(
+            timesteps,
+            self.num_channels,
+            flip_sin_to_cos=self.flip_sin_to_cos,
+            downscale_freq_shift=self.downscale_freq_shift,
+            scale=self.scale,
             backend=backend,
         )
-
-    def _layer_config(self) -> dict[str, Any]:
-        return self.t5_config()
-
-    def _layer_repr(self) -> str:
-        return self.t5_repr()
-
-    def _validated_fields(self) -> dict[str, Any]:
-        names = ("n_heads", "num_buckets", "max_distance", "bidirectional")
-        values = self.validate_t5(*(getattr(self, name) for name in names))
-        return dict(zip(names, values, strict=True))
-
-    def t5_config(self) -> dict[str, Any]:
-        """The constructor arguments as JSON-ready data."""
-        return {
-            "n_heads": self.n_heads,
-            "num_buckets": self.num_buckets,
-            "max_distance": self.max_distance,
-            "bidirectional": self.bidirectional,
-        }
-
-    def t5_repr(self) -> str:
-        """``n_heads=..., num_buckets=..., ...`` for ``repr``."""
-        return ", ".join(f"{k}={v!r}" for k, v in self.t5_config().items())
-
-
-class AlibiBiasConfig(LayerConfig):
-    """Configuration of the ``AlibiBias`` layers (a framework-neutral mixin).
-
-    Parameters
-    ----------
-    n_heads : int, optional
-        Attention heads (required by the PyTorch and Flax layers, which are called with
-        lengths; the Keras layer reads it from the scores when ``None``).
-    alibi_bias_max : float
-        The slope rule's ``8`` (keras-hub ``AlibiBias(alibi_bias_max)``): head ``k`` of
-        ``p`` (a power of two) has slope ``2 ** (-alibi_bias_max * k / p)``; see
-        :func:`pe_core.alibi_slopes`.
-    causal : bool
-        As for :func:`pe_core.alibi_bias`: ``True`` includes the causal mask (``-inf``
-        for keys after the query); ``False`` is the symmetric ``-slope * |distance|``.
-
-    Examples
-    --------
-    >>> AlibiBiasConfig(4, alibi_bias_max=16).alibi_config()
-    {'n_heads': 4, 'alibi_bias_max': 16.0, 'causal': True}
-    """
-
-    n_heads: int | None
-    alibi_bias_max: float
-    causal: bool
-
-    def __init__(
-        self,
-        n_heads: int | None = None,
-        *,
-        alibi_bias_max: float = 8.0,
-        causal: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        values = self.validate_alibi(n_heads, alibi_bias_max, causal)
-        self.n_heads, self.alibi_bias_max, self.causal = values
-
-    @staticmethod
-    def validate_alibi(
-        n_heads: Any, alibi_bias_max: Any, causal: Any
-    ) -> tuple[int | None, float, bool]:
-        """Validated ``(n_heads, alibi_bias_max, causal)``."""
-        heads = None if n_heads is None else positive_int(n_heads, "n_heads", what="heads")
-        bias_max = finite_real(alibi_bias_max, "alibi_bias_max", greater_than=0)
-        return heads, bias_max, check_flag(causal, "causal")
-
-    @staticmethod
-    def _require_heads(n_heads: Any) -> None:
-        """Raise unless ``n_heads`` is given (layers called with lengths, not scores)."""
-        if n_heads is None:
-            raise TypeError("n_heads must be a positive integer (attention heads). Received: None")
-
-    def _bias(
-        self, query_length: Any, key_length: Any, n_heads: int | None = None, **kwargs: Any
-    ) -> Any:
-        """:func:`pe_core.alibi_bias` with this layer's configuration (``n_heads`` the
-        layer's by default; ``kwargs`` its ``backend``, ``dtype``, ``like``), with a
-        leading batch axis: ``(1, n_heads, query_length, key_length)``."""
-        heads = self.n_heads if n_heads is None else n_heads
-        assert heads is not None
-        bias = alibi_bias(
-            query_length,
-            key_length,
-            heads,
-            causal=self.causal,
-            alibi_bias_max=self.alibi_bias_max,
-            **kwargs,
-        )
-        return bias[None]
-
-    def _layer_config(self) -> dict[str, Any]:
-        return self.alibi_config()
-
-    def _layer_repr(self) -> str:
-        return self.alibi_repr()
-
-    def _validated_fields(self) -> dict[str, Any]:
-        names = ("n_heads", "alibi_bias_max", "causal")
-        values = self.validate_alibi(*(getattr(self, name) for name in names))
-        return dict(zip(names, values, strict=True))
-
-    def alibi_config(self) -> dict[str, Any]:
-        """The constructor arguments as JSON-ready data."""
-        return {
-            "n_heads": self.n_heads,
-            "alibi_bias_max": self.alibi_bias_max,
-            "causal": self.causal,
-        }
-
-    def alibi_repr(self) -> str:
-        """``n_heads=..., alibi_bias_max=..., causal=...`` for ``repr``."""
-        return ", ".join(f"{k}={v!r}" for k, v in self.alibi_config().items())
-
-
-class FourierFeaturesConfig(LayerConfig):
-    """Configuration of the ``FourierFeatures`` layers (a framework-neutral mixin).
-
-    Random Fourier features (:func:`pe_core.fourier_features`) of points with
-    ``in_features`` coordinates through a Gaussian ``(in_features, num_frequencies)``
-    matrix ``B ~ N(0, scale**2)`` (cycles per unit), drawn with ``seed``.
-
-    Parameters
-    ----------
-    in_features : int
-        Coordinates per point ``k`` (SAM: 2), >= 1.
-    num_frequencies : int
-        Frequencies ``m`` (the output has ``2m`` features), >= 1.
-    scale : float
-        The standard deviation of ``B`` (SAM's ``scale``; diffusers'
-        ``GaussianFourierProjection(scale)``), a finite number > 0.
-    trainable : bool
-        ``B`` a trainable parameter (``True``) or a fixed buffer (``False``).
-    order : {"sin_cos", "cos_sin"}
-        Which half comes first, as for :func:`pe_core.fourier_features`.
-    seed : int
-        Seed of NumPy's ``default_rng`` that draws ``B`` (the same matrix in every
-        framework).
-
-    Examples
-    --------
-    >>> c = FourierFeaturesConfig(2, 4, scale=10.0)
-    >>> c.initial_frequencies().shape, c.fourier_config()["order"]
-    ((2, 4), 'sin_cos')
-    """
-
-    in_features: int
-    num_frequencies: int
-    scale: float
-    trainable: bool
-    order: SinCosOrder
-    seed: int
-
-    def __init__(
-        self,
-        in_features: int,
-        num_frequencies: int,
-        *,
-        scale: float = 1.0,
-        trainable: bool = False,
-        order: str = "sin_cos",
-        seed: int = 0,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        values = self.validate_fourier(in_features, num_frequencies, scale, trainable, order, seed)
-        (
-            self.in_features,
-            self.num_frequencies,
-            self.scale,
-            self.trainable,
-            self.order,
-            self.seed,
-        ) = values
-
-    @staticmethod
-    def validate_fourier(
-        in_features: Any, num_frequencies: Any, scale: Any, trainable: Any, order: Any, seed: Any
-    ) -> tuple[int, int, float, bool, Any, int]:
-        """Validated ``(in_features, num_frequencies, scale, trainable, order, seed)``."""
-        return (
-            positive_int(in_features, "in_features"),
-            positive_int(num_frequencies, "num_frequencies"),
-            finite_real(scale, "scale", greater_than=0),
-            check_flag(trainable, "trainable"),
-            choice(order, "order", ORDERS),
-            positive_int(seed, "seed", minimum=0),
-        )
-
-    def initial_frequencies(self) -> np.ndarray:
-        """The float64 ``(in_features, num_frequencies)`` Gaussian matrix ``B``."""
-        rng = np.random.default_rng(self.seed)
-        return rng.normal(size=(self.in_features, self.num_frequencies)) * self.scale
-
-    def _layer_config(self) -> dict[str, Any]:
-        return self.fourier_config()
-
-    def _layer_repr(self) -> str:
-        return ", ".join(f"{k}={v!r}" for k, v in self.fourier_config().items())
-
-    def _validated_fields(self) -> dict[str, Any]:
-        names = ("in_features", "num_frequencies", "scale", "trainable", "order", "seed")
-        values = self.validate_fourier(*(getattr(self, name) for name in names))
-        return dict(zip(names, values, strict=True))
-
-    def fourier_config(self) -> dict[str, Any]:
-        """The constructor arguments as JSON-ready data."""
-        return {
-            "in_features": self.in_features,
-            "num_frequencies": self.num_frequencies,
-            "scale": self.scale,
-            "trainable": self.trainable,
-            "order": self.order,
-            "seed": self.seed,
-        }

@@ -1,8 +1,9 @@
-"""The framework-neutral configuration of the N-D layers (patch grids, N-D RoPE).
+"""The framework-neutral configuration of the N-D layers (patch grids, N-D RoPE, Fourier
+features of points).
 
-The mixins of ``SinusoidalPatchEncoding`` and ``RotaryEmbeddingND``, as
-:mod:`pe_core.layers._config` holds those of the 1-D layers: validation, the shape logic
-of patch grids, and the host table of a grid.
+The mixins of ``SinusoidalPatchEncoding``, ``RotaryEmbeddingND`` and
+``FourierFeatures``, as :mod:`pe_core.layers._config` holds those of the 1-D layers:
+validation, the shape logic of patch grids, and the host table of a grid.
 
 >>> PatchEncodingConfig(64, grid_shape=(14, 14), spec="mae_2d").patch_config()["grid_shape"]
 [14, 14]
@@ -15,18 +16,20 @@ from typing import Any
 
 import numpy as np
 
+from pe_core._kernel.inputs import working_dtype
 from pe_core._schedule import check_d
 from pe_core.encoding import encode
+from pe_core.fourier import ORDERS
 from pe_core.layers._checks import (
     check_dropout,
     check_features,
+    check_flag,
     check_grid_shape,
     check_patch_spec,
     check_query_key,
 )
 from pe_core.layers._config import (
     LayerConfig,
-    host_dtype,
     short_repr,
     spec_from_config,
     spec_repr,
@@ -35,9 +38,10 @@ from pe_core.layers._config import (
 from pe_core.nd import grid
 from pe_core.rope import apply_rope
 from pe_core.spec import Spec
-from pe_core.validation import positive_int
+from pe_core.typing import RopeLayout, SectionLayout, SinCosOrder
+from pe_core.validation import choice, finite_real, positive_int
 
-__all__ = ["PatchEncodingConfig", "RotaryEmbeddingNDConfig", "patch_grid"]
+__all__ = ["FourierFeaturesConfig", "PatchEncodingConfig", "RotaryEmbeddingNDConfig", "patch_grid"]
 
 
 def patch_grid(
@@ -123,15 +127,11 @@ class PatchEncodingConfig(LayerConfig):
         dropout: float = 0.0,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        values = self.validate_patch(d_model, grid_shape, spec, dropout)
-        self.d_model, self.grid_shape, self.spec, self.dropout = values
+        self._configure(locals())
 
     @staticmethod
-    def validate_patch(
-        d_model: Any, grid_shape: Any, spec: Any, dropout: Any
-    ) -> tuple[int, tuple[int, ...] | None, Spec | None, float]:
-        """Validated ``(d_model, grid_shape, spec, dropout)`` (``spec`` ``None`` = default)."""
+    def _validate(d_model: Any, grid_shape: Any, spec: Any, dropout: Any) -> dict[str, Any]:
+        """The validated arguments (``spec`` ``None`` = the default of the grid's axes)."""
         d = positive_int(d_model, "d_model", what="the number of features")
         shape = check_grid_shape(grid_shape)
         resolved = None if spec is None else spec_from_config(spec)
@@ -139,7 +139,12 @@ class PatchEncodingConfig(LayerConfig):
             check_patch_spec(d, resolved or Spec(axes=len(shape)), shape)
         elif resolved is not None:
             check_d(d, resolved)
-        return d, shape, resolved, check_dropout(dropout)
+        return {
+            "d_model": d,
+            "grid_shape": shape,
+            "spec": resolved,
+            "dropout": check_dropout(dropout),
+        }
 
     def spec_for(self, axes: int, shape: tuple[int, ...] | None = None) -> Spec:
         """The spec of a ``axes``-axis grid (raises if the layer's spec has other axes)."""
@@ -148,46 +153,27 @@ class PatchEncodingConfig(LayerConfig):
             check_patch_spec(self.d_model, spec, shape or (None,) * axes)
         return spec
 
-    def _layout(
-        self, x_shape: tuple[int, ...], grid_shape: Any
-    ) -> tuple[tuple[int, ...], bool, Spec]:
-        """``(grid shape, flattened?, spec)`` of patch tokens of shape ``x_shape``; see
-        :func:`patch_grid`."""
-        shape, flat = patch_grid(self, x_shape, grid_shape)
-        return shape, flat, self.spec_for(len(shape), shape)
-
     def _host_table(
         self, spec: Spec, shape: tuple[int, ...], dtype_name: str, flat: bool = False
     ) -> np.ndarray:
         """The encoding of the grid ``shape`` built on the host for ``dtype_name`` output:
         ``(*shape, d_model)``, or ``(prod(shape), d_model)`` row-major with ``flat``."""
         table = np.asarray(
-            encode(grid(shape), self.d_model, spec=spec, dtype=host_dtype(dtype_name))
+            encode(grid(shape), self.d_model, spec=spec, dtype=working_dtype(dtype_name))
         )
         return table.reshape(-1, self.d_model) if flat else table
 
     def _layer_config(self) -> dict[str, Any]:
-        return self.patch_config()
+        config = super()._layer_config()
+        if self.grid_shape is not None:
+            config["grid_shape"] = list(self.grid_shape)
+        if self.spec is not None:
+            config["spec"] = spec_to_config(self.spec)
+        return config
+
+    patch_config = _layer_config
 
     def _layer_repr(self) -> str:
-        return self.patch_repr()
-
-    def _validated_fields(self) -> dict[str, Any]:
-        names = ("d_model", "grid_shape", "spec", "dropout")
-        values = self.validate_patch(*(getattr(self, name) for name in names))
-        return dict(zip(names, values, strict=True))
-
-    def patch_config(self) -> dict[str, Any]:
-        """The constructor arguments as JSON-ready data."""
-        return {
-            "d_model": self.d_model,
-            "grid_shape": None if self.grid_shape is None else list(self.grid_shape),
-            "spec": None if self.spec is None else spec_to_config(self.spec),
-            "dropout": self.dropout,
-        }
-
-    def patch_repr(self) -> str:
-        """``d_model=..., grid_shape=..., ...`` for ``repr``."""
         parts = [f"d_model={self.d_model}"]
         if self.grid_shape is not None:
             parts.append(f"grid_shape={self.grid_shape}")
@@ -252,30 +238,17 @@ class RotaryEmbeddingNDConfig(LayerConfig):
         sections: Any,
         *,
         base: float = 10000.0,
-        layout: str = "half",
-        section_layout: str = "contiguous",
+        layout: RopeLayout = "half",
+        section_layout: SectionLayout = "contiguous",
         frequencies: Any = None,
         rotary_dim: int | None = None,
         grid_shape: Any = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        values = self.validate_rope_nd(
-            head_dim, sections, base, layout, section_layout, frequencies, rotary_dim, grid_shape
-        )
-        (
-            self.head_dim,
-            self.sections,
-            self.base,
-            self.layout,
-            self.section_layout,
-            self.frequencies,
-            self.rotary_dim,
-            self.grid_shape,
-        ) = values
+        self._configure(locals())
 
     @staticmethod
-    def validate_rope_nd(
+    def _validate(
         head_dim: Any,
         sections: Any,
         base: Any,
@@ -284,8 +257,8 @@ class RotaryEmbeddingNDConfig(LayerConfig):
         frequencies: Any,
         rotary_dim: Any,
         grid_shape: Any,
-    ) -> tuple[Any, ...]:
-        """Validated arguments, in constructor order (checked by rotating one row)."""
+    ) -> dict[str, Any]:
+        """The validated arguments (checked by rotating one row)."""
         d = positive_int(head_dim, "head_dim", what="features per head")
         if isinstance(sections, (str, bytes)) or not hasattr(sections, "__iter__"):
             raise TypeError(
@@ -311,16 +284,16 @@ class RotaryEmbeddingNDConfig(LayerConfig):
             section_layout=section_layout,
             frequencies=frequencies,
         )
-        return (
-            d,
-            tuple(int(s) for s in parts),
-            float(base),
-            str(layout),
-            str(section_layout),
-            frequencies,
-            None if rotary_dim is None else int(rotary_dim),
-            shape,
-        )
+        return {
+            "head_dim": d,
+            "sections": tuple(int(s) for s in parts),
+            "base": float(base),
+            "layout": str(layout),
+            "section_layout": str(section_layout),
+            "frequencies": frequencies,
+            "rotary_dim": None if rotary_dim is None else int(rotary_dim),
+            "grid_shape": shape,
+        }
 
     def rope_nd_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of :func:`pe_core.rope.apply_rope` for this layer."""
@@ -361,42 +334,17 @@ class RotaryEmbeddingNDConfig(LayerConfig):
         return apply_rope(x, positions, **self.rope_nd_kwargs())
 
     def _layer_config(self) -> dict[str, Any]:
-        return self.rope_nd_config()
+        config = super()._layer_config()
+        for key in ("sections", "frequencies", "grid_shape"):
+            if isinstance(config[key], tuple):
+                config[key] = list(config[key])
+        return config
+
+    rope_nd_config = _layer_config
 
     def _layer_repr(self) -> str:
-        return self.rope_nd_repr()
-
-    def _validated_fields(self) -> dict[str, Any]:
-        names = (
-            "head_dim",
-            "sections",
-            "base",
-            "layout",
-            "section_layout",
-            "frequencies",
-            "rotary_dim",
-            "grid_shape",
-        )
-        values = self.validate_rope_nd(*(getattr(self, name) for name in names))
-        return dict(zip(names, values, strict=True))
-
-    def rope_nd_config(self) -> dict[str, Any]:
-        """The constructor arguments as JSON-ready data."""
-        frequencies = self.frequencies
-        return {
-            "head_dim": self.head_dim,
-            "sections": list(self.sections),
-            "base": self.base,
-            "layout": self.layout,
-            "section_layout": self.section_layout,
-            "frequencies": list(frequencies) if isinstance(frequencies, tuple) else frequencies,
-            "rotary_dim": self.rotary_dim,
-            "grid_shape": None if self.grid_shape is None else list(self.grid_shape),
-        }
-
-    def rope_nd_repr(self) -> str:
-        """``head_dim=..., sections=..., ...`` for ``repr``: the base (unless explicit
-        frequencies replace it) and the layout always, the other arguments when set."""
+        """The base (unless explicit frequencies replace it) and the layout always, the
+        other arguments when set."""
         parts = [f"head_dim={self.head_dim}", f"sections={self.sections}"]
         explicit = isinstance(self.frequencies, tuple)
         if not explicit:
@@ -410,3 +358,75 @@ class RotaryEmbeddingNDConfig(LayerConfig):
             if getattr(self, key) is not None:
                 parts.append(f"{key}={getattr(self, key)!r}")
         return ", ".join(parts)
+
+
+class FourierFeaturesConfig(LayerConfig):
+    """Configuration of the ``FourierFeatures`` layers (a framework-neutral mixin).
+
+    Random Fourier features (:func:`pe_core.fourier_features`) of points with
+    ``in_features`` coordinates through a Gaussian ``(in_features, num_frequencies)``
+    matrix ``B ~ N(0, scale**2)`` (cycles per unit), drawn with ``seed``.
+
+    Parameters
+    ----------
+    in_features : int
+        Coordinates per point ``k`` (SAM: 2), >= 1.
+    num_frequencies : int
+        Frequencies ``m`` (the output has ``2m`` features), >= 1.
+    scale : float
+        The standard deviation of ``B`` (SAM's ``scale``; diffusers'
+        ``GaussianFourierProjection(scale)``), a finite number > 0.
+    trainable : bool
+        ``B`` a trainable parameter (``True``) or a fixed buffer (``False``).
+    order : {"sin_cos", "cos_sin"}
+        Which half comes first, as for :func:`pe_core.fourier_features`.
+    seed : int
+        Seed of NumPy's ``default_rng`` that draws ``B`` (the same matrix in every
+        framework).
+
+    Examples
+    --------
+    >>> c = FourierFeaturesConfig(2, 4, scale=10.0)
+    >>> c.initial_frequencies().shape, c.fourier_config()["order"]
+    ((2, 4), 'sin_cos')
+    """
+
+    in_features: int
+    num_frequencies: int
+    scale: float
+    trainable: bool
+    order: SinCosOrder
+    seed: int
+
+    def __init__(
+        self,
+        in_features: int,
+        num_frequencies: int,
+        *,
+        scale: float = 1.0,
+        trainable: bool = False,
+        order: SinCosOrder = "sin_cos",
+        seed: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        self._configure(locals())
+
+    @staticmethod
+    def _validate(
+        in_features: Any, num_frequencies: Any, scale: Any, trainable: Any, order: Any, seed: Any
+    ) -> dict[str, Any]:
+        return {
+            "in_features": positive_int(in_features, "in_features"),
+            "num_frequencies": positive_int(num_frequencies, "num_frequencies"),
+            "scale": finite_real(scale, "scale", greater_than=0),
+            "trainable": check_flag(trainable, "trainable"),
+            "order": choice(order, "order", ORDERS),
+            "seed": positive_int(seed, "seed", minimum=0),
+        }
+
+    def initial_frequencies(self) -> np.ndarray:
+        """The float64 ``(in_features, num_frequencies)`` Gaussian matrix ``B``."""
+        rng = np.random.default_rng(self.seed)
+        return rng.normal(size=(self.in_features, self.num_frequencies)) * self.scale
+
+    fourier_config = LayerConfig._layer_config

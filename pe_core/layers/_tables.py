@@ -13,6 +13,7 @@ the configuration.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -22,14 +23,52 @@ from pe_core import device_tables
 from pe_core.encoding import encode
 from pe_core.layers._config import SinusoidalEncodingConfig
 from pe_core.layers._config_nd import PatchEncodingConfig
+from pe_core.resample import resample_pos_embed
 from pe_core.spec import Spec
+from pe_core.validation import positive_int
 from pe_core_backends import Namespace
 
 __all__ = [
+    "nan_where_wrapped",
     "pe_table_problem",
     "placed_patch_table",
     "placed_rows",
+    "resized_for",
 ]
+
+
+def nan_where_wrapped(xp: Namespace, positions: Any, values: Any) -> Any:
+    """``values`` with NaN rows where ``offset + arange`` wrapped past the largest integer
+    of its dtype (an offset near ``2**63``, or ``2**31`` for int32): those positions are
+    not the ones asked for, and the documented answer for them is NaN."""
+    wrapped = positions < positions[..., :1]  # the steps are >= 0: a wrap makes them fall
+    return xp.where(wrapped[..., None], float("nan"), values)
+
+
+def resized_for(want: tuple[int, ...], table: Any, new_size: Any, **options: Any) -> Any:
+    """``table`` resized by :func:`pe_core.resample_pos_embed` (with ``options``) for a
+    weight of shape ``want`` ``(N, prefix + h * w, C)``; ``new_size`` ``None``: the square
+    grid its rows fill. Raises naming the mismatch."""
+    if len(want) != 3:
+        raise ValueError(f"variable must have 3 axes (N, L, C). Received: shape {want}")
+    if new_size is None:
+        prefix = options.get("num_prefix_tokens", 1)
+        rows = want[1] - positive_int(prefix, "num_prefix_tokens", minimum=0)
+        side = math.isqrt(max(rows, 0))
+        if rows < 1 or side * side != rows:
+            raise ValueError(
+                f"new_size is needed: the variable's {want[1]} rows minus num_prefix_tokens="
+                f"{prefix!r} are not a square grid. Received: new_size=None"
+            )
+        new_size = side
+    resized = resample_pos_embed(table, new_size, **options)
+    have = tuple(int(n) for n in resized.shape)
+    if have != want:
+        raise ValueError(
+            f"the resized table has shape {have}, the variable {want}. "
+            f"Received: table shape {tuple(int(n) for n in table.shape)}, new_size={new_size!r}"
+        )
+    return resized
 
 
 def placed_rows(

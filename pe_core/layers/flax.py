@@ -21,6 +21,8 @@ integers (traced, encoded exactly on the device).
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import numbers
 from typing import Any, cast
 
@@ -34,23 +36,27 @@ from pe_core.encoding import encode
 from pe_core.fourier import fourier_features
 from pe_core.layers._checks import check_sequence_input, per_example_shape
 from pe_core.layers._config import (
-    AlibiBiasConfig,
-    FourierFeaturesConfig,
     InitSignature,
     LayerConfig,
     RotaryEmbeddingConfig,
     SinusoidalEncodingConfig,
-    T5RelativeBiasConfig,
+    TimestepsConfig,
+    config_parameters,
     layer_repr,
-    timesteps_repr,
 )
-from pe_core.layers._config_index import RelativePositionBiasConfig
-from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
-from pe_core.layers._tables import placed_patch_table, placed_rows
+from pe_core.layers._config_index import (
+    AlibiHeadsConfig,
+    RelativePositionBiasConfig,
+    T5RelativeBiasConfig,
+)
+from pe_core.layers._config_nd import (
+    FourierFeaturesConfig,
+    PatchEncodingConfig,
+    RotaryEmbeddingNDConfig,
+    patch_grid,
+)
+from pe_core.layers._tables import nan_where_wrapped, placed_patch_table, placed_rows
 from pe_core.nd import grid
-from pe_core.spec import Spec
-from pe_core.timestep import timestep_embedding
-from pe_core.typing import RopeConfig, RopeLayout, SectionLayout, SinCosOrder
 from pe_core_backends import get_namespace
 
 __all__ = [
@@ -116,14 +122,6 @@ def _positions(offset: Offset, length: int, x_shape: tuple[int, ...]) -> Any:
     return jnp.reshape(offset, shape)[..., None] + jnp.arange(length, dtype=offset.dtype)
 
 
-def _nan_where_wrapped(positions: Any, values: jax.Array) -> jax.Array:
-    """``values`` with NaN rows where ``offset + arange`` wrapped past the largest integer
-    of its dtype (a traced offset near ``2**31``, or ``2**63`` with x64): those positions
-    are not the ones asked for, and the documented answer for them is NaN."""
-    wrapped = positions < positions[..., :1]  # the steps are >= 0: a wrap makes them fall
-    return jnp.where(wrapped[..., None], jnp.nan, values)
-
-
 def _sinusoidal(config: SinusoidalEncodingConfig, x: Any, offset: object) -> jax.Array:
     """``x + encoding`` for ``x`` of shape ``(..., seq, d_model)`` at positions from ``offset``."""
     x = jnp.asarray(x)
@@ -140,7 +138,7 @@ def _sinusoidal(config: SinusoidalEncodingConfig, x: Any, offset: object) -> jax
             return x + jnp.asarray(rows, dtype=x.dtype)
         return x + config._encode(range(offset, offset + length), x.dtype, backend="jax")
     positions = _positions(offset, length, x.shape)
-    return x + _nan_where_wrapped(positions, config._encode(positions, x.dtype))
+    return x + nan_where_wrapped(_JAX, positions, config._encode(positions, x.dtype))
 
 
 def _rope(config: RotaryEmbeddingConfig, q: Any, k: Any, positions: Any, offset: object) -> Any:
@@ -157,7 +155,7 @@ def _rope(config: RotaryEmbeddingConfig, q: Any, k: Any, positions: Any, offset:
         if known is not None:
             return config._rotate(x, known)
         steps = _positions(offset, x.shape[-2], x.shape)
-        return _nan_where_wrapped(steps, config._rotate(x, steps))
+        return nan_where_wrapped(_JAX, steps, config._rotate(x, steps))
 
     return tuple(rotated(x) for x in (q, k))
 
@@ -191,9 +189,13 @@ def _linen_dropout(rate: float, x: jax.Array, deterministic: bool) -> jax.Array:
 
 class _NNXModule(nnx.Module):
     """What every NNX layer here adds to ``nnx.Module``: its ``repr`` (and ``str``), the
-    configuration's, and the signature of its ``__init__``."""
+    configuration's, the signature of its constructor, and ``rngs`` handed to its
+    ``_setup``."""
 
     __signature__ = InitSignature()
+
+    def __init__(self) -> None:  # what the configuration's **kwargs reach: nothing
+        super().__init__()
 
     def __repr__(self) -> str:
         return layer_repr(cast(LayerConfig, self))
@@ -202,11 +204,31 @@ class _NNXModule(nnx.Module):
 
 
 class _LinenModule(nn.Module):
-    """What every linen layer here adds to ``nn.Module``: its dataclass fields are
-    validated at construction (and stored validated) by the configuration."""
+    """What every linen layer here adds to ``nn.Module``: its dataclass fields, made from
+    the configuration's constructor (less the names in the class keyword ``skip``;
+    ``defaults`` replaces some defaults), validated at construction and stored
+    validated by the configuration."""
+
+    def __init_subclass__(
+        cls, skip: tuple[str, ...] = (), defaults: dict[str, Any] | None = None, **kwargs: Any
+    ) -> None:
+        if any(issubclass(base, LayerConfig) for base in cls.__bases__):
+            fields = {}
+            for parameter in config_parameters(cls):
+                if parameter.name not in skip:
+                    fields[parameter.name] = parameter.annotation
+                    default = (defaults or {}).get(parameter.name, parameter.default)
+                    if default is not parameter.empty:
+                        setattr(cls, parameter.name, default)
+            cls.__annotations__ = {**fields, **inspect.get_annotations(cls)}
+        super().__init_subclass__(**kwargs)
 
     def __post_init__(self) -> None:
-        for name, value in cast(LayerConfig, self)._validated_fields().items():
+        config = cast(LayerConfig, self)
+        fields = {field.name for field in dataclasses.fields(self)}
+        names = [p.name for p in config_parameters(type(self)) if p.name in fields]
+        values = config._validate(**{name: getattr(self, name) for name in names})
+        for name, value in config._frozen(values).items():
             object.__setattr__(self, name, value)
         super().__post_init__()
 
@@ -249,16 +271,7 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _NNXModule):
     ValueError: The input's last axis has 6 features but the layer was built with d_model=4.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        *,
-        spec: Spec | str | None = None,
-        dropout: float = 0.0,
-        max_len: int | None = None,
-        rngs: nnx.Rngs | None = None,
-    ) -> None:
-        super().__init__(d_model, spec=spec, dropout=dropout, max_len=max_len)
+    def _setup(self, *, rngs: nnx.Rngs | None = None) -> None:
         self.dropout_layer = nnx.Dropout(self.dropout, rngs=rngs) if self.dropout else None
 
     def __call__(
@@ -299,36 +312,13 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _NNXModule):
     True
     """
 
-    def __init__(
-        self,
-        head_dim: int,
-        *,
-        base: float = 10000.0,
-        layout: RopeLayout = "half",
-        rotary_dim: int | None = None,
-        scaling: RopeConfig | None = None,
-        layer_type: str | None = None,
-        trainable_frequencies: bool = False,
-        frequency_heads: int | None = None,
-    ) -> None:
-        super().__init__(
-            head_dim,
-            base=base,
-            layout=layout,
-            rotary_dim=rotary_dim,
-            scaling=scaling,
-            layer_type=layer_type,
-            trainable_frequencies=trainable_frequencies,
-            frequency_heads=frequency_heads,
-        )
+    def _setup(self) -> None:
         self.scaling = self.rope_spec.scaling  # hashable: Flax keeps it in its graphs
         if self.trainable_frequencies:
             self.frequencies = nnx.Param(jnp.asarray(self.initial_frequencies()))
 
-    def _rotate(self, x: Any, positions: Any) -> Any:
-        if self.trainable_frequencies:
-            return self._rotate_trainable(x, positions, self.frequencies[...])
-        return super()._rotate(x, positions)
+    def _frequencies(self) -> jax.Array:
+        return cast(jax.Array, self.frequencies[...])
 
     def __call__(
         self, q: jax.Array, k: jax.Array, positions: Any = None, offset: Offset = 0
@@ -360,11 +350,6 @@ class LinenSinusoidalEncoding(SinusoidalEncodingConfig, _LinenModule):
     ValueError: dropout must be a number in [0, 1). Received: -0.5
     """
 
-    d_model: int
-    spec: Spec | str | None = None  # type: ignore[assignment]  # a Spec after __post_init__
-    dropout: float = 0.0
-    max_len: int | None = None
-
     @nn.compact
     def __call__(
         self, x: jax.Array, offset: Offset = 0, *, deterministic: bool = True
@@ -372,7 +357,9 @@ class LinenSinusoidalEncoding(SinusoidalEncodingConfig, _LinenModule):
         return _linen_dropout(self.dropout, _sinusoidal(self, x, offset), deterministic)
 
 
-class LinenRotaryEmbedding(RotaryEmbeddingConfig, _LinenModule):
+class LinenRotaryEmbedding(
+    RotaryEmbeddingConfig, _LinenModule, skip=("trainable_frequencies", "frequency_heads")
+):
     """Rotates queries and keys by their positions (RoPE) (linen).
 
     The linen twin of :class:`RotaryEmbedding`: the same arguments as dataclass fields,
@@ -386,13 +373,6 @@ class LinenRotaryEmbedding(RotaryEmbeddingConfig, _LinenModule):
     >>> [round(float(v), 3) for v in q[0, 0, :2]]  # (1, 1) turned by 1 radian
     [-0.301, 1.382]
     """
-
-    head_dim: int
-    base: float = 10000.0
-    layout: RopeLayout = "half"
-    rotary_dim: int | None = None
-    scaling: RopeConfig | None = None
-    layer_type: str | None = None
 
     def __call__(
         self, q: jax.Array, k: jax.Array, positions: Any = None, offset: Offset = 0
@@ -428,18 +408,7 @@ class T5RelativeBias(T5RelativeBiasConfig, _NNXModule):
     (1, 4, 3, 5)
     """
 
-    def __init__(
-        self,
-        n_heads: int,
-        *,
-        num_buckets: int = 32,
-        max_distance: int = 128,
-        bidirectional: bool = True,
-        rngs: nnx.Rngs,
-    ) -> None:
-        super().__init__(
-            n_heads, num_buckets=num_buckets, max_distance=max_distance, bidirectional=bidirectional
-        )
+    def _setup(self, *, rngs: nnx.Rngs) -> None:  # type: ignore[override]
         self.relative_attention_bias = nnx.Embed(self.num_buckets, self.n_heads, rngs=rngs)
 
     def __call__(self, query_length: int, key_length: int, offset: Any = 0) -> jax.Array:
@@ -447,7 +416,7 @@ class T5RelativeBias(T5RelativeBiasConfig, _NNXModule):
         return self._bias(table, query_length, key_length, offset, "jax")
 
 
-class AlibiBias(AlibiBiasConfig, _NNXModule):
+class AlibiBias(AlibiHeadsConfig, _NNXModule):
     """The ALiBi bias of :func:`pe_core.alibi_bias` (NNX), with ``alibi_bias_max``.
 
     ``__call__(query_length, key_length, dtype=jnp.float32)`` returns ``(1, n_heads,
@@ -459,10 +428,6 @@ class AlibiBias(AlibiBiasConfig, _NNXModule):
     >>> AlibiBias(2)(1, 3)[0, :, 0].tolist()  # one decode step, slopes 1/16 and 1/256
     [[-0.125, -0.0625, 0.0], [-0.0078125, -0.00390625, 0.0]]
     """
-
-    def __init__(self, n_heads: int, *, alibi_bias_max: float = 8.0, causal: bool = True) -> None:
-        self._require_heads(n_heads)
-        super().__init__(n_heads, alibi_bias_max=alibi_bias_max, causal=causal)
 
     def __call__(self, query_length: int, key_length: int, dtype: Any = jnp.float32) -> jax.Array:
         return self._bias(query_length, key_length, backend="jax", dtype=dtype)
@@ -484,11 +449,6 @@ class LinenT5RelativeBias(T5RelativeBiasConfig, _LinenModule):
     ((32, 4), (1, 4, 3, 5))
     """
 
-    n_heads: int
-    num_buckets: int = 32
-    max_distance: int = 128
-    bidirectional: bool = True
-
     @nn.compact
     def __call__(self, query_length: int, key_length: int, offset: Any = 0) -> jax.Array:
         table = self.param(
@@ -499,7 +459,7 @@ class LinenT5RelativeBias(T5RelativeBiasConfig, _LinenModule):
         return self._bias(table, query_length, key_length, offset, "jax")
 
 
-class LinenAlibiBias(AlibiBiasConfig, _LinenModule):
+class LinenAlibiBias(AlibiHeadsConfig, _LinenModule):
     """The ALiBi bias (linen); the twin of :class:`AlibiBias`.
 
     Examples
@@ -507,10 +467,6 @@ class LinenAlibiBias(AlibiBiasConfig, _LinenModule):
     >>> LinenAlibiBias(4, alibi_bias_max=16).apply({}, 2, 2).shape
     (1, 4, 2, 2)
     """
-
-    n_heads: int
-    alibi_bias_max: float = 8.0
-    causal: bool = True
 
     def __call__(self, query_length: int, key_length: int, dtype: Any = jnp.float32) -> jax.Array:
         return self._bias(query_length, key_length, backend="jax", dtype=dtype)
@@ -532,19 +488,7 @@ class FourierFeatures(FourierFeaturesConfig, _NNXModule):
     (4, 6)
     """
 
-    def __init__(
-        self,
-        in_features: int,
-        num_frequencies: int,
-        *,
-        scale: float = 1.0,
-        trainable: bool = False,
-        order: SinCosOrder = "sin_cos",
-        seed: int = 0,
-    ) -> None:
-        super().__init__(
-            in_features, num_frequencies, scale=scale, trainable=trainable, order=order, seed=seed
-        )
+    def _setup(self) -> None:
         initial = jnp.asarray(self.initial_frequencies().astype(np.float32))
         self.frequencies = nnx.Param(initial) if self.trainable else nnx.Variable(initial)
 
@@ -565,13 +509,6 @@ class LinenFourierFeatures(FourierFeaturesConfig, _LinenModule):
     >>> list(variables), layer.apply(variables, jnp.zeros((4, 2))).shape
     (['constants'], (4, 6))
     """
-
-    in_features: int
-    num_frequencies: int
-    scale: float = 1.0
-    trainable: bool = False
-    order: SinCosOrder = "sin_cos"
-    seed: int = 0
 
     @nn.compact
     def __call__(self, coords: jax.Array) -> jax.Array:
@@ -611,16 +548,7 @@ class SinusoidalPatchEncoding(PatchEncodingConfig, _NNXModule):
     (1, 6, 8)
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        *,
-        grid_shape: Any = None,
-        spec: Spec | str | None = None,
-        dropout: float = 0.0,
-        rngs: nnx.Rngs | None = None,
-    ) -> None:
-        super().__init__(d_model, grid_shape=grid_shape, spec=spec, dropout=dropout)
+    def _setup(self, *, rngs: nnx.Rngs | None = None) -> None:
         self.dropout_layer = nnx.Dropout(self.dropout, rngs=rngs) if self.dropout else None
 
     def __call__(
@@ -651,29 +579,6 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _NNXModule):
     (1, 6, 8)
     """
 
-    def __init__(
-        self,
-        head_dim: int,
-        sections: Any,
-        *,
-        base: float = 10000.0,
-        layout: RopeLayout = "half",
-        section_layout: SectionLayout = "contiguous",
-        frequencies: Any = None,
-        rotary_dim: int | None = None,
-        grid_shape: Any = None,
-    ) -> None:
-        super().__init__(
-            head_dim,
-            sections,
-            base=base,
-            layout=layout,
-            section_layout=section_layout,
-            frequencies=frequencies,
-            rotary_dim=rotary_dim,
-            grid_shape=grid_shape,
-        )
-
     def __call__(
         self, q: jax.Array, k: jax.Array, positions: Any = None
     ) -> tuple[jax.Array, jax.Array]:
@@ -690,11 +595,6 @@ class LinenSinusoidalPatchEncoding(PatchEncodingConfig, _LinenModule):
     >>> LinenSinusoidalPatchEncoding(8).apply({}, jnp.zeros((1, 2, 3, 8))).shape
     (1, 2, 3, 8)
     """
-
-    d_model: int
-    grid_shape: tuple[int, ...] | None = None
-    spec: Spec | str | None = None  # type: ignore[assignment]  # a Spec after __post_init__
-    dropout: float = 0.0
 
     @nn.compact
     def __call__(
@@ -714,15 +614,6 @@ class LinenRotaryEmbeddingND(RotaryEmbeddingNDConfig, _LinenModule):
     >>> bool(jnp.all(q == 1.0))  # coordinates (0, 0): not rotated
     True
     """
-
-    head_dim: int
-    sections: tuple[int, ...]
-    base: float = 10000.0
-    layout: str = "half"
-    section_layout: str = "contiguous"
-    frequencies: str | tuple[float, ...] | None = None
-    rotary_dim: int | None = None
-    grid_shape: tuple[int, ...] | None = None
 
     def __call__(
         self, q: jax.Array, k: jax.Array, positions: Any = None
@@ -752,8 +643,7 @@ class RelativePositionBias(RelativePositionBiasConfig, _NNXModule):
     ((18, 2), (2, 7, 7))
     """
 
-    def __init__(self, window_size: Any, n_heads: int, *, prefix_tokens: int = 0) -> None:
-        super().__init__(window_size, n_heads, prefix_tokens=prefix_tokens)
+    def _setup(self) -> None:
         self.relative_position_bias_table = nnx.Param(jnp.zeros(self.table_shape()))
 
     def __call__(self) -> jax.Array:
@@ -776,10 +666,6 @@ class LinenRelativePositionBias(RelativePositionBiasConfig, _LinenModule):
     (4, 4, 4)
     """
 
-    window_size: Any
-    n_heads: int
-    prefix_tokens: int = 0
-
     @nn.compact
     def __call__(self) -> jax.Array:
         table = self.param(
@@ -791,26 +677,7 @@ class LinenRelativePositionBias(RelativePositionBiasConfig, _LinenModule):
 # ------------------------------------------------------------------ timestep embeddings
 
 
-def _check_timesteps_config(
-    num_channels: Any, flip_sin_to_cos: Any, downscale_freq_shift: Any, scale: Any
-) -> None:
-    """Refuse an invalid configuration at construction (one small embedding)."""
-    timestep_embedding(
-        0,
-        num_channels,
-        flip_sin_to_cos=flip_sin_to_cos,
-        downscale_freq_shift=downscale_freq_shift,
-        scale=scale,
-    )
-
-
-def _timesteps_text(layer: Timesteps | LinenTimesteps) -> str:
-    return timesteps_repr(
-        layer.num_channels, layer.flip_sin_to_cos, layer.downscale_freq_shift, layer.scale
-    )
-
-
-class Timesteps(nnx.Module):
+class Timesteps(TimestepsConfig, _NNXModule):
     """diffusers' ``Timesteps`` (NNX): :func:`pe_core.timestep_embedding` of the timesteps.
 
     ``Timesteps(num_channels, flip_sin_to_cos, downscale_freq_shift, scale=1)``, the
@@ -825,39 +692,15 @@ class Timesteps(nnx.Module):
     ((2, 8), [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
     """
 
-    def __init__(
-        self,
-        num_channels: int,
-        flip_sin_to_cos: bool,
-        downscale_freq_shift: float,
-        scale: float = 1,
-    ) -> None:
-        _check_timesteps_config(num_channels, flip_sin_to_cos, downscale_freq_shift, scale)
-        self.num_channels = num_channels
-        self.flip_sin_to_cos = flip_sin_to_cos
-        self.downscale_freq_shift = downscale_freq_shift
-        self.scale = scale
-
-    __signature__ = InitSignature()
-
-    def __repr__(self) -> str:
-        return f"Timesteps({_timesteps_text(self)})"
-
-    __str__ = __repr__
-
     def __call__(self, timesteps: Any) -> jax.Array:
-        out: jax.Array = timestep_embedding(
-            timesteps,
-            self.num_channels,
-            flip_sin_to_cos=self.flip_sin_to_cos,
-            downscale_freq_shift=self.downscale_freq_shift,
-            scale=self.scale,
-            backend="jax",
-        )
-        return out
+        return cast(jax.Array, self._timesteps(timesteps, "jax"))
 
 
-class LinenTimesteps(nn.Module):
+class LinenTimesteps(
+    TimestepsConfig,
+    _LinenModule,
+    defaults={"flip_sin_to_cos": False, "downscale_freq_shift": 1.0, "scale": 1.0},
+):
     """The linen twin of :class:`Timesteps` (fields ``num_channels``,
     ``flip_sin_to_cos``, ``downscale_freq_shift``, ``scale``). No variables.
 
@@ -868,27 +711,5 @@ class LinenTimesteps(nn.Module):
     [[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]]
     """
 
-    num_channels: int
-    flip_sin_to_cos: bool = False
-    downscale_freq_shift: float = 1.0
-    scale: float = 1.0
-
-    def __post_init__(self) -> None:
-        _check_timesteps_config(
-            self.num_channels, self.flip_sin_to_cos, self.downscale_freq_shift, self.scale
-        )
-        super().__post_init__()
-
-    def __repr__(self) -> str:
-        return f"LinenTimesteps({_timesteps_text(self)})"
-
     def __call__(self, timesteps: Any) -> jax.Array:
-        out: jax.Array = timestep_embedding(
-            timesteps,
-            self.num_channels,
-            flip_sin_to_cos=self.flip_sin_to_cos,
-            downscale_freq_shift=self.downscale_freq_shift,
-            scale=self.scale,
-            backend="jax",
-        )
-        return out
+        return cast(jax.Array, self._timesteps(timesteps, "jax"))

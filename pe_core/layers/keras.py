@@ -20,7 +20,6 @@ exactly in float32 (float64 for float64 inputs) and only the encoding is rounded
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any, cast
 
@@ -28,31 +27,34 @@ import keras
 import numpy as np
 from keras import ops
 
+from pe_core._kernel.inputs import working_dtype
 from pe_core.fourier import fourier_features
 from pe_core.layers._checks import (
     check_features,
     check_sequence_input,
+    offset_dtype,
     per_example_shape,
     scores_shape,
 )
 from pe_core.layers._config import (
-    AlibiBiasConfig,
-    FourierFeaturesConfig,
     LayerConfig,
     RotaryEmbeddingConfig,
     SinusoidalEncodingConfig,
-    T5RelativeBiasConfig,
-    host_dtype,
-    timesteps_repr,
+    TimestepsConfig,
 )
-from pe_core.layers._config_index import RelativePositionBiasConfig
-from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
-from pe_core.layers._tables import placed_patch_table, placed_rows
-from pe_core.resample import resample_pos_embed
-from pe_core.spec import Spec
-from pe_core.timestep import timestep_embedding
-from pe_core.typing import Interpolation, RopeConfig, RopeLayout, SinCosOrder
-from pe_core.validation import positive_int
+from pe_core.layers._config_index import (
+    AlibiBiasConfig,
+    RelativePositionBiasConfig,
+    T5RelativeBiasConfig,
+)
+from pe_core.layers._config_nd import (
+    FourierFeaturesConfig,
+    PatchEncodingConfig,
+    RotaryEmbeddingNDConfig,
+    patch_grid,
+)
+from pe_core.layers._tables import placed_patch_table, placed_rows, resized_for
+from pe_core.typing import Interpolation
 from pe_core_backends import Namespace, get_namespace
 
 __all__ = [
@@ -126,30 +128,6 @@ def _check_offset(offset: object) -> Any:
     )
 
 
-#: An int offset below this (in magnitude) takes int32 positions when the sequence
-#: length is unknown (room for 2**30 steps); int64 positions up to ``2**62``.
-_INT32_OFFSETS = 2**30
-_INT64_OFFSETS = 2**62
-
-
-def _offset_dtype(offset: int) -> str:
-    """The integer dtype of ``offset + arange(seq)`` for a sequence length unknown on the
-    host (a traced graph's ``None`` axis): int32 where it cannot overflow, else int64."""
-    if abs(offset) < _INT32_OFFSETS:
-        return "int32"
-    backend = keras.backend.backend()
-    if abs(offset) >= _INT64_OFFSETS or not get_namespace(backend).supports("int64"):
-        limit = "2**62" if get_namespace(backend).supports("int64") else "2**30 (no int64)"
-        raise ValueError(
-            f"offset must be below {limit} in magnitude when the sequence length is "
-            f"unknown (a traced graph with a None sequence axis) on Keras backend "
-            f"{backend!r}: offset + arange(seq) is computed there in integers. "
-            f"Received: offset={offset}. Give the sequence length statically, or pass "
-            "the positions themselves."
-        )
-    return "int64"
-
-
 def _positions(offset: Any, x: Any) -> Any:
     """``offset + arange(seq)`` for ``x`` ``(..., seq, d)`` as a backend tensor:
     ``(seq,)``, or ``(batch, 1, ..., seq)`` for per-example offsets ``(batch,)``."""
@@ -157,7 +135,7 @@ def _positions(offset: Any, x: Any) -> Any:
     if length is None:
         length = ops.shape(x)[-2]
     if isinstance(offset, int):
-        return ops.arange(length, dtype=_offset_dtype(offset)) + offset
+        return ops.arange(length, dtype=offset_dtype(offset, keras.backend.backend())) + offset
     shape = per_example_shape(tuple(offset.shape), tuple(x.shape))
     steps = ops.arange(length, dtype=_dtype_name(offset))
     return ops.expand_dims(ops.reshape(offset, shape), -1) + steps
@@ -182,10 +160,23 @@ def _encode_positions(config: SinusoidalEncodingConfig, positions: Any, dtype: s
     return config._encode(positions, dtype)
 
 
-class _Layer(keras.layers.Layer):
+class _Configured(keras.layers.Layer):
     """What every layer here adds to ``keras.layers.Layer``: its ``get_config``, the
-    configuration's arguments, an output of the input's shape, and a clear error for
-    tensors of unknown rank (a ``tf.function`` signature of shape ``None``)."""
+    configuration's arguments, and its ``repr``."""
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update(cast(LayerConfig, self)._layer_config())
+        return config
+
+    def __repr__(self) -> str:
+        text = cast(LayerConfig, self)._layer_repr()
+        return f"<{type(self).__name__} name={self.name}, built={self.built}, {text}>"
+
+
+class _Layer(_Configured):
+    """A layer whose output has the input's shape, with a clear error for tensors of
+    unknown rank (a ``tf.function`` signature of shape ``None``)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         backend = keras.backend.backend()
@@ -198,15 +189,6 @@ class _Layer(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
         return tuple(input_shape)
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(cast(LayerConfig, self)._layer_config())
-        return config
-
-    def __repr__(self) -> str:
-        text = cast(LayerConfig, self)._layer_repr()
-        return f"<{type(self).__name__} name={self.name}, built={self.built}, {text}>"
 
 
 class _PairLayer(_Layer):
@@ -255,16 +237,7 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Layer):
     ValueError: ...The input's last axis has 6 features but the layer was built with d_model=4...
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        *,
-        spec: Spec | str | dict[str, Any] | None = None,
-        dropout: float = 0.0,
-        max_len: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(d_model, spec=spec, dropout=dropout, max_len=max_len, **kwargs)
+    def _setup(self) -> None:
         self.dropout_layer = keras.layers.Dropout(self.dropout) if self.dropout else None
         self.supports_masking = True
 
@@ -323,30 +296,7 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _PairLayer):
     True
     """
 
-    def __init__(
-        self,
-        head_dim: int,
-        *,
-        base: float = 10000.0,
-        layout: RopeLayout = "half",
-        rotary_dim: int | None = None,
-        scaling: RopeConfig | None = None,
-        layer_type: str | None = None,
-        trainable_frequencies: bool = False,
-        frequency_heads: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            head_dim,
-            base=base,
-            layout=layout,
-            rotary_dim=rotary_dim,
-            scaling=scaling,
-            layer_type=layer_type,
-            trainable_frequencies=trainable_frequencies,
-            frequency_heads=frequency_heads,
-            **kwargs,
-        )
+    def _setup(self) -> None:
         if self.trainable_frequencies:
             initial = self.initial_frequencies()
             self.frequencies = self.add_weight(
@@ -355,10 +305,8 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _PairLayer):
                 name="frequencies",
             )
 
-    def _rotate(self, x: Any, positions: Any) -> Any:
-        if self.trainable_frequencies:
-            return self._rotate_trainable(x, positions, self.frequencies.value)
-        return super()._rotate(x, positions)
+    def _frequencies(self) -> Any:
+        return self.frequencies.value
 
     def call(self, query: Any, key: Any, positions: Any = None, offset: Any = 0) -> tuple[Any, Any]:
         self._check_query_key(tuple(query.shape), tuple(key.shape), names="query and key")
@@ -460,27 +408,7 @@ class FourierFeatures(FourierFeaturesConfig, _Layer):
     (4, 6)
     """
 
-    def __init__(
-        self,
-        in_features: int,
-        num_frequencies: int,
-        *,
-        scale: float = 1.0,
-        trainable: bool = False,
-        order: SinCosOrder = "sin_cos",
-        seed: int = 0,
-        **kwargs: Any,
-    ) -> None:
-        kwargs.pop("trainable", None)
-        super().__init__(
-            in_features,
-            num_frequencies,
-            scale=scale,
-            trainable=trainable,
-            order=order,
-            seed=seed,
-            **kwargs,
-        )
+    def _setup(self) -> None:
         self.frequencies = self.add_weight(
             shape=(self.in_features, self.num_frequencies),
             initializer=keras.initializers.Constant(self.initial_frequencies()),
@@ -534,7 +462,9 @@ class AlibiBias(AlibiBiasConfig, _Layer):
         """The bias ``(1, n_heads, query_length, key_length)`` (float32 by default)."""
         if n_heads is None and self.n_heads is None:
             raise ValueError("n_heads is not known: build the layer with n_heads, or pass it.")
-        host = self._bias(query_length, key_length, n_heads, dtype=host_dtype(dtype))
+        host = self._bias(
+            query_length, key_length, n_heads, dtype=working_dtype(dtype or "float32")
+        )
         return _constant(host, dtype or "float32")
 
     def call(self, attention_scores: Any) -> Any:
@@ -574,16 +504,7 @@ class SinusoidalPatchEncoding(PatchEncodingConfig, _Layer):
     (1, 6, 8)
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        *,
-        grid_shape: Any = None,
-        spec: Spec | str | dict[str, Any] | None = None,
-        dropout: float = 0.0,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(d_model, grid_shape=grid_shape, spec=spec, dropout=dropout, **kwargs)
+    def _setup(self) -> None:
         self.dropout_layer = keras.layers.Dropout(self.dropout) if self.dropout else None
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
@@ -671,6 +592,7 @@ def assign_resampled(
     >>> weight = keras.Variable(np.zeros((1, 1 + 4 * 4, 8), "float32"))
     >>> checkpoint = np.random.default_rng(0).normal(size=(1, 1 + 2 * 2, 8))
     >>> weight = assign_resampled(weight, checkpoint.astype("float32"))
+    >>> from pe_core import resample_pos_embed
     >>> want = resample_pos_embed(checkpoint.astype("float32"), 4)
     >>> bool(np.allclose(keras.ops.convert_to_numpy(weight), want))
     True
@@ -678,18 +600,8 @@ def assign_resampled(
     if not isinstance(variable, keras.Variable):
         raise TypeError(f"variable must be a keras.Variable. Received: {type(variable).__name__}")
     want = tuple(int(n) for n in variable.shape)
-    if len(want) != 3:
-        raise ValueError(f"variable must have 3 axes (N, L, C). Received: shape {want}")
-    if new_size is None:
-        rows = want[1] - positive_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
-        side = math.isqrt(max(rows, 0))
-        if rows < 1 or side * side != rows:
-            raise ValueError(
-                f"new_size is needed: the variable's {want[1]} rows minus num_prefix_tokens="
-                f"{num_prefix_tokens!r} are not a square grid. Received: new_size=None"
-            )
-        new_size = side
-    resized = resample_pos_embed(
+    resized = resized_for(
+        want,
         table,
         new_size,
         old_size=old_size,
@@ -697,12 +609,6 @@ def assign_resampled(
         interpolation=interpolation,
         antialias=antialias,
     )
-    have = tuple(int(n) for n in resized.shape)
-    if have != want:
-        raise ValueError(
-            f"the resized table has shape {have}, the variable {want}. "
-            f"Received: table shape {tuple(int(n) for n in table.shape)}, new_size={new_size!r}"
-        )
     variable.assign(ops.cast(resized, variable.dtype))
     return variable
 
@@ -711,7 +617,7 @@ def assign_resampled(
 
 
 @keras.saving.register_keras_serializable(package="pe_core")
-class Timesteps(keras.layers.Layer):
+class Timesteps(TimestepsConfig, _Configured):
     """diffusers' ``Timesteps`` as a Keras layer: :func:`pe_core.timestep_embedding`.
 
     ``Timesteps(num_channels, flip_sin_to_cos, downscale_freq_shift, scale=1)``;
@@ -720,56 +626,12 @@ class Timesteps(keras.layers.Layer):
     ``get_config`` round-trips. Invalid configurations fail at construction.
     """
 
-    def __init__(
-        self,
-        num_channels: int,
-        flip_sin_to_cos: bool,
-        downscale_freq_shift: float,
-        scale: float = 1,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        timestep_embedding(  # validates the configuration once
-            0,
-            num_channels,
-            flip_sin_to_cos=flip_sin_to_cos,
-            downscale_freq_shift=downscale_freq_shift,
-            scale=scale,
-        )
-        self.num_channels = num_channels
-        self.flip_sin_to_cos = flip_sin_to_cos
-        self.downscale_freq_shift = downscale_freq_shift
-        self.scale = scale
-
     def call(self, timesteps: Any) -> Any:
         backend = keras.backend.backend()
-        return timestep_embedding(
-            timesteps,
-            self.num_channels,
-            flip_sin_to_cos=self.flip_sin_to_cos,
-            downscale_freq_shift=self.downscale_freq_shift,
-            scale=self.scale,
-            backend=backend if backend in _PLACED_BACKENDS else None,
-        )
+        return self._timesteps(timesteps, backend if backend in _PLACED_BACKENDS else None)
 
     def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
         return (*input_shape, self.num_channels)
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            num_channels=self.num_channels,
-            flip_sin_to_cos=self.flip_sin_to_cos,
-            downscale_freq_shift=self.downscale_freq_shift,
-            scale=self.scale,
-        )
-        return config
-
-    def __repr__(self) -> str:
-        text = timesteps_repr(
-            self.num_channels, self.flip_sin_to_cos, self.downscale_freq_shift, self.scale
-        )
-        return f"<Timesteps name={self.name}, built={self.built}, {text}>"
 
 
 @keras.saving.register_keras_serializable(package="pe_core")
@@ -813,15 +675,7 @@ class RelativePositionBias(RelativePositionBiasConfig, _Layer):
         return self._bias(self.relative_position_bias_table.value, keras.backend.backend())
 
     def call(self, attention_scores: Any) -> Any:
-        heads, q_len, k_len = scores_shape(tuple(attention_scores.shape))
-        check_features(heads, self.n_heads, "n_heads")
-        n = self.window_size[0] * self.window_size[1] + self.prefix_tokens
-        for length, name in ((q_len, "query_length"), (k_len, "key_length")):
-            if length is not None and length != n:
-                raise ValueError(
-                    f"attention_scores must have {name} N = Wh * Ww + prefix_tokens = {n}. "
-                    f"Received: shape {tuple(attention_scores.shape)}"
-                )
+        self._check_scores(tuple(attention_scores.shape))
         return attention_scores + ops.cast(self.bias(), _dtype_name(attention_scores))
 
 

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from pe_core._kernel.inputs import working_dtype
 from pe_core.alibi import alibi_slopes
 from pe_core.encoding import encode
 from pe_core.fourier import fourier_features
@@ -41,22 +42,27 @@ from pe_core.layers._checks import (
     per_example_shape,
 )
 from pe_core.layers._config import (
-    AlibiBiasConfig,
-    FourierFeaturesConfig,
+    InitSignature,
     LayerConfig,
     RotaryEmbeddingConfig,
     SinusoidalEncodingConfig,
-    T5RelativeBiasConfig,
-    timesteps_repr,
+    TimestepsConfig,
 )
-from pe_core.layers._config_index import RelativePositionBiasConfig
-from pe_core.layers._config_nd import PatchEncodingConfig, RotaryEmbeddingNDConfig, patch_grid
-from pe_core.layers._tables import pe_table_problem
+from pe_core.layers._config_index import (
+    AlibiHeadsConfig,
+    RelativePositionBiasConfig,
+    T5RelativeBiasConfig,
+)
+from pe_core.layers._config_nd import (
+    FourierFeaturesConfig,
+    PatchEncodingConfig,
+    RotaryEmbeddingNDConfig,
+    patch_grid,
+)
+from pe_core.layers._tables import nan_where_wrapped, pe_table_problem
 from pe_core.nd import grid
 from pe_core.spec import Spec
-from pe_core.timestep import timestep_embedding
-from pe_core.typing import RopeConfig, RopeLayout, SectionLayout, SinCosOrder
-from pe_core_backends import any_dtensor, map_shards
+from pe_core_backends import any_dtensor, get_namespace, map_shards
 
 __all__ = [
     "AlibiBias",
@@ -69,6 +75,8 @@ __all__ = [
     "T5RelativeBias",
     "Timesteps",
 ]
+
+_TORCH = get_namespace("torch")
 
 #: An offset: an int (symbolic under ``torch.compile``) or a tensor of per-example offsets.
 Offset = int | torch.SymInt | torch.Tensor
@@ -99,14 +107,6 @@ def _positions(offset: Offset, length: Any, x_shape: tuple[int | None, ...], dev
     return offset.to(device).reshape(shape)[..., None] + steps
 
 
-def _nan_where_wrapped(positions: Any, values: torch.Tensor) -> torch.Tensor:
-    """``values`` with NaN rows where ``offset + arange`` wrapped past the largest int64
-    (a tensor or compiled offset near ``2**63``): those positions are not the ones
-    asked for, and the documented answer for them is NaN."""
-    wrapped = positions < positions[..., :1]  # the steps are >= 0: a wrap makes them fall
-    return torch.where(wrapped[..., None], torch.nan, values)
-
-
 def _is_exporting() -> bool:
     """Whether ``torch.export`` is tracing (``torch.compiler.is_exporting``, torch >= 2.5)."""
     is_exporting = getattr(torch.compiler, "is_exporting", None)
@@ -119,7 +119,10 @@ def _check_floating(x: torch.Tensor) -> None:
 
 
 class _Module(nn.Module):
-    """What every layer here adds to ``nn.Module``: its ``repr``, the configuration's."""
+    """What every layer here adds to ``nn.Module``: its signature and ``repr``, the
+    configuration's."""
+
+    __signature__ = InitSignature()
 
     def extra_repr(self) -> str:
         return cast(LayerConfig, self)._layer_repr()
@@ -206,11 +209,13 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         batch_first = check_flag(batch_first, "batch_first")
         super().__init__(d_model, spec=spec, dropout=dropout, max_len=max_len)
         self.batch_first = batch_first
+
+    def _setup(self) -> None:
         self.dropout_layer = nn.Dropout(self.dropout) if self.dropout else None
         self._cache: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
 
     def extra_repr(self) -> str:
-        return self.sinusoidal_repr() + ("" if self.batch_first else ", batch_first=False")
+        return self._layer_repr() + ("" if self.batch_first else ", batch_first=False")
 
     def forward(self, x: torch.Tensor, offset: Offset = 0) -> torch.Tensor:
         """``dropout(x + encoding)`` along the sequence axis of ``x``.
@@ -285,10 +290,10 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         )
         if _is_exporting() or torch.compiler.is_compiling():  # a symbolic length stays so
             positions = _positions(offset, length, x_shape, device)
-            return _nan_where_wrapped(positions, self._encode(positions, dtype))
+            return nan_where_wrapped(_TORCH, positions, self._encode(positions, dtype))
         if not isinstance(offset, int):  # a tensor
             positions = _positions(offset, length, x_shape, device)
-            return _nan_where_wrapped(positions, self._encode(positions, dtype))
+            return nan_where_wrapped(_TORCH, positions, self._encode(positions, dtype))
         cached = self._cached_rows(offset, length, device, dtype)
         if cached is not None:
             return cached
@@ -371,30 +376,12 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
     ValueError: The input's last axis has 6 features but the layer was built with head_dim=8.
     """
 
-    def __init__(
-        self,
-        head_dim: int,
-        *,
-        base: float = 10000.0,
-        layout: RopeLayout = "half",
-        rotary_dim: int | None = None,
-        scaling: RopeConfig | None = None,
-        layer_type: str | None = None,
-        trainable_frequencies: bool = False,
-        frequency_heads: int | None = None,
-    ) -> None:
-        super().__init__(
-            head_dim,
-            base=base,
-            layout=layout,
-            rotary_dim=rotary_dim,
-            scaling=scaling,
-            layer_type=layer_type,
-            trainable_frequencies=trainable_frequencies,
-            frequency_heads=frequency_heads,
-        )
+    def _setup(self) -> None:
         if self.trainable_frequencies:
             self.frequencies = nn.Parameter(torch.from_numpy(self.initial_frequencies()))
+
+    def _frequencies(self) -> torch.Tensor:
+        return self.frequencies
 
     def forward(
         self,
@@ -416,13 +403,11 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
         positions = self._default_positions(x, offset)
         if isinstance(positions, range):
             return self.rotate(x, positions)
-        return _nan_where_wrapped(positions, self.rotate(x, positions))
+        return nan_where_wrapped(_TORCH, positions, self.rotate(x, positions))
 
     def rotate(self, x: torch.Tensor, positions: Any) -> torch.Tensor:
         """:func:`~pe_core.rope.apply_rope` of ``x`` with this layer's configuration."""
-        if self.trainable_frequencies:
-            return self._rotate_trainable(x, positions, self.frequencies)
-        return self._rotate(x, positions)
+        return cast(torch.Tensor, self._rotate(x, positions))
 
     def _default_positions(self, x: torch.Tensor, offset: Offset) -> Any:
         length = x.shape[-2]
@@ -459,29 +444,16 @@ class T5RelativeBias(T5RelativeBiasConfig, _Module):
     torch.Size([2, 4, 1, 5])
     """
 
-    def __init__(
-        self,
-        n_heads: int,
-        *,
-        num_buckets: int = 32,
-        max_distance: int = 128,
-        bidirectional: bool = True,
-    ) -> None:
-        super().__init__(
-            n_heads,
-            num_buckets=num_buckets,
-            max_distance=max_distance,
-            bidirectional=bidirectional,
-        )
+    def _setup(self) -> None:
         self.relative_attention_bias = nn.Embedding(self.num_buckets, self.n_heads)
 
     def forward(self, query_length: int, key_length: int, offset: Offset = 0) -> torch.Tensor:
         """The bias ``(1, n_heads, query_length, key_length)``."""
         table = self.relative_attention_bias.weight
-        return self._bias(table, query_length, key_length, offset, "torch")
+        return cast(torch.Tensor, self._bias(table, query_length, key_length, offset, "torch"))
 
 
-class AlibiBias(AlibiBiasConfig, _Module):
+class AlibiBias(AlibiHeadsConfig, _Module):
     """The ALiBi bias of :func:`pe_core.alibi_bias`, with keras-hub's ``alibi_bias_max``.
 
     Parameters
@@ -503,11 +475,10 @@ class AlibiBias(AlibiBiasConfig, _Module):
     (torch.Size([1, 2, 2, 3]), [[-0.0625, 0.0, -inf], [-0.125, -0.0625, 0.0]])
     """
 
-    def __init__(self, n_heads: int, *, alibi_bias_max: float = 8.0, causal: bool = True) -> None:
-        self._require_heads(n_heads)
-        super().__init__(n_heads, alibi_bias_max=alibi_bias_max, causal=causal)
+    def _setup(self) -> None:
         # Python floats: the constants of compiled code
-        self._slopes = tuple(alibi_slopes(n_heads, alibi_bias_max=self.alibi_bias_max).tolist())
+        slopes = alibi_slopes(self.n_heads, alibi_bias_max=self.alibi_bias_max)
+        self._slopes = tuple(slopes.tolist())
 
     def forward(
         self, query_length: int, key_length: int, like: torch.Tensor | None = None
@@ -516,14 +487,15 @@ class AlibiBias(AlibiBiasConfig, _Module):
         if torch.compiler.is_compiling():
             return self._traced_bias(query_length, key_length, like)
         dtype = None if like is None else like.dtype
-        return self._bias(query_length, key_length, backend="torch", dtype=dtype, like=like)
+        bias = self._bias(query_length, key_length, backend="torch", dtype=dtype, like=like)
+        return cast(torch.Tensor, bias)
 
     def _traced_bias(self, q_len: int, k_len: int, like: Any) -> torch.Tensor:
         """:func:`pe_core.alibi_bias`'s formula in torch operations, for compiled code
         (the same float32 product of the float64 slopes and the integer distances)."""
         device = like.device if isinstance(like, torch.Tensor) else None
         dtype = like.dtype if isinstance(like, torch.Tensor) else torch.float32
-        working = torch.float64 if dtype == torch.float64 else torch.float32
+        working = getattr(torch, working_dtype(str(dtype).removeprefix("torch.")))
         slopes = self._slopes
         keys = torch.arange(k_len, device=device)
         queries = torch.arange(q_len, device=device) + (k_len - q_len)
@@ -566,19 +538,7 @@ class FourierFeatures(FourierFeaturesConfig, _Module):
 
     frequencies: torch.Tensor
 
-    def __init__(
-        self,
-        in_features: int,
-        num_frequencies: int,
-        *,
-        scale: float = 1.0,
-        trainable: bool = False,
-        order: SinCosOrder = "sin_cos",
-        seed: int = 0,
-    ) -> None:
-        super().__init__(
-            in_features, num_frequencies, scale=scale, trainable=trainable, order=order, seed=seed
-        )
+    def _setup(self) -> None:
         initial = torch.from_numpy(self.initial_frequencies().astype(np.float32))
         if self.trainable:
             self.frequencies = nn.Parameter(initial)
@@ -588,7 +548,7 @@ class FourierFeatures(FourierFeaturesConfig, _Module):
     def forward(self, coords: torch.Tensor) -> torch.Tensor:
         """The features ``(..., 2 * num_frequencies)`` of ``coords`` ``(..., in_features)``."""
         _check_floating(coords)
-        return fourier_features(coords, self.frequencies, order=self.order)
+        return cast(torch.Tensor, fourier_features(coords, self.frequencies, order=self.order))
 
 
 # --------------------------------------------------------------------------- N-D layers
@@ -622,15 +582,7 @@ class SinusoidalPatchEncoding(PatchEncodingConfig, _Module):
     torch.Size([1, 2, 3, 8])
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        *,
-        grid_shape: Any = None,
-        spec: Spec | str | None = None,
-        dropout: float = 0.0,
-    ) -> None:
-        super().__init__(d_model, grid_shape=grid_shape, spec=spec, dropout=dropout)
+    def _setup(self) -> None:
         self.dropout_layer = nn.Dropout(self.dropout) if self.dropout else None
 
     def forward(self, x: torch.Tensor, grid_shape: Any = None) -> torch.Tensor:
@@ -683,29 +635,6 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _Module):
     True
     """
 
-    def __init__(
-        self,
-        head_dim: int,
-        sections: Any,
-        *,
-        base: float = 10000.0,
-        layout: RopeLayout = "half",
-        section_layout: SectionLayout = "contiguous",
-        frequencies: Any = None,
-        rotary_dim: int | None = None,
-        grid_shape: Any = None,
-    ) -> None:
-        super().__init__(
-            head_dim,
-            sections,
-            base=base,
-            layout=layout,
-            section_layout=section_layout,
-            frequencies=frequencies,
-            rotary_dim=rotary_dim,
-            grid_shape=grid_shape,
-        )
-
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, positions: Any = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -743,8 +672,7 @@ class RelativePositionBias(RelativePositionBiasConfig, _Module):
     (torch.Size([169, 3]), torch.Size([3, 49, 49]))
     """
 
-    def __init__(self, window_size: Any, n_heads: int, *, prefix_tokens: int = 0) -> None:
-        super().__init__(window_size, n_heads, prefix_tokens=prefix_tokens)
+    def _setup(self) -> None:
         self.relative_position_bias_table = nn.Parameter(torch.zeros(self.table_shape()))
 
     def forward(self) -> torch.Tensor:
@@ -755,19 +683,13 @@ class RelativePositionBias(RelativePositionBiasConfig, _Module):
 # ------------------------------------------------------------------ timestep embeddings
 
 
-class Timesteps(nn.Module):
+class Timesteps(TimestepsConfig, _Module):
     """diffusers' ``Timesteps`` module: :func:`pe_core.timestep_embedding` of the timesteps.
 
     Parameters
     ----------
-    num_channels : int
-        ``embedding_dim`` (>= 2).
-    flip_sin_to_cos : bool
-        ``[cos | sin]`` instead of ``[sin | cos]``.
-    downscale_freq_shift : float
-        As for :func:`~pe_core.timestep_embedding`.
-    scale : float
-        Multiplies every angle (1000 in QwenImage's and AuraFlow's time embedders).
+    num_channels, flip_sin_to_cos, downscale_freq_shift, scale
+        As for :class:`~pe_core.layers._config.TimestepsConfig`.
 
     Notes
     -----
@@ -786,39 +708,6 @@ class Timesteps(nn.Module):
     (torch.Size([2, 320]), torch.float32, [1.0, 1.0])
     """
 
-    def __init__(
-        self,
-        num_channels: int,
-        flip_sin_to_cos: bool,
-        downscale_freq_shift: float,
-        scale: float = 1,
-    ) -> None:
-        super().__init__()
-        # validates the configuration once (and caches its frequencies)
-        timestep_embedding(
-            0,
-            num_channels,
-            flip_sin_to_cos=flip_sin_to_cos,
-            downscale_freq_shift=downscale_freq_shift,
-            scale=scale,
-        )
-        self.num_channels = num_channels
-        self.flip_sin_to_cos = flip_sin_to_cos
-        self.downscale_freq_shift = downscale_freq_shift
-        self.scale = scale
-
     def forward(self, timesteps: torch.Tensor) -> torch.Tensor:
         """The embedding ``timesteps.shape + (num_channels,)``, float32."""
-        out: torch.Tensor = timestep_embedding(
-            timesteps,
-            self.num_channels,
-            flip_sin_to_cos=self.flip_sin_to_cos,
-            downscale_freq_shift=self.downscale_freq_shift,
-            scale=self.scale,
-        )
-        return out
-
-    def extra_repr(self) -> str:
-        return timesteps_repr(
-            self.num_channels, self.flip_sin_to_cos, self.downscale_freq_shift, self.scale
-        )
+        return cast(torch.Tensor, self._timesteps(timesteps))
