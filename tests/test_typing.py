@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import subprocess
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 import pytest
@@ -158,25 +160,67 @@ def test_the_backend_literals_cover_every_alias() -> None:
     )
 
 
-#: The functions whose result a type checker reads from the input's array type and
-#: ``backend=`` (docs/testing.md lists them): each is a ``typing.overload`` set.
+#: The functions whose *call shape* changes the result type (docs/testing.md lists them):
+#: ``encode`` and the factories of sizes give NumPy for host data and the named backend's
+#: array for ``backend="torch"``, ...; ``apply_rope`` gives a tuple for a tuple. Every other
+#: function is typed by one signature with ``ArrayT`` or ``BackendArrayT``.
 OVERLOADED: tuple[Callable[..., Any], ...] = (
     pe_core.encode,
     pe_core.apply_rope,
     pe_core.alibi_bias,
     pe_core.t5_bucket_matrix,
-    pe_core.timestep_embedding,
-    pe_core.fourier_features,
-    pe_core.perceiver_fourier_features,
     pe_core.grid,
     pe_core.grid_encoding,
-    pe_core.resample_pos_embed,
     pe_core.relative_position_index,
-    pe_core.binary_encode,
     pe_core.normalized_positions,
     pe_core.transformer_xl_embedding,
-    pe_core.relative_matrix,
 )
+
+PACKAGE = Path(pe_core.__file__).parent
+
+
+def _functions() -> Iterator[tuple[str, ast.FunctionDef]]:
+    """``(module path, function)`` for every module-level function of the package."""
+    for path in sorted(
+        [*PACKAGE.rglob("*.py"), *Path(pe_core_backends.__file__).parent.rglob("*.py")]
+    ):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef):
+                yield path.name, node
+
+
+def _is_overload(node: ast.FunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "overload" for d in node.decorator_list)
+
+
+def test_overloads_only_where_the_call_shape_changes_the_result() -> None:
+    """One typing shape: the overload sets are exactly :data:`OVERLOADED`'s, and few."""
+    stubs = [node.name for _, node in _functions() if _is_overload(node)]
+    assert sorted(set(stubs)) == sorted(f.__name__ for f in OVERLOADED)
+    assert len(stubs) <= 45
+
+
+def test_public_array_functions_are_typed_by_their_input() -> None:
+    """No public function returns the untyped ``Array`` alias: an array result is typed
+    by ``ArrayT``, ``BackendArrayT`` or a framework type (a planted one is found)."""
+
+    def untyped(source: str) -> list[str]:
+        return [
+            node.name
+            for node in ast.parse(source).body
+            if isinstance(node, ast.FunctionDef)
+            and not node.name.startswith("_")
+            and node.returns is not None
+            and ast.unparse(node.returns) == "Array"
+        ]
+
+    assert untyped("def f(x) -> Array: ...\ndef g(x: ArrayT) -> ArrayT: ...") == ["f"]
+    found = {
+        path.name: untyped(path.read_text(encoding="utf-8"))
+        for path in PACKAGE.glob("*.py")
+        if not path.name.startswith("_")
+    }
+    assert {name: functions for name, functions in found.items() if functions} == {}
 
 
 @pytest.mark.skipif(not hasattr(typing, "get_overloads"), reason="Python >= 3.11")
