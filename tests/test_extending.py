@@ -1,7 +1,8 @@
 """Extending pe_core without editing it: a toy preset, a toy RoPE scaling type, a toy
-backend and a toy integration, each added the way docs/architecture.md describes (a preset,
-a scaling type or an integration is one module; a backend is an adapter module and one
-registry row).
+backend, a toy integration and a toy relative index kind, each added the way
+docs/architecture.md describes (a preset, a scaling type or an integration is one module; a
+backend is an adapter module and one registry row; a relative index kind is a registered
+host table and a face).
 
 The toy modules are written to a scratch folder. For the preset and the scaling type the
 folder is put on the package's ``__path__`` (``pe_core._presets``, ``pe_core._scaling``)
@@ -28,6 +29,7 @@ from conftest import assert_close, positions_on
 
 import pe_core
 from pe_core import _presets, _scaling, integrations, presets, rope_scaling, rope_spec
+from pe_core._index import place as index_place
 from pe_core.rope_scaling import rope_frequencies
 from pe_core_backends import (
     BackendInfo,
@@ -403,3 +405,61 @@ def test_an_integration_module_is_a_framework_room() -> None:
     assert rooms.misplaced(found, {}) == []
     planted = {"pe_core/toy.py": rooms.offences(source, "pe_core/toy.py")}
     assert len(rooms.misplaced(planted, {})) == 2
+
+
+# --------------------------------------------------------------------------- a relative index kind
+
+TOY_INDEX = '''
+    """A toy relative index kind: ``|i - j|`` clipped at ``limit``, for ``n`` tokens."""
+
+    import numpy as np
+
+    from pe_core._index import place
+    from pe_core.validation import positive_int
+
+
+    @place.host_table("toy_distance")
+    def toy_distance_host(n, limit):
+        tokens = np.arange(n)
+        return np.minimum(np.abs(tokens[:, None] - tokens[None, :]), limit)
+
+
+    def toy_distance_index(n, limit, *, backend=None, like=None):
+        n, limit = positive_int(n, "n"), positive_int(limit, "limit")
+        xp = place.int_namespace(backend, like)
+        place.check_size(n * n, "toy_distance_index")
+        return place.table(xp, "toy_distance", (n, limit), place.anchor(xp, like))
+'''
+
+
+@pytest.fixture
+def toy_index(tmp_path: Path) -> Iterator[ModuleType]:
+    """A relative index kind as docs/architecture.md adds one: a host table registered
+    with ``pe_core._index.place.host_table`` and a face that validates and places it."""
+    _write(tmp_path, "pe_core_toy_index", TOY_INDEX)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(tmp_path))
+        try:
+            yield importlib.import_module("pe_core_toy_index")
+        finally:
+            sys.modules.pop("pe_core_toy_index", None)
+            index_place.TABLES.pop("toy_distance", None)
+
+
+def test_a_host_table_and_a_face_make_a_relative_index_kind(
+    toy_index: ModuleType, backend: str
+) -> None:
+    expected = np.minimum(np.abs(np.arange(5)[:, None] - np.arange(5)[None, :]), 3)
+    out = toy_index.toy_distance_index(5, 3, backend=backend)
+    assert backend_of(out) == backend
+    assert get_namespace(backend).dtype_of(out) in ("int64", "int32")
+    np.testing.assert_array_equal(get_namespace(backend).to_numpy(out), expected)
+    with pytest.raises(ValueError, match=r"limit must be an integer >= 1\. Received: 0"):
+        toy_index.toy_distance_index(5, 0, backend=backend)
+
+
+def test_a_relative_index_kind_is_a_constant_under_jit(toy_index: ModuleType) -> None:
+    jax = pytest.importorskip("jax")
+    table = jax.jit(lambda x: toy_index.toy_distance_index(4, 2, like=x))(jax.numpy.zeros(1))
+    expected = np.minimum(np.abs(np.arange(4)[:, None] - np.arange(4)[None, :]), 2)
+    np.testing.assert_array_equal(np.asarray(table), expected)
