@@ -90,6 +90,11 @@ def _check_metric(metric: object) -> Metric:
     return cast("Metric", str(metric))
 
 
+def _check_int(name: str, value: object, minimum: int) -> int:
+    """:func:`~pe_core.validation.positive_int`, the name first (:mod:`pe_core.plots`)."""
+    return positive_int(value, name, minimum=minimum)
+
+
 def _check_tolerance(value: object) -> float:
     if (
         isinstance(value, bool)

@@ -149,7 +149,7 @@ def timestep_spec(
 
     >>> spec = timestep_spec(8, True, 0)
     >>> spec.layout, spec.order, spec.odd_d, spec.frequencies[:2]
-    ('split', 'cos_sin', 'zero_pad', (1.0, 0.1))
+    ('split', 'cos_sin', 'zero_pad', (1.0, 0.09999999999999998))
     """
     key = (embedding_dim, flip_sin_to_cos, downscale_freq_shift, scale, max_period)
     plain = type(embedding_dim) is int and type(flip_sin_to_cos) is bool

@@ -165,7 +165,6 @@ OVERLOADED: tuple[Callable[..., Any], ...] = (
     pe_core.t5_relative_bucket,
     pe_core.t5_bucket_matrix,
     pe_core.t5_relative_bias,
-    pe_core.timestep_embedding,
     pe_core.fourier_features,
     pe_core.perceiver_fourier_features,
     pe_core.grid,
@@ -179,10 +178,8 @@ OVERLOADED: tuple[Callable[..., Any], ...] = (
     position_ids.from_patch_attention_mask,
     pe_core.relative_position_index,
     pe_core.relative_position_bias,
-    pe_core.binary_encode,
     pe_core.normalized_positions,
     pe_core.transformer_xl_embedding,
-    pe_core.relative_matrix,
 )
 
 
