@@ -130,8 +130,8 @@ def _prepare(
         dtype = out.dtype if dtype is None else dtype
         like = out if like is None else like
     out_name, _ = resolve_dtype(xp, dtype)
-    named = {} if what == "pos" else {"what": what}  # encode's errors say "positions"
-    positions = prepare_positions(pos, xp, source, check_values=check_values, **named)
+    named = "positions" if what == "pos" else what  # encode's errors say "positions"
+    positions = prepare_positions(pos, xp, source, check_values=check_values, what=named)
     shape = positions.shape  # sizes may be None while tracing
     n_rows = math.prod(shape) if all(isinstance(n, int) for n in shape) else None
     check_request_size(

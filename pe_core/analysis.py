@@ -154,7 +154,7 @@ def _tiny(dtype_name: str) -> float:
 # -- similarity matrices --------------------------------------------------------------
 
 
-def similarity_matrix(encodings: ArrayT, *, metric: Metric = "cosine") -> ArrayT:
+def similarity_matrix(encodings: ArrayT | HostData, *, metric: Metric = "cosine") -> ArrayT:
     """The ``(n, n)`` similarity matrix of ``n`` encodings (rows), by brute force.
 
     Parameters
@@ -182,8 +182,7 @@ def similarity_matrix(encodings: ArrayT, *, metric: Metric = "cosine") -> ArrayT
     metric = _check_metric(metric)
     source = backend_of(encodings)
     if source is None:
-        encodings = np.asarray(encodings)
-        source = "numpy"
+        encodings, source = np.asarray(encodings), "numpy"  # type: ignore[assignment]
     xp = get_namespace(source)
     shape = xp.shape(encodings)
     if len(shape) != 2:

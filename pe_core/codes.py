@@ -219,7 +219,7 @@ def learned_table_init(
     """
     n_positions = positive_int(n_positions, "n_positions")
     d = positive_int(d, "d")
-    if not is_integer(seed) or seed < 0:  # type: ignore[operator]
+    if not is_integer(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer. Received: {seed!r}")
     std = finite_real(std, "std", greater_than=0)
     xp, _ = choose_backend(None, backend)

@@ -54,7 +54,7 @@ def encode(pos: Any, d: int, *, spec: Spec | PresetLike | None = None,
            backend: TensorFlowBackend, dtype: DTypeLike = None, out: Any = None, like: Any = None,
            check_values: bool = False, frequencies: Any = None) -> TFTensor: ...
 @overload
-def encode(pos: Any, d: int, *, spec: Spec | PresetLike | None = None,
+def encode(pos: HostArrayLike, d: int, *, spec: Spec | PresetLike | None = None,
            backend: BackendLike | None = None, dtype: DTypeLike = None, out: Any = None, like: Any = None,
            check_values: bool = False, frequencies: Any = None) -> Any: ...
 # fmt: on

@@ -37,7 +37,7 @@ import numpy as np
 
 from pe_core._sinusoidal import encode_1d
 from pe_core.spec import Spec
-from pe_core.typing import BackendArrayT, BackendLike, DTypeLike, HostData
+from pe_core.typing import BackendArrayT, BackendLike, DTypeLike, HostData, SinCosOrder
 from pe_core.validation import finite_real, positive_int
 from pe_core_backends import backend_of, get_namespace
 
@@ -190,5 +190,5 @@ def _new_spec(dim: Any, flip: Any, shift: Any, scale: Any, max_period: Any) -> S
     # the spec schedule's own arithmetic (pe_core._schedule): for a shift of 0 or 1 the
     # frequencies of the "d" and "half_minus_one" denominators, bit for bit
     freqs = tuple(scale_f * math.exp(-(i / (half - shift_f)) * log_period) for i in range(half))
-    order = "cos_sin" if flip else "sin_cos"
+    order: SinCosOrder = "cos_sin" if flip else "sin_cos"
     return Spec(frequencies=freqs, layout="split", order=order, odd_d="zero_pad")
