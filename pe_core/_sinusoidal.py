@@ -19,7 +19,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pe_core import device_tables
-from pe_core._kernel.angles import reduced_turns, sin_cos_turns, turn_constant_fields
+from pe_core._kernel.angles import (
+    FRACTION_MAX_TURNS,
+    reduced_turns,
+    sin_cos_turns,
+    turn_constant_fields,
+)
+from pe_core._kernel.compiled import compiled
 from pe_core._kernel.features import assemble, disassemble
 from pe_core._kernel.host_tables import few_integer_sin_cos, host_sin_cos
 from pe_core._kernel.inputs import (
@@ -33,10 +39,7 @@ from pe_core._kernel.routes import BUILDS_MIN_PAIRS, FEW_POSITIONS
 from pe_core._schedule import check_d, computed_width, omegas
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
-from pe_core_backends import Namespace, backend_of, get_namespace
-
-#: The NumPy namespace (host computations), looked up once.
-_NUMPY = get_namespace("numpy")
+from pe_core_backends import HOST, Namespace, backend_of, get_namespace
 
 
 def encode_1d(
@@ -48,11 +51,14 @@ def encode_1d(
     out: Any = None,
     like: Any = None,
     check_values: bool = False,
+    what: str = "pos",
 ) -> Any:
-    """:func:`~pe_core.encode` for a resolved 1-D ``spec``: prepare once, then run."""
+    """:func:`~pe_core.encode` for a resolved 1-D ``spec``: prepare once, then run
+    (``what`` names the positions in errors: ``"timesteps"`` for timestep embeddings)."""
+    args = (pos, d, spec, backend, dtype, out, like, check_values, what)
     if spec.order == "sin_cos" and spec.odd_d != "truncate":
-        return _run(_prepare(pos, d, spec, backend, dtype, out, like, check_values))
-    return _arranged(pos, d, spec, backend, dtype, out, like, check_values)
+        return _run(_prepare(*args))
+    return _arranged(*args)
 
 
 def _arranged(
@@ -64,6 +70,7 @@ def _arranged(
     out: Any,
     like: Any,
     check_values: bool,
+    what: str,
 ) -> Any:
     """``order="cos_sin"`` or ``odd_d="truncate"``: the sin-first table of the computed
     width (:func:`~pe_core._schedule.computed_width`) by the same routes, its slots
@@ -71,12 +78,13 @@ def _arranged(
     value is the one the sin-first table holds."""
     d = check_d(d, spec)
     width = computed_width(d, spec)
-    xp, _ = _choose_namespace(pos, backend, like, out)
+    xp, _ = _choose_namespace(pos, backend, like, out, what)
     if out is not None:
         _check_out_backend(xp, out)
         dtype = out.dtype if dtype is None else dtype
         like = out if like is None else like
-    request = _prepare(pos, width, spec._sin_first_spec(), backend, dtype, None, like, check_values)
+    sin_first = spec._sin_first_spec()
+    request = _prepare(pos, width, sin_first, backend, dtype, None, like, check_values, what)
     table = _run(request)
     if spec.order == "cos_sin":
         n = width // 2
@@ -112,22 +120,24 @@ def _prepare(
     out: Any,
     like: Any,
     check_values: bool,
+    what: str = "pos",
 ) -> _Request:
     """Validate the arguments and classify the positions, once."""
     d = check_d(d, spec)
-    xp, source = _choose_namespace(pos, backend, like, out)
+    xp, source = _choose_namespace(pos, backend, like, out, what)
     if out is not None:
         _check_out_backend(xp, out)
         dtype = out.dtype if dtype is None else dtype
         like = out if like is None else like
     out_name, _ = resolve_dtype(xp, dtype)
-    positions = prepare_positions(pos, xp, source, check_values=check_values)
+    named = "positions" if what == "pos" else what  # encode's errors say "positions"
+    positions = prepare_positions(pos, xp, source, check_values=check_values, what=named)
     shape = positions.shape  # sizes may be None while tracing
     n_rows = math.prod(shape) if all(isinstance(n, int) for n in shape) else None
     check_request_size(
         None if n_rows is None else n_rows * d,
         out_name,
-        what="encode",
+        what="encode" if what == "pos" else "timestep_embedding",
         n_pairs=d // 2,
         host_output=positions.placement == "host",
     )
@@ -139,7 +149,7 @@ def _prepare(
 
 
 def _choose_namespace(
-    pos: Any, backend: str | None, like: Any, out: Any
+    pos: Any, backend: str | None, like: Any, out: Any, what: str = "pos"
 ) -> tuple[Namespace, str | None]:
     """The backend to compute on: ``backend``, else the positions', else ``like``'s or
     ``out``'s (for host positions), else NumPy; and the positions' own backend."""
@@ -147,7 +157,7 @@ def _choose_namespace(
     if backend is None and source is None:
         anchors = (backend_of(a) for a in (like, out) if a is not None)
         backend = next((name for name in anchors if name is not None), None)
-    return choose_backend(pos, backend, source=source, what="pos")
+    return choose_backend(pos, backend, source=source, what=what)
 
 
 def _run(request: _Request) -> Any:
@@ -268,14 +278,13 @@ def _cached_on_device(
     key = None
     if values_key is not None:
         key = ("encode", values_key, freqs, spec.offset, spec.layout, d)
-    host_name = "float32" if out_name == "float32" or not xp.supports("float64") else "float64"
-    numpy = _NUMPY
+    host_name = working_dtype(out_name, xp, round_once=True)
     return device_tables.cached(
         xp,
         key,
         like,
         out_name,
-        lambda: _host_encode(numpy, positions, freqs, spec, d, host_name, like=None, out=None),
+        lambda: _host_encode(HOST, positions, freqs, spec, d, host_name, like=None, out=None),
     )
 
 
@@ -304,38 +313,25 @@ def _device_encode(
     array = positions.array
     working = working_dtype(out_name, xp, round_once=True)
     route = device_route(xp, positions)
-    if route == "compiled_traced":
-        # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call.
-        kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d)
-        table = kernel(array)
-    elif route == "compiled_eager":
-        # Eager JAX/TensorFlow on a device: one compiled kernel instead of an op-by-op
-        # dispatch.
-        kernel = _compiled_kernel(xp.name, freqs, spec.offset, spec.layout, working, d)
-        if xp.bounded_compiles:
-            # exact shapes: any padding or slicing here would be an eager operation,
-            # itself compiled once per shape and never freed
-            table = kernel(array)
-        else:
-            # positions padded to a power-of-two length: few shapes, few traces
-            shape = positions.shape
-            n_rows = math.prod(shape)
-            flat = xp.reshape(array, (n_rows,))
-            bucket = max(8, 1 << max(0, n_rows - 1).bit_length())
-            if bucket > n_rows:
-                flat = xp.concat([flat, xp.zeros((bucket - n_rows,), flat.dtype, like=flat)], 0)
-            table = xp.reshape(kernel(flat)[:n_rows], (*shape, d))
+    static = (freqs, spec.offset, spec.layout, working, d)
+    if route == "kernel":
+        traced = positions.placement == "traced"  # (no *static: autograph's calls)
+        table = _kernel(xp, array, freqs, spec.offset, spec.layout, working, d, traced=traced)
+    elif route == "compiled_traced" or xp.bounded_compiles:
+        # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call. Or
+        # eager on a device with exact shapes: any padding or slicing here would be an
+        # eager operation, itself compiled once per shape and never freed.
+        table = compiled(xp.name, _traced_kernel, *static)(array)
     else:
-        table = _kernel(
-            xp,
-            array,
-            freqs,
-            spec.offset,
-            spec.layout,
-            working,
-            d,
-            traced=positions.placement == "traced",
-        )
+        # Eager JAX/TensorFlow on a device: one compiled kernel instead of an op-by-op
+        # dispatch, positions padded to a power-of-two length: few shapes, few traces
+        shape = positions.shape
+        n_rows = math.prod(shape)
+        flat = xp.reshape(array, (n_rows,))
+        bucket = max(8, 1 << max(0, n_rows - 1).bit_length())
+        if bucket > n_rows:
+            flat = xp.concat([flat, xp.zeros((bucket - n_rows,), flat.dtype, like=flat)], 0)
+        table = xp.reshape(compiled(xp.name, _traced_kernel, *static)(flat)[:n_rows], (*shape, d))
     if out_name != working:
         table = xp.astype(table, xp.dtype(out_name))
     return table
@@ -368,8 +364,17 @@ def _kernel(
     """The exact per-element kernel: reduced turns, then sin/cos, then the layout.
 
     Positions outside the kernel's exact range (NaN, inf, floats ``|x| >= 2**63``) give
-    NaN rows.
+    NaN rows. Float positions meet frequencies beyond the kernel's fractional step
+    (:data:`~pe_core._kernel.angles.FRACTION_MAX_TURNS`: ``scale=1000`` timesteps) as
+    ``x * 2**k`` against ``f / 2**k`` (both exact), with ``k`` the least that brings
+    every frequency within it.
     """
+    if xp.kind(xp.dtype_of(positions)) == "float":
+        fastest = max(freqs, default=0.0) / (2.0 * math.pi) * (1 + 2.0**-40)
+        k = max(0, math.ceil(math.log2(fastest / FRACTION_MAX_TURNS[working]))) if fastest else 0
+        if k:
+            positions, freqs = positions * 2.0**k, tuple(f / 2**k for f in freqs)
+            offset = offset * 2**k
     if traced and not xp.traced_polynomials and d % 2 == 0:
         # A compiler fuses everything: one sin per feature, cos columns a quarter turn
         # ahead (added exactly to the integer word), each feature in its own column:
@@ -423,17 +428,17 @@ def _cached_column_constants(
     )
 
 
-@functools.lru_cache(maxsize=32)
-def _compiled_kernel(
-    backend: str,
+def _traced_kernel(
+    xp: Namespace,
+    positions: Any,
     freqs: tuple[float, ...],
     offset: float,
     layout: str,
     working: str,
     d: int,
 ) -> Any:
-    xp = get_namespace(backend)
-    return xp.compile(lambda p: _kernel(xp, p, freqs, offset, layout, working, d, traced=True))
+    """:func:`_kernel` as a compiler traces it (the kernel of :func:`compiled`)."""
+    return _kernel(xp, positions, freqs, offset, layout, working, d, traced=True)
 
 
 def _check_out_backend(xp: Namespace, out: Any) -> None:

@@ -16,7 +16,7 @@ from pe_core._kernel.inputs import as_positions
 from pe_core._schedule import axis_blocks, check_nd_d
 from pe_core._sinusoidal import encode_1d
 from pe_core.spec import Spec
-from pe_core_backends import Namespace, backend_of, get_namespace
+from pe_core_backends import HOST, Namespace, backend_of, get_namespace
 
 
 def coordinates(coords: Any, spec: Spec, what: str = "coordinates") -> tuple[Any, str | None]:
@@ -24,7 +24,7 @@ def coordinates(coords: Any, spec: Spec, what: str = "coordinates") -> tuple[Any
     hold ``spec.axes`` coordinates on its last axis."""
     source = backend_of(coords)
     if source is None:
-        coords = as_positions(coords, get_namespace("numpy"), None, what=what)
+        coords = as_positions(coords, HOST, None, what=what)
     xp = get_namespace(source or "numpy")
     shape = xp.shape(coords)
     if not shape or shape[-1] != spec.axes:

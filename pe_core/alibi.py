@@ -26,7 +26,12 @@ from typing import overload
 import numpy as np
 
 from pe_core import device_tables
-from pe_core._kernel.inputs import check_request_size, choose_backend, resolve_dtype
+from pe_core._kernel.inputs import (
+    check_request_size,
+    choose_backend,
+    resolve_dtype,
+    working_dtype,
+)
 from pe_core.typing import (
     Array,
     BackendLike,
@@ -94,74 +99,27 @@ def alibi_slopes(n_heads: int, *, alibi_bias_max: float = 8.0) -> np.ndarray:
     return slopes
 
 
+# fmt: off
 @overload
-def alibi_bias(
-    q_len: int,
-    k_len: int,
-    n_heads: int,
-    *,
-    causal: bool = True,
-    backend: NumpyBackend | None = None,
-    dtype: DTypeLike | None = None,
-    like: None = None,
-    alibi_bias_max: float = 8.0,
-) -> NDArray: ...
-
-
+def alibi_bias(q_len: int, k_len: int, n_heads: int, *, causal: bool = True,
+    backend: NumpyBackend | None = None, dtype: DTypeLike | None = None, like: None = None,
+    alibi_bias_max: float = 8.0) -> NDArray: ...
 @overload
-def alibi_bias(
-    q_len: int,
-    k_len: int,
-    n_heads: int,
-    *,
-    causal: bool = True,
-    backend: TorchBackend,
-    dtype: DTypeLike | None = None,
-    like: None = None,
-    alibi_bias_max: float = 8.0,
+def alibi_bias(q_len: int, k_len: int, n_heads: int, *, causal: bool = True, backend: TorchBackend,
+    dtype: DTypeLike | None = None, like: None = None, alibi_bias_max: float = 8.0
 ) -> TorchTensor: ...
-
-
 @overload
-def alibi_bias(
-    q_len: int,
-    k_len: int,
-    n_heads: int,
-    *,
-    causal: bool = True,
-    backend: JaxBackend,
-    dtype: DTypeLike | None = None,
-    like: None = None,
-    alibi_bias_max: float = 8.0,
-) -> JaxArray: ...
-
-
+def alibi_bias(q_len: int, k_len: int, n_heads: int, *, causal: bool = True, backend: JaxBackend,
+    dtype: DTypeLike | None = None, like: None = None, alibi_bias_max: float = 8.0) -> JaxArray: ...
 @overload
-def alibi_bias(
-    q_len: int,
-    k_len: int,
-    n_heads: int,
-    *,
-    causal: bool = True,
-    backend: TensorFlowBackend,
-    dtype: DTypeLike | None = None,
-    like: None = None,
-    alibi_bias_max: float = 8.0,
-) -> TFTensor: ...
-
-
+def alibi_bias(q_len: int, k_len: int, n_heads: int, *, causal: bool = True,
+    backend: TensorFlowBackend, dtype: DTypeLike | None = None, like: None = None,
+    alibi_bias_max: float = 8.0) -> TFTensor: ...
 @overload
-def alibi_bias(
-    q_len: int,
-    k_len: int,
-    n_heads: int,
-    *,
-    causal: bool = True,
-    backend: BackendLike | None = None,
-    dtype: DTypeLike | None = None,
-    like: Array | None = None,
-    alibi_bias_max: float = 8.0,
-) -> Array: ...
+def alibi_bias(q_len: int, k_len: int, n_heads: int, *, causal: bool = True,
+    backend: BackendLike | None = None, dtype: DTypeLike | None = None, like: Array | None = None,
+    alibi_bias_max: float = 8.0) -> Array: ...
+# fmt: on
 
 
 def alibi_bias(
@@ -239,8 +197,8 @@ def alibi_bias(
     >>> alibi_bias(2, 2, 1, causal=False)[0].tolist()
     [[0.0, -0.00390625], [-0.00390625, 0.0]]
     """
-    q_len = _length(q_len, "q_len")
-    k_len = _length(k_len, "k_len")
+    q_len = positive_int(q_len, "q_len")
+    k_len = positive_int(k_len, "k_len")
     if q_len > k_len:
         raise ValueError(
             "q_len must not exceed k_len: queries are the last q_len of the k_len positions. "
@@ -251,7 +209,7 @@ def alibi_bias(
         backend = backend_of(like)
     xp, _ = choose_backend(None, backend)
     out_name, out_dtype = resolve_dtype(xp, dtype)
-    working = "float64" if out_name == "float64" else "float32"
+    working = working_dtype(out_name)
     check_request_size(  # the output and the host's (q_len, k_len) offsets, before any
         len(slopes) * q_len * k_len, out_name, what="alibi_bias", extra_bytes=24 * q_len * k_len
     )
@@ -278,7 +236,3 @@ def _host_bias(
     else:
         offset = -np.abs(offset)
     return slopes.astype(working).reshape(-1, 1, 1) * offset.astype(working)
-
-
-def _length(value: object, name: str) -> int:
-    return positive_int(value, name)

@@ -48,9 +48,11 @@ from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.typing import (
     Array,
-    ArrayLike,
+    ArrayT,
+    BackendArrayT,
     BackendLike,
     DTypeLike,
+    HostData,
     Metric,
     PositionCode,
     PresetLike,
@@ -89,6 +91,7 @@ def _check_metric(metric: object) -> Metric:
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
+    """:func:`~pe_core.validation.positive_int`, the name first (:mod:`pe_core.plots`)."""
     return positive_int(value, name, minimum=minimum)
 
 
@@ -151,7 +154,7 @@ def _tiny(dtype_name: str) -> float:
 # -- similarity matrices --------------------------------------------------------------
 
 
-def similarity_matrix(encodings: Array, *, metric: Metric = "cosine") -> Array:
+def similarity_matrix(encodings: ArrayT | HostData, *, metric: Metric = "cosine") -> ArrayT:
     """The ``(n, n)`` similarity matrix of ``n`` encodings (rows), by brute force.
 
     Parameters
@@ -179,8 +182,7 @@ def similarity_matrix(encodings: Array, *, metric: Metric = "cosine") -> Array:
     metric = _check_metric(metric)
     source = backend_of(encodings)
     if source is None:
-        encodings = np.asarray(encodings)
-        source = "numpy"
+        encodings, source = np.asarray(encodings), "numpy"  # type: ignore[assignment]
     xp = get_namespace(source)
     shape = xp.shape(encodings)
     if len(shape) != 2:
@@ -223,14 +225,14 @@ def _euclidean(xp: Namespace, table: Any) -> Any:
 
 
 def similarity(
-    positions: ArrayLike,
+    positions: BackendArrayT | HostData,
     d: int,
     spec: Spec | PresetLike | None = None,
     *,
     metric: Metric = "cosine",
     backend: BackendLike | None = None,
     dtype: DTypeLike | None = None,
-) -> Array:
+) -> BackendArrayT:
     """The position x position similarity matrix of the sinusoidal encoding.
 
     Parameters
@@ -361,7 +363,7 @@ def similarity_by_distance(
     True
     """
     metric = _check_metric(metric)
-    max_distance = _check_int("max_distance", max_distance, 0)
+    max_distance = positive_int(max_distance, "max_distance", minimum=0)
     spec = resolve_spec(spec)
     d = check_d(d, spec)
     xp = get_namespace(backend or "numpy")
@@ -509,8 +511,8 @@ def resolution_report(
     """
     if code not in CODES:
         raise ValueError(f"Unknown code {code!r}. Expected one of: {', '.join(CODES)}.")
-    max_len = _check_int("max_len", max_len, 2)
-    min_separation = _check_int("min_separation", min_separation, 1)
+    max_len = positive_int(max_len, "max_len", minimum=2)
+    min_separation = positive_int(min_separation, "min_separation")
     tolerance = _check_tolerance(tolerance)
     if code != "sinusoidal" and spec is not None:
         raise ValueError(
@@ -521,7 +523,7 @@ def resolution_report(
         resolved = resolve_spec(spec)
         return _sinusoidal_report(check_d(d, resolved), resolved, *args, backend)
     if code == "binary":
-        return _binary_report(_check_int("d", d, 1), *args, backend)
+        return _binary_report(positive_int(d, "d"), *args, backend)
     return _normalized_report(*args, backend)
 
 

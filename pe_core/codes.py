@@ -19,18 +19,17 @@ and are identical on every backend.
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, overload
 
 import numpy as np
 
-from pe_core._kernel.inputs import as_positions, choose_backend, resolve_dtype
+from pe_core._kernel.inputs import as_positions, choose_backend, resolve_dtype, working_dtype
 from pe_core.typing import (
     Array,
-    ArrayLike,
+    BackendArrayT,
     BackendLike,
     DTypeLike,
-    HostArrayLike,
+    HostData,
     JaxArray,
     JaxBackend,
     NDArray,
@@ -40,67 +39,19 @@ from pe_core.typing import (
     TorchBackend,
     TorchTensor,
 )
-from pe_core.validation import finite_real, positive_int
-from pe_core_backends import Namespace, get_namespace
+from pe_core.validation import finite_real, is_integer, positive_int
+from pe_core_backends import HOST, Namespace
 
 __all__ = ["binary_encode", "learned_table_init", "normalized_positions"]
 
 
-@overload
 def binary_encode(
-    pos: HostArrayLike,
+    pos: BackendArrayT | HostData,
     d: int,
     *,
-    backend: NumpyBackend | None = None,
+    backend: BackendLike | None = None,
     dtype: DTypeLike | None = None,
-) -> NDArray: ...
-
-
-@overload
-def binary_encode(
-    pos: TorchTensor, d: int, *, backend: None = None, dtype: DTypeLike | None = None
-) -> TorchTensor: ...
-
-
-@overload
-def binary_encode(
-    pos: JaxArray, d: int, *, backend: None = None, dtype: DTypeLike | None = None
-) -> JaxArray: ...
-
-
-@overload
-def binary_encode(
-    pos: ArrayLike, d: int, *, backend: TorchBackend, dtype: DTypeLike | None = None
-) -> TorchTensor: ...
-
-
-@overload
-def binary_encode(
-    pos: ArrayLike, d: int, *, backend: JaxBackend, dtype: DTypeLike | None = None
-) -> JaxArray: ...
-
-
-@overload
-def binary_encode(
-    pos: ArrayLike, d: int, *, backend: TensorFlowBackend, dtype: DTypeLike | None = None
-) -> TFTensor: ...
-
-
-@overload
-def binary_encode(
-    pos: TFTensor, d: int, *, backend: None = None, dtype: DTypeLike | None = None
-) -> TFTensor: ...
-
-
-@overload
-def binary_encode(
-    pos: ArrayLike, d: int, *, backend: BackendLike | None = None, dtype: DTypeLike | None = None
-) -> Array: ...
-
-
-def binary_encode(
-    pos: ArrayLike, d: int, *, backend: BackendLike | None = None, dtype: DTypeLike | None = None
-) -> Array:
+) -> BackendArrayT:
     """The binary code of positions: column ``j`` holds bit ``j`` of ``pos``.
 
     Parameters
@@ -158,34 +109,23 @@ def binary_encode(
     return _to_backend(xp, bits, dtype)
 
 
+# fmt: off
 @overload
-def normalized_positions(
-    length: int, *, backend: NumpyBackend | None = None, dtype: DTypeLike | None = None
-) -> NDArray: ...
-
-
+def normalized_positions(length: int, *, backend: NumpyBackend | None = None,
+    dtype: DTypeLike | None = None) -> NDArray: ...
 @overload
-def normalized_positions(
-    length: int, *, backend: TorchBackend, dtype: DTypeLike | None = None
+def normalized_positions(length: int, *, backend: TorchBackend, dtype: DTypeLike | None = None
 ) -> TorchTensor: ...
-
-
 @overload
-def normalized_positions(
-    length: int, *, backend: JaxBackend, dtype: DTypeLike | None = None
+def normalized_positions(length: int, *, backend: JaxBackend, dtype: DTypeLike | None = None
 ) -> JaxArray: ...
-
-
 @overload
-def normalized_positions(
-    length: int, *, backend: TensorFlowBackend, dtype: DTypeLike | None = None
+def normalized_positions(length: int, *, backend: TensorFlowBackend, dtype: DTypeLike | None = None
 ) -> TFTensor: ...
-
-
 @overload
-def normalized_positions(
-    length: int, *, backend: BackendLike | None = None, dtype: DTypeLike | None = None
-) -> Array: ...
+def normalized_positions(length: int, *, backend: BackendLike | None = None,
+    dtype: DTypeLike | None = None) -> Array: ...
+# fmt: on
 
 
 def normalized_positions(
@@ -279,7 +219,7 @@ def learned_table_init(
     """
     n_positions = positive_int(n_positions, "n_positions")
     d = positive_int(d, "d")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+    if not is_integer(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer. Received: {seed!r}")
     std = finite_real(std, "std", greater_than=0)
     xp, _ = choose_backend(None, backend)
@@ -296,8 +236,7 @@ def learned_table_init(
 
 
 def _host_values(pos: Any, source: str | None) -> np.ndarray:
-    numpy = get_namespace("numpy")
-    return np.asarray(as_positions(pos, numpy, source, what="pos"))
+    return np.asarray(as_positions(pos, HOST, source, what="pos"))
 
 
 def _raise_at(bad: np.ndarray, values: np.ndarray, message: str, hint: str = "") -> None:
@@ -310,7 +249,7 @@ def _raise_at(bad: np.ndarray, values: np.ndarray, message: str, hint: str = "")
 
 def _to_backend(xp: Namespace, values: np.ndarray, dtype: Any) -> Any:
     name, out_dtype = resolve_dtype(xp, dtype)
-    host = values.astype("float64" if name == "float64" else "float32")
+    host = values.astype(working_dtype(name))
     array = xp.asarray(host)
     if name not in ("float32", "float64"):
         array = xp.astype(array, out_dtype)

@@ -15,6 +15,7 @@ from pe_core._sinusoidal_nd import encode_nd
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.typing import (
+    ArrayT,
     BackendLike,
     DTypeLike,
     HostArrayLike,
@@ -31,124 +32,32 @@ from pe_core.typing import (
 from pe_core_backends import any_dtensor, encode_on_shards
 
 
+# fmt: off
 @overload
-def encode(
-    pos: HostArrayLike,
-    d: int,
-    *,
-    spec: Spec | PresetLike | None = None,
-    backend: NumpyBackend | None = None,
-    dtype: DTypeLike = None,
-    out: None = None,
-    like: None = None,
-    check_values: bool = False,
-    frequencies: HostArrayLike | None = None,
-) -> NDArray: ...
-
-
+def encode(pos: HostArrayLike, d: int, *, spec: Spec | PresetLike | None = None,
+           backend: NumpyBackend | None = None, dtype: DTypeLike = None, out: None = None, like: None = None,
+           check_values: bool = False, frequencies: HostArrayLike | None = None) -> NDArray: ...
 @overload
-def encode(
-    pos: TorchTensor,
-    d: int,
-    *,
-    spec: Spec | PresetLike | None = None,
-    backend: None = None,
-    dtype: DTypeLike = None,
-    out: None = None,
-    like: None = None,
-    check_values: bool = False,
-    frequencies: Any = None,
-) -> TorchTensor: ...
-
-
+def encode(pos: ArrayT, d: int, *, spec: Spec | PresetLike | None = None,
+           backend: None = None, dtype: DTypeLike = None, out: ArrayT | None = None, like: Any = None,
+           check_values: bool = False, frequencies: Any = None) -> ArrayT: ...
 @overload
-def encode(
-    pos: JaxArray,
-    d: int,
-    *,
-    spec: Spec | PresetLike | None = None,
-    backend: None = None,
-    dtype: DTypeLike = None,
-    out: None = None,
-    like: None = None,
-    check_values: bool = False,
-    frequencies: Any = None,
-) -> JaxArray: ...
-
-
+def encode(pos: Any, d: int, *, spec: Spec | PresetLike | None = None,
+           backend: TorchBackend, dtype: DTypeLike = None, out: Any = None, like: Any = None,
+           check_values: bool = False, frequencies: Any = None) -> TorchTensor: ...
 @overload
-def encode(
-    pos: Any,
-    d: int,
-    *,
-    spec: Spec | PresetLike | None = None,
-    backend: TorchBackend,
-    dtype: DTypeLike = None,
-    out: None = None,
-    like: None = None,
-    check_values: bool = False,
-    frequencies: Any = None,
-) -> TorchTensor: ...
-
-
+def encode(pos: Any, d: int, *, spec: Spec | PresetLike | None = None,
+           backend: JaxBackend, dtype: DTypeLike = None, out: Any = None, like: Any = None,
+           check_values: bool = False, frequencies: Any = None) -> JaxArray: ...
 @overload
-def encode(
-    pos: Any,
-    d: int,
-    *,
-    spec: Spec | PresetLike | None = None,
-    backend: JaxBackend,
-    dtype: DTypeLike = None,
-    out: None = None,
-    like: None = None,
-    check_values: bool = False,
-    frequencies: Any = None,
-) -> JaxArray: ...
-
-
+def encode(pos: Any, d: int, *, spec: Spec | PresetLike | None = None,
+           backend: TensorFlowBackend, dtype: DTypeLike = None, out: Any = None, like: Any = None,
+           check_values: bool = False, frequencies: Any = None) -> TFTensor: ...
 @overload
-def encode(
-    pos: Any,
-    d: int,
-    *,
-    spec: Spec | PresetLike | None = None,
-    backend: TensorFlowBackend,
-    dtype: DTypeLike = None,
-    out: None = None,
-    like: None = None,
-    check_values: bool = False,
-    frequencies: Any = None,
-) -> TFTensor: ...
-
-
-@overload
-def encode(
-    pos: TFTensor,
-    d: int,
-    *,
-    spec: Spec | PresetLike | None = None,
-    backend: None = None,
-    dtype: DTypeLike = None,
-    out: None = None,
-    like: None = None,
-    check_values: bool = False,
-    frequencies: Any = None,
-) -> TFTensor: ...
-
-
-@overload
-def encode(
-    pos: Any,
-    d: int,
-    *,
-    spec: Spec | PresetLike | None = None,
-    backend: BackendLike | None = None,
-    dtype: DTypeLike = None,
-    out: Any = None,
-    like: Any = None,
-    check_values: bool = False,
-    frequencies: Any = None,
-) -> Any: ...
+def encode(pos: HostArrayLike, d: int, *, spec: Spec | PresetLike | None = None,
+           backend: BackendLike | None = None, dtype: DTypeLike = None, out: Any = None, like: Any = None,
+           check_values: bool = False, frequencies: Any = None) -> Any: ...
+# fmt: on
 
 
 def encode(

@@ -72,6 +72,7 @@ from pe_core.typing import (
     TorchBackend,
     TorchTensor,
 )
+from pe_core.validation import is_integer
 from pe_core_backends import backend_of, canonical_backend, get_namespace
 
 __all__ = ["axis_pairs", "axis_widths", "grid", "grid_encoding"]
@@ -84,13 +85,13 @@ __all__ = ["axis_pairs", "axis_widths", "grid", "grid_encoding"]
 
 
 def _check_shape(shape: object) -> tuple[int, ...]:
-    if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
+    if is_integer(shape):
         shape = (shape,)
     if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
         raise TypeError(f"shape must be a sequence of non-negative ints. Received: {shape!r}")
     sizes = []
     for n in shape:
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        if not is_integer(n):
             raise TypeError(f"shape must be a sequence of non-negative ints. Received: {shape!r}")
         if n < 0:
             raise ValueError(f"shape must be a sequence of non-negative ints. Received: {shape!r}")
@@ -100,46 +101,23 @@ def _check_shape(shape: object) -> tuple[int, ...]:
     return tuple(sizes)
 
 
+# fmt: off
 @overload
-def grid(
-    shape: int | Sequence[int],
-    *,
-    backend: NumpyBackend | None = None,
-    dtype: DTypeLike = None,
-    like: None = None,
-) -> NDArray: ...
-
-
+def grid(shape: int | Sequence[int], *, backend: NumpyBackend | None = None,
+    dtype: DTypeLike = None, like: None = None) -> NDArray: ...
 @overload
-def grid(
-    shape: int | Sequence[int], *, backend: TorchBackend, dtype: DTypeLike = None, like: None = None
-) -> TorchTensor: ...
-
-
+def grid(shape: int | Sequence[int], *, backend: TorchBackend, dtype: DTypeLike = None,
+    like: None = None) -> TorchTensor: ...
 @overload
-def grid(
-    shape: int | Sequence[int], *, backend: JaxBackend, dtype: DTypeLike = None, like: None = None
-) -> JaxArray: ...
-
-
+def grid(shape: int | Sequence[int], *, backend: JaxBackend, dtype: DTypeLike = None,
+    like: None = None) -> JaxArray: ...
 @overload
-def grid(
-    shape: int | Sequence[int],
-    *,
-    backend: TensorFlowBackend,
-    dtype: DTypeLike = None,
-    like: None = None,
-) -> TFTensor: ...
-
-
+def grid(shape: int | Sequence[int], *, backend: TensorFlowBackend, dtype: DTypeLike = None,
+    like: None = None) -> TFTensor: ...
 @overload
-def grid(
-    shape: int | Sequence[int],
-    *,
-    backend: BackendLike | None = None,
-    dtype: DTypeLike = None,
-    like: Any = None,
-) -> Any: ...
+def grid(shape: int | Sequence[int], *, backend: BackendLike | None = None, dtype: DTypeLike = None,
+    like: Any = None) -> Any: ...
+# fmt: on
 
 
 def grid(
@@ -261,74 +239,29 @@ def _axis_scales(value: object, n_axes: int) -> tuple[float, ...]:
     return tuple(float(v) for v in scales if v is not None)
 
 
+# fmt: off
 @overload
-def grid_encoding(
-    d: int,
-    shape: int | Sequence[int],
-    *,
-    spec: Spec | PresetLike | None = "mae_2d",
-    base_size: float | None = None,
-    interpolation_scale: float | Sequence[float] = 1.0,
-    extra_tokens: int = 0,
-    backend: NumpyBackend | None = None,
-    dtype: DTypeLike = None,
+def grid_encoding(d: int, shape: int | Sequence[int], *, spec: Spec | PresetLike | None = "mae_2d",
+    base_size: float | None = None, interpolation_scale: float | Sequence[float] = 1.0,
+    extra_tokens: int = 0, backend: NumpyBackend | None = None, dtype: DTypeLike = None
 ) -> NDArray: ...
-
-
 @overload
-def grid_encoding(
-    d: int,
-    shape: int | Sequence[int],
-    *,
-    spec: Spec | PresetLike | None = "mae_2d",
-    base_size: float | None = None,
-    interpolation_scale: float | Sequence[float] = 1.0,
-    extra_tokens: int = 0,
-    backend: TorchBackend,
-    dtype: DTypeLike = None,
-) -> TorchTensor: ...
-
-
+def grid_encoding(d: int, shape: int | Sequence[int], *, spec: Spec | PresetLike | None = "mae_2d",
+    base_size: float | None = None, interpolation_scale: float | Sequence[float] = 1.0,
+    extra_tokens: int = 0, backend: TorchBackend, dtype: DTypeLike = None) -> TorchTensor: ...
 @overload
-def grid_encoding(
-    d: int,
-    shape: int | Sequence[int],
-    *,
-    spec: Spec | PresetLike | None = "mae_2d",
-    base_size: float | None = None,
-    interpolation_scale: float | Sequence[float] = 1.0,
-    extra_tokens: int = 0,
-    backend: JaxBackend,
-    dtype: DTypeLike = None,
-) -> JaxArray: ...
-
-
+def grid_encoding(d: int, shape: int | Sequence[int], *, spec: Spec | PresetLike | None = "mae_2d",
+    base_size: float | None = None, interpolation_scale: float | Sequence[float] = 1.0,
+    extra_tokens: int = 0, backend: JaxBackend, dtype: DTypeLike = None) -> JaxArray: ...
 @overload
-def grid_encoding(
-    d: int,
-    shape: int | Sequence[int],
-    *,
-    spec: Spec | PresetLike | None = "mae_2d",
-    base_size: float | None = None,
-    interpolation_scale: float | Sequence[float] = 1.0,
-    extra_tokens: int = 0,
-    backend: TensorFlowBackend,
-    dtype: DTypeLike = None,
-) -> TFTensor: ...
-
-
+def grid_encoding(d: int, shape: int | Sequence[int], *, spec: Spec | PresetLike | None = "mae_2d",
+    base_size: float | None = None, interpolation_scale: float | Sequence[float] = 1.0,
+    extra_tokens: int = 0, backend: TensorFlowBackend, dtype: DTypeLike = None) -> TFTensor: ...
 @overload
-def grid_encoding(
-    d: int,
-    shape: int | Sequence[int],
-    *,
-    spec: Spec | PresetLike | None = "mae_2d",
-    base_size: float | None = None,
-    interpolation_scale: float | Sequence[float] = 1.0,
-    extra_tokens: int = 0,
-    backend: BackendLike | None = None,
-    dtype: DTypeLike = None,
-) -> Any: ...
+def grid_encoding(d: int, shape: int | Sequence[int], *, spec: Spec | PresetLike | None = "mae_2d",
+    base_size: float | None = None, interpolation_scale: float | Sequence[float] = 1.0,
+    extra_tokens: int = 0, backend: BackendLike | None = None, dtype: DTypeLike = None) -> Any: ...
+# fmt: on
 
 
 def grid_encoding(
@@ -400,7 +333,7 @@ def grid_encoding(
         )
     base = _check_scale("base_size", base_size, allow_none=True)
     scales = _axis_scales(interpolation_scale, len(sizes))
-    if isinstance(extra_tokens, bool) or not isinstance(extra_tokens, numbers.Integral):
+    if not is_integer(extra_tokens):
         raise TypeError(f"extra_tokens must be a non-negative int. Received: {extra_tokens!r}")
     if extra_tokens < 0:
         raise ValueError(f"extra_tokens must be a non-negative int. Received: {extra_tokens!r}")

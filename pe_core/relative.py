@@ -12,125 +12,28 @@ block-diagonally in the spec's layout. Its angles use the same exact kernel as
 
 from __future__ import annotations
 
-from typing import overload
-
 from pe_core._relative import relative_matrix_1d, relative_matrix_nd, shift_1d, shift_nd
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.typing import (
-    Array,
-    ArrayLike,
+    ArrayT,
+    BackendArrayT,
     BackendLike,
     DTypeLike,
-    HostArrayLike,
-    JaxArray,
-    JaxBackend,
-    NDArray,
-    NumpyBackend,
+    HostData,
     PresetLike,
-    TensorFlowBackend,
-    TFTensor,
-    TorchBackend,
-    TorchTensor,
+    SupportsArray,
 )
 
 
-@overload
 def relative_matrix(
-    k: HostArrayLike,
-    d: int,
-    spec: Spec | PresetLike | None = None,
-    *,
-    backend: NumpyBackend | None = None,
-    dtype: DTypeLike | None = None,
-) -> NDArray: ...
-
-
-@overload
-def relative_matrix(
-    k: TorchTensor,
-    d: int,
-    spec: Spec | PresetLike | None = None,
-    *,
-    backend: None = None,
-    dtype: DTypeLike | None = None,
-) -> TorchTensor: ...
-
-
-@overload
-def relative_matrix(
-    k: JaxArray,
-    d: int,
-    spec: Spec | PresetLike | None = None,
-    *,
-    backend: None = None,
-    dtype: DTypeLike | None = None,
-) -> JaxArray: ...
-
-
-@overload
-def relative_matrix(
-    k: ArrayLike,
-    d: int,
-    spec: Spec | PresetLike | None = None,
-    *,
-    backend: TorchBackend,
-    dtype: DTypeLike | None = None,
-) -> TorchTensor: ...
-
-
-@overload
-def relative_matrix(
-    k: ArrayLike,
-    d: int,
-    spec: Spec | PresetLike | None = None,
-    *,
-    backend: JaxBackend,
-    dtype: DTypeLike | None = None,
-) -> JaxArray: ...
-
-
-@overload
-def relative_matrix(
-    k: ArrayLike,
-    d: int,
-    spec: Spec | PresetLike | None = None,
-    *,
-    backend: TensorFlowBackend,
-    dtype: DTypeLike | None = None,
-) -> TFTensor: ...
-
-
-@overload
-def relative_matrix(
-    k: TFTensor,
-    d: int,
-    spec: Spec | PresetLike | None = None,
-    *,
-    backend: None = None,
-    dtype: DTypeLike | None = None,
-) -> TFTensor: ...
-
-
-@overload
-def relative_matrix(
-    k: ArrayLike,
+    k: BackendArrayT | HostData,
     d: int,
     spec: Spec | PresetLike | None = None,
     *,
     backend: BackendLike | None = None,
     dtype: DTypeLike | None = None,
-) -> Array: ...
-
-
-def relative_matrix(
-    k: ArrayLike,
-    d: int,
-    spec: Spec | PresetLike | None = None,
-    *,
-    backend: BackendLike | None = None,
-    dtype: DTypeLike | None = None,
-) -> Array:
+) -> BackendArrayT:
     """The ``(d, d)`` matrix ``M_k`` with ``PE(pos + k) = M_k @ PE(pos)``.
 
     Parameters
@@ -169,7 +72,9 @@ def relative_matrix(
     return relative_matrix_1d(k, d, spec, backend, dtype)
 
 
-def shift(encoding: Array, k: ArrayLike, spec: Spec | PresetLike | None = None) -> Array:
+def shift(
+    encoding: ArrayT, k: SupportsArray | HostData, spec: Spec | PresetLike | None = None
+) -> ArrayT:
     """Apply ``M_k`` to encodings without recomputing them from positions.
 
     Parameters

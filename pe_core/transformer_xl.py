@@ -23,7 +23,6 @@ angle is exact (see :mod:`pe_core._kernel.angles`).
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, overload
 
 import numpy as np
@@ -42,6 +41,7 @@ from pe_core.typing import (
     TorchBackend,
     TorchTensor,
 )
+from pe_core.validation import is_integer, positive_int
 from pe_core_backends import backend_of
 
 __all__ = ["TRANSFORMER_XL", "transformer_xl_embedding", "transformer_xl_positions"]
@@ -78,11 +78,9 @@ def transformer_xl_positions(
     >>> transformer_xl_positions(2, mem_len=3, clamp_len=2).tolist()
     [2, 2, 2, 1, 0]
     """
-    q_len = _count(q_len, "q_len", 1)
-    mem_len = _count(mem_len, "mem_len", 0)
-    if clamp_len is not None and (
-        isinstance(clamp_len, bool) or not isinstance(clamp_len, numbers.Integral)
-    ):
+    q_len = positive_int(q_len, "q_len")
+    mem_len = positive_int(mem_len, "mem_len", minimum=0)
+    if clamp_len is not None and not is_integer(clamp_len):
         raise TypeError(
             f"clamp_len must be None or an integer (<= 0 clamps nothing). Received: {clamp_len!r}"
         )
@@ -92,69 +90,23 @@ def transformer_xl_positions(
     return positions
 
 
+# fmt: off
 @overload
-def transformer_xl_embedding(
-    q_len: int,
-    d: int,
-    *,
-    mem_len: int = 0,
-    clamp_len: int | None = None,
-    backend: NumpyBackend | None = None,
-    dtype: DTypeLike = None,
-    like: None = None,
-) -> NDArray: ...
-
-
+def transformer_xl_embedding(q_len: int, d: int, *, mem_len: int = 0, clamp_len: int | None = None,
+    backend: NumpyBackend | None = None, dtype: DTypeLike = None, like: None = None) -> NDArray: ...
 @overload
-def transformer_xl_embedding(
-    q_len: int,
-    d: int,
-    *,
-    mem_len: int = 0,
-    clamp_len: int | None = None,
-    backend: TorchBackend,
-    dtype: DTypeLike = None,
-    like: None = None,
-) -> TorchTensor: ...
-
-
+def transformer_xl_embedding(q_len: int, d: int, *, mem_len: int = 0, clamp_len: int | None = None,
+    backend: TorchBackend, dtype: DTypeLike = None, like: None = None) -> TorchTensor: ...
 @overload
-def transformer_xl_embedding(
-    q_len: int,
-    d: int,
-    *,
-    mem_len: int = 0,
-    clamp_len: int | None = None,
-    backend: JaxBackend,
-    dtype: DTypeLike = None,
-    like: None = None,
-) -> JaxArray: ...
-
-
+def transformer_xl_embedding(q_len: int, d: int, *, mem_len: int = 0, clamp_len: int | None = None,
+    backend: JaxBackend, dtype: DTypeLike = None, like: None = None) -> JaxArray: ...
 @overload
-def transformer_xl_embedding(
-    q_len: int,
-    d: int,
-    *,
-    mem_len: int = 0,
-    clamp_len: int | None = None,
-    backend: TensorFlowBackend,
-    dtype: DTypeLike = None,
-    like: None = None,
-) -> TFTensor: ...
-
-
+def transformer_xl_embedding(q_len: int, d: int, *, mem_len: int = 0, clamp_len: int | None = None,
+    backend: TensorFlowBackend, dtype: DTypeLike = None, like: None = None) -> TFTensor: ...
 @overload
-def transformer_xl_embedding(
-    q_len: int,
-    d: int,
-    *,
-    mem_len: int = 0,
-    clamp_len: int | None = None,
-    backend: BackendLike | None = None,
-    dtype: DTypeLike = None,
-    like: Any = None,
-) -> Any: ...
+def transformer_xl_embedding(q_len: int, d: int, *, mem_len: int = 0, clamp_len: int | None = None,
+    backend: BackendLike | None = None, dtype: DTypeLike = None, like: Any = None) -> Any: ...
+# fmt: on
 
 
 def transformer_xl_embedding(
@@ -206,11 +158,3 @@ def transformer_xl_embedding(
     if backend is None and like is not None:
         backend = backend_of(like)
     return encode(positions, d, spec=TRANSFORMER_XL, backend=backend, dtype=dtype, like=like)
-
-
-def _count(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= {minimum}. Received: {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}. Received: {value}")
-    return int(value)

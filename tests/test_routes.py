@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import pe_core
-from pe_core import _rope_call, _sinusoidal, _timestep
+from pe_core import _rope_call, _sinusoidal
 from pe_core._kernel import host_tables, routes
 from pe_core._kernel.placement import prepare_positions
 from pe_core_backends import get_namespace
@@ -118,17 +118,3 @@ def test_each_host_route_gives_the_encoding() -> None:
         angles = values.astype(np.float64)[:, None] * w
         expected = np.stack([np.sin(angles), np.cos(angles)], -1).reshape(len(values), d)
         assert np.abs(got - expected).max() < 1e-6
-
-
-def test_timestep_host_route_names_a_row_of_the_table() -> None:
-    plan = _timestep.make_plan(16, True, 0.0, 1.0, 10000.0)
-    names = set()
-    for values, out_name in (
-        (np.arange(5000) % 1000, "float32"),
-        (np.array([0.5, 2.0]), "float32"),
-        (np.array([3]), "float64"),
-    ):
-        max_abs = float(np.abs(values).max())
-        names.add(_timestep.host_route(values, max_abs, plan, out_name)[0])
-    assert names == {"table", "small", "exact_kernel"}
-    assert names < _names("timestep embedding")

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pe_core
-from pe_core import _timestep, timestep_embedding
-from pe_core._kernel.placement import host_view
+from pe_core import timestep_embedding
+from pe_core.timestep import timestep_spec
 from pe_core_backends import backend_of, force_device_path, get_namespace
 
 #: (embedding_dim, flip_sin_to_cos, downscale_freq_shift, scale, max_period, timesteps)
@@ -27,21 +27,35 @@ CONFIGS = {
 
 
 def truth(t: np.ndarray, dim: int, flip: bool, shift: float, scale: float, period: float):
-    """sin/cos(scale * t * w_i) in mpmath (120 bits beyond the angle's size), t taken as
-    the exact float it is."""
+    """sin/cos(t * W_i) in mpmath (120 bits beyond the angle's size), t taken as the exact
+    float it is and W_i the float64 frequency, as encode takes a spec's frequencies
+    (test_frequencies_are_the_formula_rounded_once checks them against the formula)."""
     largest = float(np.max(np.abs(np.asarray(t, np.float64)), initial=1.0)) * abs(scale) + 1
     mpmath.mp.prec = 120 + math.ceil(math.log2(largest))
-    half = dim // 2
-    rate = -mpmath.log(mpmath.mpf(period)) / (half - mpmath.mpf(shift))
-    w = [mpmath.exp(rate * i) for i in range(half)]
+    sign = -1 if scale < 0 else 1
+    w = [sign * mpmath.mpf(f) for f in timestep_spec(dim, flip, shift, scale, period).frequencies]
     rows = []
     for value in np.asarray(t).reshape(-1).tolist():
-        x = mpmath.mpf(scale) * mpmath.mpf(value)
+        x = mpmath.mpf(value)
         sin = [float(mpmath.sin(x * wi)) for wi in w]
         cos = [float(mpmath.cos(x * wi)) for wi in w]
         row = cos + sin if flip else sin + cos
         rows.append(row + [0.0] * (dim % 2))
     return np.array(rows, np.float64).reshape(*np.shape(t), dim)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_frequencies_are_the_formula_rounded_once(name):
+    """|scale| * exp(-ln(max_period) * i / (half - shift)) in float64 arithmetic (the
+    spec schedule's): within a few ulps of the exponent's size."""
+    dim, flip, shift, scale, period, _ = CONFIGS[name]
+    mpmath.mp.prec = 200
+    half = dim // 2
+    rate = -mpmath.log(mpmath.mpf(period)) / (half - mpmath.mpf(shift))
+    got = timestep_spec(dim, flip, shift, scale, period).frequencies
+    for i, f in enumerate(got):
+        exact = abs(scale) * mpmath.exp(rate * i)
+        assert abs(mpmath.mpf(f) - exact) <= 2.0**-51 * (1 + abs(rate * i)) * exact
 
 
 def angles(t: np.ndarray, dim: int, shift: float, scale: float, period: float) -> np.ndarray:
@@ -70,16 +84,17 @@ def test_within_1e6_of_mpmath_every_backend(backend, name):
 
 
 def test_float64_output_exact_at_any_timestep():
+    """Within encode's float64 bound (1e-12, docs/precision.md) at any timestep."""
     t = np.array([-5.25, 0.1, 1e7 + 0.5, 3e12, 2.0**70, 1e300])
     for scale in (1.0, 1000.0):
         want = truth(t, 64, True, 0.0, scale, 10000)
         got = timestep_embedding(
             t, 64, flip_sin_to_cos=True, downscale_freq_shift=0, scale=scale, dtype="float64"
         )
-        assert_close(got, want, atol=2e-15, backend="numpy", dtype="float64")
+        assert_close(got, want, atol=1e-12, backend="numpy", dtype="float64")
     big = np.array([2**40 + 3, 2**62 + 12345, -(2**63)], np.int64)
     want = truth(big, 16, False, 1.0, 1.0, 10000)
-    assert_close(timestep_embedding(big, 16, dtype="float64"), want, atol=2e-15)
+    assert_close(timestep_embedding(big, 16, dtype="float64"), want, atol=1e-12)
     assert_close(timestep_embedding(big, 16), want, atol=1e-6)
 
 
@@ -400,110 +415,60 @@ def test_keras_layer_in_a_subprocess():
     assert "keras ok jax" in result.stdout
 
 
-# -- integer timesteps: rows of the cached table -----------------------------------------
+# -- the matching spec: encode's numbers, bit for bit ------------------------------------
 
 SD = dict(flip_sin_to_cos=True, downscale_freq_shift=0)
 
 
-@pytest.fixture
-def fresh_tables():
-    _timestep.clear_tables()
-    yield
-    _timestep.clear_tables()
-
-
 @pytest.mark.parametrize(
-    ("dim", "flip", "shift", "scale"),
-    [(320, True, 0.0, 1.0), (33, False, 1.0, 1000.0), (7, True, 0.5, 3.0)],
+    ("kw", "preset"),
+    [
+        (SD, "diffusers_flip_sin_to_cos"),
+        (dict(flip_sin_to_cos=True, downscale_freq_shift=1), "musicgen"),
+        (dict(downscale_freq_shift=1), "tensor2tensor"),
+    ],
 )
-def test_table_rows_are_the_computed_rows_bit_for_bit(fresh_tables, dim, flip, shift, scale):
-    """Each row of the table is the row the float64 pass gives for that timestep alone
-    (and in blocks), and within 1e-6 of mpmath."""
-    plan = _timestep.make_plan(dim, flip, shift, scale, 10000.0)
-    table = _timestep.table_for(plan, 4096, 0, 4095)
-    assert table is not None and table.host.shape == (4096, dim)
-    rows = np.arange(4096)
-    alone = [_timestep._small_table(rows[i : i + 1], [i], plan)[0] for i in range(0, 4096, 97)]
-    assert np.array_equal(table.host[::97], np.stack(alone))
-    blocks = np.concatenate(
-        [_timestep._small_table(rows[i : i + 64], [0] * 64, plan) for i in range(0, 4096, 64)]
-    )
-    assert np.array_equal(table.host, blocks)
-    some = np.array([0, 1, 999, 4095])
-    want = truth(some, dim, flip, shift, scale, 10000.0)
-    assert np.abs(table.host[some] - want).max() < 1e-6
+def test_identical_to_encode_with_the_matching_preset(kw, preset):
+    rng = np.random.default_rng(0)
+    for t in (np.arange(4096), rng.integers(0, 1000, 64), rng.random(300) * 1000, [2**62, -7]):
+        for dim, period in ((320, 10000), (33, 10000), (8, 100.0)):
+            spec = pe_core.presets.resolve_spec(preset).replace(base=period)
+            for dtype in (None, "float64"):
+                got = timestep_embedding(t, dim, max_period=period, dtype=dtype, **kw)
+                assert_equal(got, pe_core.encode(t, dim, spec=spec, dtype=dtype))
 
 
-def test_table_built_once_the_rows_asked_for_reach_its_size(fresh_tables):
-    t = np.random.default_rng(1).integers(0, 1000, 64)
-    before = [timestep_embedding(t, 320, **SD) for _ in range(15)]  # 960 rows asked for
-    assert not _timestep._TABLES
-    after = timestep_embedding(t, 320, **SD)  # 1024: built, then gathered
-    (entry,) = _timestep._TABLES.values()
-    assert entry.host.shape == (1024, 320)
-    for got in (*before, after, timestep_embedding(t, 320, **SD)):
-        assert_equal(got, before[0])
-    after[0] = 7.0  # the caller's copy: the cache is untouched
-    assert_equal(timestep_embedding(t, 320, **SD), before[0])
-    assert len(_timestep._TABLES) == 1  # a hit, not a second table
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_identical_to_encode_with_its_spec(backend, name):
+    dim, flip, shift, scale, period, t = CONFIGS[name]
+    given_t = positions_on(backend, t)
+    got = timestep_embedding(given_t, dim, **kwargs(CONFIGS[name]))
+    want = pe_core.encode(given_t, dim, spec=timestep_spec(dim, flip, shift, abs(scale), period))
+    if scale < 0:
+        want = to_numpy(want) * np.where(np.arange(dim) < dim // 2, 1, -1)
+    assert_equal(got, want, backend=backend)
 
 
-def test_table_bounds_and_fallbacks(fresh_tables):
-    plan = _timestep.make_plan(64, True, 0, 1, 10000)
-    assert _timestep.table_for(plan, 5000, 0, 1023).host.shape == (1024, 64)
-    assert _timestep.table_for(plan, 5000, 0, 1024).host.shape == (4096, 64)
-    assert _timestep.table_for(plan, 5000, -1, 10) is None
-    assert _timestep.table_for(plan, 5000, 0, 4096) is None
-    # too many turns for the small pass at 4096 rows: no table, the exact routes
-    fast = _timestep.make_plan(64, True, 0, 2.0**13, 10000)
-    assert _timestep.table_for(fast, 5000, 0, 4095) is None
-    for t in (np.array([-3, 5] * 3000), np.array([4096, 5] * 3000), np.arange(5000) * 0.5):
-        expected = timestep_embedding(t, 64, dtype="float64", **SD)
-        got = timestep_embedding(t, 64, **SD)
-        assert np.abs(got - expected).max() < 1e-6
-    values = np.array([4096, 5] * 3000)
-    assert _timestep.host_route(values, 4096.0, plan, "float32")[0] == "small"
-    assert _timestep.host_route(values % 4096, 4095.0, plan, "float32")[0] == "table"
-    assert _timestep.host_route(values % 4096, 4095.0, plan, "float64")[0] == "exact_kernel"
-
-
-def test_table_every_integer_dtype_and_shape(fresh_tables):
+def test_every_integer_dtype_and_shape():
     t = np.random.default_rng(2).integers(0, 4096, (2, 3000))
-    plan = _timestep.make_plan(40, True, 0, 1, 10000)
-    computed = _timestep._small_pass(t.reshape(-1), plan).reshape(2, 3000, 40)
+    computed = timestep_embedding(t, 40, **SD)
     for dtype in (np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):
         assert_equal(timestep_embedding(t.astype(dtype), 40, **SD), computed)
-    assert _timestep._TABLES  # built by the first
-    assert_equal(timestep_embedding(int(t[0, 0]), 40, **SD), computed[0, 0])  # Python int
+    one = timestep_embedding(int(t[0, 0]), 40, **SD)  # Python int: encode's route for one
+    assert np.abs(one - computed[0, 0]).max() < 1e-6
     assert_equal(timestep_embedding(t.tolist(), 40, **SD), computed)  # Python lists
-    assert_equal(
-        timestep_embedding(np.array(17), 40, **SD), _timestep._small_pass(t[:1] * 0 + 17, plan)[0]
-    )
-    floats = timestep_embedding(t.astype(np.float32), 40, **SD)  # floats: not the table
-    assert_equal(floats, computed)
+    assert_equal(timestep_embedding(np.array(17), 40, **SD), timestep_embedding([17], 40, **SD)[0])
+    some = np.array([0, 1, 999, 4095])
+    want = truth(some, 40, True, 0.0, 1.0, 1e4)
+    assert np.abs(timestep_embedding(some, 40, **SD) - want).max() < 1e-6
+    floats = timestep_embedding(t.astype(np.float32), 40, **SD)
+    assert np.abs(floats - computed).max() < 1e-6
 
 
-def test_table_returns_each_backends_array(fresh_tables, backend):
+def test_returns_each_backends_array(backend):
     t = np.random.default_rng(3).integers(0, 1000, 2048)
-    plan = _timestep.make_plan(24, True, 0, 1, 10000)
-    computed = _timestep._small_pass(t, plan)
     given_t = positions_on(backend, t)
-    for _ in range(3):  # the first call builds, the others are hits
+    for _ in range(3):
         got = timestep_embedding(given_t, 24, **SD)
         assert backend_of(got) == backend and get_namespace(backend).dtype_of(got) == "float32"
-        assert_equal(got, computed)
-    (entry,) = _timestep._TABLES.values()
-    values, xp = host_view(given_t)  # as the lane reads it: without a copy, or not at all
-    if values is not None and xp is not None:
-        assert backend in entry.placed  # the lane gathered from the backend's own table
-
-
-def test_table_cache_is_bounded(fresh_tables, monkeypatch):
-    monkeypatch.setattr(_timestep, "TABLE_MAX_ENTRIES", 2)
-    t = np.arange(1024)
-    for dim in (8, 10, 12):
-        timestep_embedding(t, dim, **SD)
-    assert [key[1] for key in _timestep._TABLES] == [10, 12]  # the oldest went first
-    monkeypatch.setattr(_timestep, "TABLE_BUDGET_BYTES", 1024 * 12 * 4)
-    timestep_embedding(t, 14, **SD)  # alone beyond the budget: computed, not kept
-    assert [key[1] for key in _timestep._TABLES] == [10, 12]
+        assert_close(got, truth(t, 24, True, 0.0, 1.0, 1e4), atol=1e-6, backend=backend)

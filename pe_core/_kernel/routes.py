@@ -6,8 +6,9 @@ function per family reads these thresholds and names the route:
 * sinusoidal tables of host positions: :func:`~pe_core._kernel.host_tables.host_route`;
 * sinusoidal tables of device or traced positions:
   :func:`~pe_core._sinusoidal.device_route`;
-* rotary cos/sin: :func:`~pe_core._rope_call.factors_route`;
-* timestep embeddings of host timesteps: :func:`~pe_core._timestep.host_route`.
+* rotary cos/sin: :func:`~pe_core._rope_call.factors_route`.
+
+Timestep embeddings are ``encode`` with a spec (:mod:`pe_core.timestep`): its routes.
 
 The decode-step lanes (:func:`~pe_core._sinusoidal.few_integer_positions`,
 :func:`~pe_core._rope_lane.few_positions_rope`) are the first rows of their family:
@@ -20,8 +21,7 @@ site builds: :func:`route_table_markdown`).
 >>> FEW_POSITIONS, SMALL_MAX_PAIRS, TABLE_MIN_PAIRS
 (64, 16384, 16384)
 >>> sorted({route.family for route in ROUTES})  # doctest: +NORMALIZE_WHITESPACE
-['encode (device or traced positions)', 'encode (host positions)', 'rope cos/sin',
- 'timestep embedding']
+['encode (device or traced positions)', 'encode (host positions)', 'rope cos/sin']
 """
 
 from __future__ import annotations
@@ -49,8 +49,6 @@ __all__ = [
     "SMALL_RUN_ROWS",
     "TABLE_MIN_PAIRS",
     "TABLE_MIN_ROWS",
-    "TIMESTEP_TABLE_MIN_ROWS",
-    "TIMESTEP_TABLE_ROWS",
     "Route",
     "route_table_markdown",
 ]
@@ -104,18 +102,6 @@ GATHER_TABLE_FRACTION = 4
 #: Largest ``|position|`` of the lookup route (integers exact in float64).
 GATHER_MAX_ABS = 2**53
 
-# -- integer timesteps: rows of a cached table ----------------------------------------
-
-#: Integer timesteps in ``[0, TIMESTEP_TABLE_ROWS)`` (host memory, float32 result) are
-#: rows of a cached table of the timesteps ``0 .. rows - 1``, built once per
-#: configuration by the small-call pass: ``TIMESTEP_TABLE_MIN_ROWS`` rows when every
-#: timestep is below that (DDPM-style schedulers: ``[0, 1000)``), else
-#: ``TIMESTEP_TABLE_ROWS``. A configuration's table is built once its calls have asked
-#: for as many rows as the table has (a batch of 1 or 2 keeps the float64 pass until
-#: then).
-TIMESTEP_TABLE_MIN_ROWS = 1024
-TIMESTEP_TABLE_ROWS = 4096
-
 # -- capabilities ----------------------------------------------------------------------
 
 #: Fewest pairs from which a backend that builds tables itself (torch, TensorFlow:
@@ -143,7 +129,6 @@ class Route(NamedTuple):
 _HOST = "encode (host positions)"
 _DEVICE = "encode (device or traced positions)"
 _ROPE = "rope cos/sin"
-_TIMESTEP = "timestep embedding"
 
 #: The route table, in the order each family's function tries its rows.
 ROUTES: tuple[Route, ...] = (
@@ -187,13 +172,13 @@ ROUTES: tuple[Route, ...] = (
         _DEVICE,
         "compiled_traced",
         "traced by a compiler that runs the kernel as one call (tf.function)",
-        "_sinusoidal._compiled_kernel",
+        "_sinusoidal._traced_kernel",
     ),
     Route(
         _DEVICE,
         "compiled_eager",
         "eager positions on an accelerator of a compiling backend (JAX, TensorFlow)",
-        "_sinusoidal._compiled_kernel",
+        "_sinusoidal._traced_kernel",
     ),
     Route(_DEVICE, "kernel", "everything else", "_sinusoidal._kernel"),
     Route(
@@ -222,21 +207,6 @@ ROUTES: tuple[Route, ...] = (
         "positions on an accelerator or traced",
         "angles.exact_cos_sin",
     ),
-    Route(
-        _TIMESTEP,
-        "table",
-        f"float32, integer timesteps in [0, {TIMESTEP_TABLE_ROWS}) in host memory, once the "
-        "configuration's calls have asked for as many rows as its table has",
-        "_timestep.table_for",
-    ),
-    Route(
-        _TIMESTEP,
-        "small",
-        f"float32, host timesteps of at most {SMALL_MAX_TURNS:.0f} turns (one float64 pass)",
-        "_timestep._small_pass",
-    ),
-    Route(_TIMESTEP, "exact_kernel", "other host timesteps", "_timestep.host_turns"),
-    Route(_TIMESTEP, "kernel", "timesteps on an accelerator or traced", "_timestep._kernel"),
 )
 
 
