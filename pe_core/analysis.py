@@ -47,7 +47,6 @@ from pe_core.encoding import encode
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.typing import (
-    Array,
     ArrayT,
     BackendArrayT,
     BackendLike,
@@ -316,7 +315,7 @@ def similarity_by_distance(
     metric: Metric = "cosine",
     backend: BackendLike | None = None,
     dtype: DTypeLike | None = None,
-) -> Array:
+) -> Any:  # sizes alone: the backend chosen when the code runs decides
     """Similarity of ``PE(p)`` and ``PE(p + k)`` for ``k = 0 .. max_distance``.
 
     It does not depend on ``p`` (nor on the spec's offset), so one value per ``k``

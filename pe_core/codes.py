@@ -173,7 +173,7 @@ def learned_table_init(
     std: float = 0.02,
     backend: BackendLike | None = None,
     dtype: DTypeLike | None = None,
-) -> Array:
+) -> Any:  # sizes alone: the backend chosen when the code runs decides
     """Initial values of a learned absolute-position table, as BERT initializes it.
 
     A truncated normal: draws from ``N(0, std**2)`` and redraws every value outside

@@ -202,7 +202,10 @@ def test_overloads_only_where_the_call_shape_changes_the_result() -> None:
 
 def test_public_array_functions_are_typed_by_their_input() -> None:
     """No public function returns the untyped ``Array`` alias: an array result is typed
-    by ``ArrayT``, ``BackendArrayT`` or a framework type (a planted one is found)."""
+    by ``ArrayT``, ``BackendArrayT`` or a framework type (a planted one is found). An
+    overload set's implementation is not what a checker reads; a function of sizes alone
+    that is not an overload set says ``Any`` (the backend chosen at run time decides)."""
+    overloaded = {f.__name__ for f in OVERLOADED}
 
     def untyped(source: str) -> list[str]:
         return [
@@ -210,6 +213,7 @@ def test_public_array_functions_are_typed_by_their_input() -> None:
             for node in ast.parse(source).body
             if isinstance(node, ast.FunctionDef)
             and not node.name.startswith("_")
+            and node.name not in overloaded
             and node.returns is not None
             and ast.unparse(node.returns) == "Array"
         ]
