@@ -144,6 +144,10 @@ def run_check(check: Callable[[], float]) -> CheckOutcome:
 
 
 def _one_line(exc: BaseException) -> str:
-    """An exception's message on one line (its lines joined), or its type's name."""
+    """The message of ``exc`` on one line (its lines joined), or its type's name.
+
+    >>> _one_line(ValueError("positions out of range\\n  found 1e+300 at index 0"))
+    'positions out of range found 1e+300 at index 0'
+    """
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     return " ".join(lines) or type(exc).__name__
