@@ -21,7 +21,17 @@ from pe_core.frequency import frequencies
 from pe_core.relative import shift
 from pe_core.rope import apply_rope
 from pe_core.spec import Spec
-from pe_core.testing import checks
+from pe_core.testing.checks import (
+    check_agreement,
+    check_bounded,
+    check_linear_relation,
+    check_relative_dot,
+    check_rope_agreement,
+    check_rope_norm,
+    check_rope_relative_scores,
+    check_shift,
+    check_uniqueness,
+)
 from pe_core.testing.references import exact_encoding, uniqueness_window
 from pe_core_backends import backend_of, get_namespace
 
@@ -111,27 +121,20 @@ class EncodeCase:
 
         def exact() -> float:
             pairs = zip(self.large + self.huge, self.exact or (), strict=True)
-            return max(checks.check_agreement(fn, spec, d, g, ATOL, reference=e) for g, e in pairs)
+            return max(check_agreement(fn, spec, d, g, ATOL, reference=e) for g, e in pairs)
 
         ps = self.p
         return {
-            "agreement": lambda: max(
-                checks.check_agreement(fn, spec, d, g, ATOL) for g in self.small
-            ),
+            "agreement": lambda: max(check_agreement(fn, spec, d, g, ATOL) for g in self.small),
             "large": None if self.exact is None else exact,
             "bounded": lambda: max(
-                checks.check_bounded(fn, spec, d, g, 0) for g in self.small + self.large + self.huge
+                check_bounded(fn, spec, d, g, 0) for g in self.small + self.large + self.huge
             ),
-            "unique": lambda: checks.check_uniqueness(fn, spec, d, self.unique, atol=ATOL),
-            "linear": lambda: max(
-                checks.check_linear_relation(fn, spec, d, p, self.k, ATOL) for p in ps
-            ),
-            "shift": lambda: max(
-                checks.check_shift(fn, moved, spec, d, p, self.k, ATOL) for p in ps
-            ),
+            "unique": lambda: check_uniqueness(fn, spec, d, self.unique, atol=ATOL),
+            "linear": lambda: max(check_linear_relation(fn, spec, d, p, self.k, ATOL) for p in ps),
+            "shift": lambda: max(check_shift(fn, moved, spec, d, p, self.k, ATOL) for p in ps),
             "rel-dot": lambda: max(
-                checks.check_relative_dot(fn, spec, d, p, p[::-1], self.k, ATOL, exact=True)
-                for p in ps
+                check_relative_dot(fn, spec, d, p, p[::-1], self.k, ATOL, exact=True) for p in ps
             ),
         }
 
@@ -146,7 +149,7 @@ class EncodeCase:
         def fn(positions: np.ndarray, d: int) -> Any:
             return compiled(positions)
 
-        return max(checks.check_agreement(fn, self.spec, self.d, g, ATOL) for g in grids)
+        return max(check_agreement(fn, self.spec, self.d, g, ATOL) for g in grids)
 
 
 @dataclass(frozen=True)
@@ -180,12 +183,10 @@ class RopeCase:
         q, m = self.inputs[0]  # the keys: the same vectors and positions, reversed
         return {
             "agreement": lambda: self.agreement(fn),
-            "relative": lambda: checks.check_rope_relative_scores(
+            "relative": lambda: check_rope_relative_scores(
                 fn, q, q[::-1], m, m[::-1], self.shifts, atol=ATOL
             ),
-            "norm": lambda: max(
-                checks.check_rope_norm(fn, x, p, atol=ATOL) for x, p in self.inputs
-            ),
+            "norm": lambda: max(check_rope_norm(fn, x, p, atol=ATOL) for x, p in self.inputs),
         }
 
     def target(self, x: Any, positions: Any) -> Any:
@@ -194,7 +195,7 @@ class RopeCase:
 
     def agreement(self, fn: Callable[..., Any]) -> float:
         return max(
-            checks.check_rope_agreement(fn, x, p, atol=ATOL, **self.options) for x, p in self.inputs
+            check_rope_agreement(fn, x, p, atol=ATOL, **self.options) for x, p in self.inputs
         )
 
     check_compiled = agreement  # the same inputs, compiled

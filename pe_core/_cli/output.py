@@ -14,7 +14,6 @@ def check_out_path(out: str) -> Path:
     path = Path(out)
     if path.is_dir():
         raise ValueError(f"--out {out!r} is a folder. Expected a file name.")
-    folder = path.parent
-    if not folder.is_dir():
-        raise ValueError(f"--out {out!r}: the folder {str(folder)!r} does not exist.")
+    if not path.parent.is_dir():
+        raise ValueError(f"--out {out!r}: the folder {str(path.parent)!r} does not exist.")
     return path

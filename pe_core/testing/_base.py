@@ -65,10 +65,7 @@ class PropertyFailure(AssertionError):
         self, message: str, *, name: str, error: float, tolerance: float, worst: str | None
     ) -> None:
         super().__init__(message)
-        self.name = name
-        self.error = error
-        self.tolerance = tolerance
-        self.worst = worst
+        self.name, self.error, self.tolerance, self.worst = name, error, tolerance, worst
 
 
 for _public in (EncodingFunction, RopeFunction, PropertyFailure):
@@ -193,9 +190,7 @@ def _library_and_dtype(out: Any) -> tuple[str | None, str]:
     """``("torch", "float32")``: an array's library and dtype (``None`` and the Python type
     for anything else)."""
     name = backend_of(out)
-    if name is None:
-        return None, type(out).__name__
-    return name, get_namespace(name).dtype_of(out)
+    return (name, type(out).__name__ if name is None else get_namespace(name).dtype_of(out))
 
 
 def _array_kind(out: Any) -> str:

@@ -36,6 +36,9 @@ from pe_core.testing.references import (
 )
 from pe_core.typing import Array, ArrayLike, PresetLike
 
+__all__ = ["check_agreement", "check_bounded", "check_linear_relation", "check_relative_dot"]
+__all__ += ["check_shift", "check_uniqueness"]
+
 
 def check_bounded(
     fn: EncodingFunction,
@@ -257,21 +260,12 @@ def check_uniqueness(
     if closest < threshold:
         p, q = (int(positions[k]) for k in pair)
         w_min = 2 * math.asin(bound / 2)
-        summary = f"positions {p} and {q} have encodings {closest:.3g} apart; they must be at "
-        summary += f"least {bound:.3g} apart (2*sin(w_min/2) with w_min={w_min:.3g}, less atol "
-        summary += f"{atol:g})"
-        first, second = got[pair[0]], got[pair[1]]
-        _fail(
-            "uniqueness",
-            summary,
-            shortfall,
-            bound - threshold,
-            f"positions {p} and {q}",
-            _encoding_context(spec, d),
-            encoding_of_first=first,
-            encoding_of_second=second,
-            positions=positions,
-        )
+        worst, context = f"positions {p} and {q}", _encoding_context(spec, d)
+        summary = f"{worst} have encodings {closest:.3g} apart; they must be at least {bound:.3g} "
+        summary += f"apart (2*sin(w_min/2) with w_min={w_min:.3g}, less atol {atol:g})"
+        first, second = (got[k] for k in pair)
+        kw = dict(encoding_of_first=first, encoding_of_second=second, positions=positions)
+        _fail("uniqueness", summary, shortfall, bound - threshold, worst, context, **kw)
     return shortfall
 
 
@@ -423,15 +417,15 @@ def check_relative_dot(
     for table in (diff, off):
         if not _largest(table) <= tolerance:
             m, i = _worst(table)
-            at, k_text, exact_text = f"p={_item(positions[i])!r}", _k_text(ks, m), exact_dots[m]
+            at, k_text, exact_dot = f"p={_item(positions[i])!r}", _k_text(ks, m), exact_dots[m]
             if table is diff:
-                there = f"p={_item(positions[n + i])!r}"
+                other = f"p={_item(positions[n + i])!r}"
                 summary = f"fn(p)·fn(p + k) is {dots[m, i]:.3g} at {at} but {dots[m, n + i]:.3g} "
-                summary += f"at {there} for {k_text} (exact: sum cos(k w_i) = {exact_text:.3g}; "
-                worst = f"{at} and {there}, {k_text}"
+                summary += f"at {other} for {k_text} (exact: sum cos(k w_i) = {exact_dot:.3g}; "
+                worst = f"{at} and {other}, {k_text}"
             else:
                 summary = f"fn(p)·fn(p + k) is {dots[m, i]:.3g} at {at} for {k_text}, but exactly "
-                summary += f"sum cos(k w_i) = {exact_text:.3g} ("
+                summary += f"sum cos(k w_i) = {exact_dot:.3g} ("
                 worst = f"{at}, {k_text}"
             summary += f"tolerance {tolerance:.2g})"
             _fail("relative dot", summary, error, tolerance, worst, _encoding_context(spec, d))

@@ -119,6 +119,7 @@ def check_encoding(
             d_ = data.draw(d_strategy, label="d")
             check(fn, spec, d_, data.draw(arrays, label="positions"), atol)
 
+        body.__name__ = check.__name__.removeprefix("check_")  # Hypothesis prints this name
         return body
 
     def uniqueness(data: st.DataObject) -> None:
@@ -196,11 +197,8 @@ def _failure_report(
         f"d={'drawn' if d is None else d}, atol={atol:g}."
     ]
     for name, exc in failures:
-        lines.append("")
-        if isinstance(exc, AssertionError):
-            lines.append(f"[{name}] {exc}")
-        else:
-            lines.append(f"[{name}] fn raised {type(exc).__name__}: {exc}")
+        raised = "" if isinstance(exc, AssertionError) else f"fn raised {type(exc).__name__}: "
+        lines += ["", f"[{name}] {raised}{exc}"]
         notes = [n for n in getattr(exc, "__notes__", ()) if n.strip()]
         if notes:
             lines.append("  minimised by Hypothesis:")
