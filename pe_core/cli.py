@@ -32,8 +32,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pe_core._cli.output import WriteError, one_line
+from pe_core._cli.output import WriteError
 from pe_core._cli.parser import build_parser
+from pe_core.testing.checks import _one_line as one_line
 
 __all__ = ["main"]
 

@@ -73,13 +73,9 @@ def integers(values: Sequence[int]) -> np.ndarray:
 def positions_arg(text: str) -> Positions:
     """Parse ``a:b``, ``a:b:step``, ``p0,p1,...`` or a single number."""
     try:
-        return parse_positions(text)
+        return parse_range(text) if ":" in text else parse_list(text)
     except OverflowError:
         raise argparse.ArgumentTypeError(f"the range {text!r} is too large") from None
-
-
-def parse_positions(text: str) -> Positions:
-    return parse_range(text) if ":" in text else parse_list(text)
 
 
 def parse_range(text: str) -> Positions:
@@ -148,9 +144,7 @@ def positive_int_arg(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive integer. Received: {text!r}"
-        ) from None
+        value = 0
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer. Received: {text!r}")
     return value

@@ -23,31 +23,6 @@ from pe_core._cli.check_run import Cell, Progress, check_across, check_row
 from pe_core_backends import get_namespace, installed_backends
 
 
-def run_check_command(args: argparse.Namespace) -> int:
-    """Run ``pe-core check`` with the parsed ``args``; return the exit status (0 or 1)."""
-    with quiet_frameworks():
-        return check_backends(args)
-
-
-def check_backends(args: argparse.Namespace) -> int:
-    """Plan, run every case on every backend, then report."""
-    backends = args.backends or installed_backends()
-    cases, rope_cases = plan(args, backends)
-    rope_compiled = compiled_cases(rope_cases, args) if args.thorough else []
-    work: dict[str, tuple[dict[str, str], Sequence[Any], Sequence[Any]]] = {
-        "encode": (COLUMNS, cases, compiled_cases(cases, args)),
-        "apply_rope": (ROPE_COLUMNS, rope_cases, rope_compiled),
-    }
-    tables: dict[str, dict[str, dict[str, Cell]]] = {title: {} for title in work}
-    progress = Progress()
-    for name in backends:
-        import_backend(name, progress)
-        for title, (columns, todo, compiled) in work.items():
-            tables[title][name] = check_row(name, columns, todo, compiled, progress)
-    across = check_across(backends, cases, rope_cases, progress)
-    return report(backends, tables, across)
-
-
 @contextlib.contextmanager
 def quiet_frameworks() -> Iterator[None]:
     """Keep the frameworks' log lines out of ``pe-core check``'s output, for its run only.
@@ -73,6 +48,28 @@ def quiet_frameworks() -> Iterator[None]:
             os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
         for logger, level in zip(loggers, saved_levels, strict=True):
             logger.setLevel(level)
+
+
+@quiet_frameworks()
+def run_check_command(args: argparse.Namespace) -> int:
+    """Run ``pe-core check`` with the parsed ``args``; return the exit status (0 or 1).
+
+    Plan, run every case on every backend, then report (the frameworks kept quiet)."""
+    backends = args.backends or installed_backends()
+    cases, rope_cases = plan(args, backends)
+    rope_compiled = compiled_cases(rope_cases, args) if args.thorough else []
+    work: dict[str, tuple[dict[str, str], Sequence[Any], Sequence[Any]]] = {
+        "encode": (COLUMNS, cases, compiled_cases(cases, args)),
+        "apply_rope": (ROPE_COLUMNS, rope_cases, rope_compiled),
+    }
+    tables: dict[str, dict[str, dict[str, Cell]]] = {title: {} for title in work}
+    progress = Progress()
+    for name in backends:
+        import_backend(name, progress)
+        for title, (columns, todo, compiled) in work.items():
+            tables[title][name] = check_row(name, columns, todo, compiled, progress)
+    across = check_across(backends, cases, rope_cases, progress)
+    return report(backends, tables, across)
 
 
 def import_backend(name: str, progress: Progress) -> None:

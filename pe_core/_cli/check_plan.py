@@ -47,14 +47,9 @@ def encode_plan(
 
 def rope_plan(dims: Sequence[int], thorough: bool) -> tuple[list[RopeCase], list[str]]:
     """The ``apply_rope`` cases of every even head_dim, and the odd ones skipped."""
-    cases: list[RopeCase] = []
-    skipped = []
-    for d in dims:
-        if d % 2:
-            skipped.append(f"rope head_dim={d} (RoPE rotates pairs: head_dim must be even)")
-        else:
-            cases += rope_cases(d, thorough)
-    return cases, skipped
+    cases = [case for d in dims if d % 2 == 0 for case in rope_cases(d, thorough)]
+    why = "(RoPE rotates pairs: head_dim must be even)"
+    return cases, [f"rope head_dim={d} {why}" for d in dims if d % 2]
 
 
 def print_plan(

@@ -18,11 +18,8 @@ def print_check_table(
     cells = {b: {c: row[c].text() for c in columns} for b, row in rows.items()}
     col_width = {c: max(len(c), *(len(cells[b][c]) for b in cells)) + 2 for c in columns}
     print(f"\n{title}")
-    print("backend".ljust(width) + "".join(c.ljust(col_width[c]) for c in columns).rstrip())
-    for backend, row in cells.items():
-        print(
-            (backend.ljust(width) + "".join(row[c].ljust(col_width[c]) for c in columns)).rstrip()
-        )
+    for first, row in {"backend": {c: c for c in columns}, **cells}.items():
+        print((first.ljust(width) + "".join(row[c].ljust(col_width[c]) for c in columns)).rstrip())
     print()
     for column, meaning in columns.items():
         print(f"  {column:<10} {meaning}")

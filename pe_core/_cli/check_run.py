@@ -136,10 +136,7 @@ def compilers(name: str, fn: Callable[..., Any]) -> list[tuple[str, Callable[...
     each built by the backend (:meth:`pe_core_backends.Namespace.under_compiler`); none
     for NumPy. An unknown ``name`` is a ValueError naming the known backends."""
     labels = backend_info(name).compilers
-    if not labels:
-        return []
-    namespace = get_namespace(name)
-    return [(label, namespace.under_compiler(label, fn)) for label in labels]
+    return [(label, get_namespace(name).under_compiler(label, fn)) for label in labels]
 
 
 def own_code(target: Callable[..., Any]) -> Callable[..., Any]:

@@ -9,22 +9,11 @@ class WriteError(Exception):
     """An output file could not be written (exit status 1)."""
 
 
-def one_line(exc: BaseException) -> str:
-    """The message of ``exc`` on one line (its lines joined), or its type's name.
-
-    >>> one_line(ValueError("positions out of range\\n  found 1e+300 at index 0"))
-    'positions out of range found 1e+300 at index 0'
-    """
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    return " ".join(lines) or type(exc).__name__
-
-
 def check_out_path(out: str) -> Path:
     """Refuse an ``--out`` that cannot be a file before computing anything."""
     path = Path(out)
     if path.is_dir():
         raise ValueError(f"--out {out!r} is a folder. Expected a file name.")
-    folder = path.parent
-    if not folder.is_dir():
-        raise ValueError(f"--out {out!r}: the folder {str(folder)!r} does not exist.")
+    if not path.parent.is_dir():
+        raise ValueError(f"--out {out!r}: the folder {str(path.parent)!r} does not exist.")
     return path

@@ -90,10 +90,9 @@ def run_plot(args: argparse.Namespace) -> int:
 
 def check_plot_options(kind: str, plot: PlotKind, args: argparse.Namespace) -> None:
     """Refuse the options figure ``kind`` does not take."""
-    dims: tuple[int, ...] | None = args.dim
     if args.base is not None and not plot.bases:
         raise ValueError(f"--base applies to the distance plot only. Received: {kind}")
     if args.length is not None and not plot.positions:
         raise ValueError(f"--len does not apply to the {kind} plot (it has no positions).")
-    if not plot.several_dims and dims is not None and len(dims) != 1:
-        raise ValueError(f"{kind} takes one --dim. Received: {','.join(map(str, dims))}")
+    if not plot.several_dims and args.dim is not None and len(args.dim) != 1:
+        raise ValueError(f"{kind} takes one --dim. Received: {','.join(map(str, args.dim))}")

@@ -41,15 +41,8 @@ def draw_heatmap(d: int, length: int, spec: Spec | PresetLike | None, code: str)
     else:
         raise ValueError(f"Unknown code {code!r}. Expected one of: binary, sinusoidal.")
     fig, ax = new_figure()
-    image = ax.imshow(
-        table,
-        aspect="auto",
-        interpolation="nearest",
-        cmap=cmap,
-        vmin=limits[0],
-        vmax=limits[1],
-        origin="upper",
-    )
+    kw = {"aspect": "auto", "interpolation": "nearest", "cmap": cmap, "origin": "upper"}
+    image = ax.imshow(table, vmin=limits[0], vmax=limits[1], **kw)
     ax.set(xlabel="feature", ylabel="position", title=title)
     fig.colorbar(image, ax=ax, label=label)
     return fig
@@ -109,13 +102,8 @@ def draw_similarity_by_distance(
             values = analysis.similarity_by_distance(
                 d, resolved.replace(base=float(base)), max_distance=max_distance, metric=metric
             )
-            ax.plot(
-                k,
-                np.asarray(values),
-                color=f"C{i}",
-                linestyle=styles[j % len(styles)],
-                label=f"d={d}, base={base:g}",
-            )
+            style = {"color": f"C{i}", "linestyle": styles[j % len(styles)]}
+            ax.plot(k, np.asarray(values), label=f"d={d}, base={base:g}", **style)
     exponent = "2i/d" if resolved.denominator == "d" else "i/(d/2 − 1)"
     ax.set(xlabel="distance k", ylabel=f"{metric} of PE(p), PE(p+k)")
     ax.set_title(f"Similarity against distance (frequencies base^(−{exponent}))")
@@ -132,14 +120,9 @@ def draw_spectrum(d: int, chosen: list[Spec]) -> Any:
         w = frequencies(d, spec)
         with np.errstate(divide="ignore"):
             wavelength = np.where(w > 0, 2 * math.pi / np.where(w > 0, w, 1.0), np.inf)
-        ax.plot(
-            np.arange(w.size),
-            wavelength,
-            marker=markers[index % len(markers)],
-            markersize=3 if w.size > 64 else 4,
-            linewidth=1,
-            label=f"{spec_label(spec)} (slowest {wavelength[-1]:,.0f})",
-        )
+        style = {"marker": markers[index % len(markers)], "markersize": 3 if w.size > 64 else 4}
+        label = f"{spec_label(spec)} (slowest {wavelength[-1]:,.0f})"
+        ax.plot(np.arange(w.size), wavelength, linewidth=1, label=label, **style)
     ax.set_yscale("log")
     ax.set(
         xlabel="pair i (features 2i and 2i+1 in the interleaved layout)",

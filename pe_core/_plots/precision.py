@@ -122,11 +122,10 @@ def measure_gaps(
 
     for setting, mode, grow in RESAMPLE_SETTINGS:
         source, side, size = (small, old, new) if grow else (big, new, old)
-        reference = np.asarray(
-            resample_pos_embed(source, size, num_prefix_tokens=0, interpolation=mode)
-        )
+        kw: dict[str, Any] = {"num_prefix_tokens": 0, "interpolation": mode}
+        reference = np.asarray(resample_pos_embed(source, size, **kw))
         source32 = source.astype(np.float32)
-        ours = resample_pos_embed(source32, size, num_prefix_tokens=0, interpolation=mode)
+        ours = resample_pos_embed(source32, size, **kw)
         record("pe_core, NumPy float32", setting, np.asarray(ours, np.float64), reference)
         grid_ref = reference.reshape(1, size, size, channels)
         for backend, label, ours_there, mapped in RESIZERS:
@@ -139,9 +138,7 @@ def measure_gaps(
             if mapped and setting == "bicubic, up":
                 patch_gap = np.abs(theirs - grid_ref)[0].max(axis=-1) / np.abs(grid_ref).max()
             if ours_there:
-                placed = resample_pos_embed(
-                    xp.asarray(source32), size, num_prefix_tokens=0, interpolation=mode
-                )
+                placed = resample_pos_embed(xp.asarray(source32), size, **kw)
                 record(f"pe_core on {backend}", setting, xp.to_numpy(placed), reference)
     return gaps, patch_gap
 

@@ -40,30 +40,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from pe_core.host_reads import HostReadError, forbid_host_reads
-from pe_core.testing.checks import (
-    PROPERTIES,
-    CheckOutcome,
-    EncodingFunction,
-    PropertyFailure,
-    RopeFunction,
-    check_agreement,
-    check_bounded,
-    check_cross_backend_agreement,
-    check_linear_relation,
-    check_relative_dot,
-    check_rope_agreement,
-    check_rope_norm,
-    check_rope_relative_scores,
-    check_shift,
-    check_uniqueness,
-    run_check,
-)
-from pe_core.testing.references import (
-    exact_encoding,
-    reference_encoding,
-    reference_rope,
-    uniqueness_window,
-)
+from pe_core.testing import checks, references
+from pe_core.testing.checks import *  # noqa: F403 (the names of checks.__all__)
+from pe_core.testing.references import *  # noqa: F403 (the names of references.__all__)
 
 if TYPE_CHECKING:  # loaded on first use by __getattr__ (they need Hypothesis)
     from pe_core.testing.search import check_encoding
@@ -75,36 +54,10 @@ if TYPE_CHECKING:  # loaded on first use by __getattr__ (they need Hypothesis)
         specs,
     )
 
-__all__ = [
-    "PROPERTIES",
-    "CheckOutcome",
-    "EncodingFunction",
-    "HostReadError",
-    "PropertyFailure",
-    "RopeFunction",
-    "check_agreement",
-    "check_bounded",
-    "check_cross_backend_agreement",
-    "check_encoding",
-    "check_linear_relation",
-    "check_relative_dot",
-    "check_rope_agreement",
-    "check_rope_norm",
-    "check_rope_relative_scores",
-    "check_shift",
-    "check_uniqueness",
-    "dims",
-    "exact_encoding",
-    "float_positions",
-    "forbid_host_reads",
-    "int_positions",
-    "position_arrays",
-    "reference_encoding",
-    "reference_rope",
-    "run_check",
-    "specs",
-    "uniqueness_window",
-]
+__all__ = ["HostReadError", "check_encoding", "dims", "float_positions", "forbid_host_reads"]
+__all__ += ["int_positions", "position_arrays", "specs"]
+__all__ += checks.__all__
+__all__ += references.__all__
 
 #: The names that need Hypothesis -> the submodule that holds them.
 _NEEDS_HYPOTHESIS = {"check_encoding": "search"} | dict.fromkeys(

@@ -8,6 +8,8 @@ from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
+from pe_core._schedule import check_d
+from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.typing import ArrayLike
 from pe_core_backends import backend_of, get_namespace
@@ -63,10 +65,7 @@ class PropertyFailure(AssertionError):
         self, message: str, *, name: str, error: float, tolerance: float, worst: str | None
     ) -> None:
         super().__init__(message)
-        self.name = name
-        self.error = error
-        self.tolerance = tolerance
-        self.worst = worst
+        self.name, self.error, self.tolerance, self.worst = name, error, tolerance, worst
 
 
 for _public in (EncodingFunction, RopeFunction, PropertyFailure):
@@ -104,6 +103,12 @@ def _fail(
     raise PropertyFailure(
         "\n".join(lines), name=prop, error=error, tolerance=tolerance, worst=worst
     )
+
+
+def _resolved(spec: Any, d: int) -> tuple[Spec, int]:
+    """The spec ``spec`` names and ``d`` checked against it."""
+    spec = resolve_spec(spec)
+    return spec, check_d(d, spec)
 
 
 def _encoding_context(spec: Spec, d: int) -> dict[str, Any]:
@@ -185,9 +190,7 @@ def _library_and_dtype(out: Any) -> tuple[str | None, str]:
     """``("torch", "float32")``: an array's library and dtype (``None`` and the Python type
     for anything else)."""
     name = backend_of(out)
-    if name is None:
-        return None, type(out).__name__
-    return name, get_namespace(name).dtype_of(out)
+    return (name, type(out).__name__ if name is None else get_namespace(name).dtype_of(out))
 
 
 def _array_kind(out: Any) -> str:

@@ -8,8 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from pe_core._schedule import check_d
-from pe_core.presets import resolve_spec
 from pe_core.relative import relative_matrix
 from pe_core.spec import Spec
 from pe_core.testing._base import (
@@ -23,6 +21,7 @@ from pe_core.testing._base import (
     _item,
     _k_text,
     _largest,
+    _resolved,
     _shifted,
     _shifts,
     _to_numpy,
@@ -36,6 +35,9 @@ from pe_core.testing.references import (
     uniqueness_window,
 )
 from pe_core.typing import Array, ArrayLike, PresetLike
+
+__all__ = ["check_agreement", "check_bounded", "check_linear_relation", "check_relative_dot"]
+__all__ += ["check_shift", "check_uniqueness"]
 
 
 def check_bounded(
@@ -66,8 +68,7 @@ def check_bounded(
     pe_core.testing.checks.PropertyFailure: property 'bounded' failed: a value of fn(positions, d) is outside [-1, 1]: 2.0 (atol 1e-05)
     ...
     """
-    spec = resolve_spec(spec)
-    d = check_d(d, spec)
+    spec, d = _resolved(spec, d)
     positions = np.asarray(positions)
     got = _evaluate(fn, positions, d, "bounded", spec)
     excess = np.abs(got) - 1.0
@@ -75,18 +76,10 @@ def check_bounded(
     error = max(0.0, _largest(excess))
     if not error <= atol:
         index = _worst(excess)
-        summary = f"a value of fn(positions, d) is outside [-1, 1]: {_item(got[index])!r}"
-        worst = _where(positions, index, d, spec)
-        context = _encoding_context(spec, d)
-        _fail(
-            "bounded",
-            f"{summary} (atol {atol:g})",
-            error,
-            atol,
-            worst,
-            context,
-            positions=positions,
-        )
+        summary = f"a value of fn(positions, d) is outside [-1, 1]: {_item(got[index])!r} "
+        summary += f"(atol {atol:g})"
+        worst, context = _where(positions, index, d, spec), _encoding_context(spec, d)
+        _fail("bounded", summary, error, atol, worst, context, positions=positions)
     return error
 
 
@@ -155,8 +148,7 @@ def check_agreement(
     >>> error = check_agreement(lambda p, d: pe_core.encode(p, d), None, 8, big, 1e-6,
     ...                         reference=exact)
     """
-    spec = resolve_spec(spec)
-    d = check_d(d, spec)
+    spec, d = _resolved(spec, d)
     positions = np.asarray(positions)
     got = _evaluate(fn, positions, d, "agreement", spec)
     label, expected = _reference_table(reference, positions, d, spec)
@@ -165,11 +157,18 @@ def check_agreement(
     if not error <= atol:
         index = _worst(err)
         summary = f"fn(positions, d) differs from the {label} reference by up to {error:.3g} "
+        summary += f"(atol {atol:g})"
         worst = f"{_where(positions, index, d, spec)}: expected {_item(expected[index])!r}, "
         worst += f"got {_item(got[index])!r}"
-        context = _encoding_context(spec, d)
-        summary += f"(atol {atol:g})"
-        _fail("agreement", summary, error, atol, worst, context, positions=positions)
+        _fail(
+            "agreement",
+            summary,
+            error,
+            atol,
+            worst,
+            _encoding_context(spec, d),
+            positions=positions,
+        )
     return error
 
 
@@ -249,8 +248,7 @@ def check_uniqueness(
     pe_core.testing.checks.PropertyFailure: property 'uniqueness' failed: positions 3 and 5 have encodings 0 apart; they must be at least 0.001 apart (2*sin(w_min/2) with w_min=0.001, less atol 1e-05)
     ...
     """
-    spec = resolve_spec(spec)
-    d = check_d(d, spec)
+    spec, d = _resolved(spec, d)
     window, bound = uniqueness_window(d, spec)
     positions = _unique_positions(positions, window)
     if positions.size < 2 or window < 2:
@@ -262,18 +260,12 @@ def check_uniqueness(
     if closest < threshold:
         p, q = (int(positions[k]) for k in pair)
         w_min = 2 * math.asin(bound / 2)
-        _fail(
-            "uniqueness",
-            f"positions {p} and {q} have encodings {closest:.3g} apart; they must be at least "
-            f"{bound:.3g} apart (2*sin(w_min/2) with w_min={w_min:.3g}, less atol {atol:g})",
-            shortfall,
-            bound - threshold,
-            f"positions {p} and {q}",
-            _encoding_context(spec, d),
-            encoding_of_first=got[pair[0]],
-            encoding_of_second=got[pair[1]],
-            positions=positions,
-        )
+        worst, context = f"positions {p} and {q}", _encoding_context(spec, d)
+        summary = f"{worst} have encodings {closest:.3g} apart; they must be at least {bound:.3g} "
+        summary += f"apart (2*sin(w_min/2) with w_min={w_min:.3g}, less atol {atol:g})"
+        first, second = (got[k] for k in pair)
+        kw = dict(encoding_of_first=first, encoding_of_second=second, positions=positions)
+        _fail("uniqueness", summary, shortfall, bound - threshold, worst, context, **kw)
     return shortfall
 
 
@@ -350,8 +342,7 @@ def check_linear_relation(
     pe_core.testing.checks.PropertyFailure: property 'linear relation' failed: fn(p + k) differs from relative_matrix(k) @ fn(p) by up to 1.68 (tolerance 3e-05) for k=1
     ...
     """
-    spec = resolve_spec(spec)
-    d = check_d(d, spec)
+    spec, d = _resolved(spec, d)
     positions, ks = np.asarray(positions), _shifts(k)
     here = _evaluate(fn, positions, d, "linear relation", spec)
     moved = _shifted(positions, ks)
@@ -411,8 +402,7 @@ def check_relative_dot(
     pe_core.testing.checks.PropertyFailure: property 'relative dot' failed: fn(p)·fn(p + k) is 1.69 at p=0 but 6.47 at p=10 for k=1 (exact: sum cos(k w_i) = 1.54; tolerance 4e-05)
     ...
     """
-    spec = resolve_spec(spec)
-    d = check_d(d, spec)
+    spec, d = _resolved(spec, d)
     first, second = np.broadcast_arrays(np.atleast_1d(p1), np.atleast_1d(p2))
     positions = np.concatenate([first.reshape(-1), second.reshape(-1)])
     ks, n = _shifts(k), first.size
@@ -424,30 +414,21 @@ def check_relative_dot(
     diff = _abs_error(dots[:, :n], dots[:, n:])
     off = _abs_error(dots, exact_dots[:, None]) if exact else np.zeros(0)
     error, tolerance = max(_largest(diff), _largest(off)), 2 * atol * math.sqrt(d)
-    if not _largest(diff) <= tolerance:
-        m, i = _worst(diff)
-        _fail(
-            "relative dot",
-            f"fn(p)·fn(p + k) is {dots[m, i]:.3g} at p={_item(positions[i])!r} but "
-            f"{dots[m, n + i]:.3g} at p={_item(positions[n + i])!r} for {_k_text(ks, m)} "
-            f"(exact: sum cos(k w_i) = {exact_dots[m]:.3g}; tolerance {tolerance:.2g})",
-            error,
-            tolerance,
-            f"p={_item(positions[i])!r} and p={_item(positions[n + i])!r}, {_k_text(ks, m)}",
-            _encoding_context(spec, d),
-        )
-    if not _largest(off) <= tolerance:
-        m, i = _worst(off)
-        _fail(
-            "relative dot",
-            f"fn(p)·fn(p + k) is {dots[m, i]:.3g} at p={_item(positions[i])!r} for "
-            f"{_k_text(ks, m)}, but exactly sum cos(k w_i) = {exact_dots[m]:.3g} "
-            f"(tolerance {tolerance:.2g})",
-            error,
-            tolerance,
-            f"p={_item(positions[i])!r}, {_k_text(ks, m)}",
-            _encoding_context(spec, d),
-        )
+    for table in (diff, off):
+        if not _largest(table) <= tolerance:
+            m, i = _worst(table)
+            at, k_text, exact_dot = f"p={_item(positions[i])!r}", _k_text(ks, m), exact_dots[m]
+            if table is diff:
+                other = f"p={_item(positions[n + i])!r}"
+                summary = f"fn(p)·fn(p + k) is {dots[m, i]:.3g} at {at} but {dots[m, n + i]:.3g} "
+                summary += f"at {other} for {k_text} (exact: sum cos(k w_i) = {exact_dot:.3g}; "
+                worst = f"{at} and {other}, {k_text}"
+            else:
+                summary = f"fn(p)·fn(p + k) is {dots[m, i]:.3g} at {at} for {k_text}, but exactly "
+                summary += f"sum cos(k w_i) = {exact_dot:.3g} ("
+                worst = f"{at}, {k_text}"
+            summary += f"tolerance {tolerance:.2g})"
+            _fail("relative dot", summary, error, tolerance, worst, _encoding_context(spec, d))
     return error
 
 
@@ -485,8 +466,7 @@ def check_shift(
     pe_core.testing.checks.PropertyFailure: property 'shift' failed: shift_fn(fn(p), k) returned a numpy float64 array for a numpy float32 input
     ...
     """
-    spec = resolve_spec(spec)
-    d = check_d(d, spec)
+    spec, d = _resolved(spec, d)
     positions, ks = np.asarray(positions), _shifts(k)
     context = _encoding_context(spec, d)
     native = fn(positions, d)

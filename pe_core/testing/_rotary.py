@@ -26,6 +26,9 @@ from pe_core.testing._base import (
 from pe_core.testing.references import reference_rope
 from pe_core.typing import Array, ArrayLike, RopeLayout
 
+__all__ = ["check_cross_backend_agreement", "check_rope_agreement", "check_rope_norm"]
+__all__ += ["check_rope_relative_scores"]
+
 
 def check_cross_backend_agreement(
     fn: Callable[[str], Array], backends: Sequence[str], *, atol: float = 0.0
@@ -209,23 +212,17 @@ def check_rope_relative_scores(
     rq = _call_rope(fn, np.concatenate([q] * count), _shifted(m, ts).reshape(-1), prop)
     rk = _call_rope(fn, np.concatenate([k] * count), _shifted(n, ts).reshape(-1), prop)
     scores = np.sum(rq * rk, axis=-1).reshape(count, -1)
-    scale = np.linalg.norm(q.astype(np.float64), axis=-1) * np.linalg.norm(
-        k.astype(np.float64), axis=-1
-    )
+    q_norm, k_norm = np.linalg.norm(np.stack([q, k]).astype(np.float64), axis=-1)
+    scale = q_norm * k_norm
     change = _abs_error(scores[1:], scores[:1]) / np.where(scale > 0, scale, 1.0)
     error = _largest(change)
     if not error <= atol:
         t, i = _worst(change)
-        _fail(
-            prop,
-            f"<fn(q, m + t), fn(k, n + t)> is {scores[t + 1, i]:.6g} but <fn(q, m), fn(k, n)> "
-            f"is {scores[0, i]:.6g} for m={_item(m[i])!r}, n={_item(n[i])!r}, "
-            f"t={_item(ts[t + 1])!r}: the score changed by {error:.3g} x |q||k| "
-            f"(atol {atol:g})",
-            error,
-            atol,
-            f"row {i}, t={_item(ts[t + 1])!r}",
-        )
+        shift = f"t={_item(ts[t + 1])!r}"
+        summary = f"<fn(q, m + t), fn(k, n + t)> is {scores[t + 1, i]:.6g} but <fn(q, m), fn(k, "
+        summary += f"n)> is {scores[0, i]:.6g} for m={_item(m[i])!r}, n={_item(n[i])!r}, {shift}: "
+        summary += f"the score changed by {error:.3g} x |q||k| (atol {atol:g})"
+        _fail(prop, summary, error, atol, f"row {i}, {shift}")
     return error
 
 

@@ -27,40 +27,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from pe_core.testing import _encodings, _rotary
 from pe_core.testing._base import EncodingFunction, PropertyFailure, RopeFunction
-from pe_core.testing._encodings import (
-    check_agreement,
-    check_bounded,
-    check_linear_relation,
-    check_relative_dot,
-    check_shift,
-    check_uniqueness,
-)
-from pe_core.testing._rotary import (
-    check_cross_backend_agreement,
-    check_rope_agreement,
-    check_rope_norm,
-    check_rope_relative_scores,
-)
+from pe_core.testing._encodings import *  # noqa: F403 (the names of its __all__)
+from pe_core.testing._rotary import *  # noqa: F403 (the names of its __all__)
 
-__all__ = [
-    "PROPERTIES",
-    "CheckOutcome",
-    "EncodingFunction",
-    "PropertyFailure",
-    "RopeFunction",
-    "check_agreement",
-    "check_bounded",
-    "check_cross_backend_agreement",
-    "check_linear_relation",
-    "check_relative_dot",
-    "check_rope_agreement",
-    "check_rope_norm",
-    "check_rope_relative_scores",
-    "check_shift",
-    "check_uniqueness",
-    "run_check",
-]
+__all__ = ["PROPERTIES", "CheckOutcome", "EncodingFunction", "PropertyFailure", "RopeFunction"]
+__all__ += ["run_check"]
+__all__ += _encodings.__all__
+__all__ += _rotary.__all__
 
 
 #: The property names :func:`~pe_core.testing.check_encoding` runs, in order.
@@ -144,6 +119,10 @@ def run_check(check: Callable[[], float]) -> CheckOutcome:
 
 
 def _one_line(exc: BaseException) -> str:
-    """An exception's message on one line (its lines joined), or its type's name."""
+    """The message of ``exc`` on one line (its lines joined), or its type's name.
+
+    >>> _one_line(ValueError("positions out of range\\n  found 1e+300 at index 0"))
+    'positions out of range found 1e+300 at index 0'
+    """
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     return " ".join(lines) or type(exc).__name__

@@ -114,13 +114,13 @@ def check_encoding(
     arrays = position_arrays(element)
     shift_limit = min(2**20, max_position)
 
-    def bounded(data: st.DataObject) -> None:
-        d_ = data.draw(d_strategy, label="d")
-        check_bounded(fn, spec, d_, data.draw(arrays, label="positions"), atol)
+    def table_check(check: Callable[..., Any]) -> Callable[[st.DataObject], None]:
+        def body(data: st.DataObject) -> None:
+            d_ = data.draw(d_strategy, label="d")
+            check(fn, spec, d_, data.draw(arrays, label="positions"), atol)
 
-    def agreement(data: st.DataObject) -> None:
-        d_ = data.draw(d_strategy, label="d")
-        check_agreement(fn, spec, d_, data.draw(arrays, label="positions"), atol)
+        body.__name__ = check.__name__.removeprefix("check_")  # Hypothesis prints this name
+        return body
 
     def uniqueness(data: st.DataObject) -> None:
         d_ = data.draw(d_strategy, label="d")
@@ -136,12 +136,17 @@ def check_encoding(
         )
         check_uniqueness(fn, spec, d_, positions, atol=atol)
 
-    def linear_relation(data: st.DataObject) -> None:
+    def relative_draw(data: st.DataObject) -> tuple[int, int, int, int] | None:
         d_ = data.draw(d_strategy, label="d")
         if d_ % 2 and spec.odd_d == "truncate":
-            return  # the cut removed a partner: no relative property to check
+            return None  # the cut removed a partner: no relative property to check
         k = data.draw(st.integers(-shift_limit, shift_limit), label="k")
-        low, high = max(0, -k), max_position - max(0, k)
+        return d_, k, max(0, -k), max_position - max(0, k)
+
+    def linear_relation(data: st.DataObject) -> None:
+        if (drawn := relative_draw(data)) is None:
+            return
+        d_, k, low, high = drawn
         positions = data.draw(
             position_arrays(int_positions(high, min_value=low)), label="positions"
         )
@@ -150,22 +155,15 @@ def check_encoding(
         check_linear_relation(fn, spec, d_, positions, k, atol)
 
     def relative_dot(data: st.DataObject) -> None:
-        d_ = data.draw(d_strategy, label="d")
-        if d_ % 2 and spec.odd_d == "truncate":
-            return  # the cut removed a partner: no relative property to check
-        k = data.draw(st.integers(-shift_limit, shift_limit), label="k")
-        low, high = max(0, -k), max_position - max(0, k)
+        if (drawn := relative_draw(data)) is None:
+            return
+        d_, k, low, high = drawn
         p1 = data.draw(int_positions(high, min_value=low), label="p1")
         p2 = data.draw(int_positions(high, min_value=low), label="p2")
         check_relative_dot(fn, spec, d_, p1, p2, k, atol)
 
-    tests: dict[str, Callable[[st.DataObject], None]] = {
-        "bounded": bounded,
-        "agreement": agreement,
-        "uniqueness": uniqueness,
-        "linear relation": linear_relation,
-        "relative dot": relative_dot,
-    }
+    bodies = (table_check(check_bounded), table_check(check_agreement), uniqueness)
+    tests = dict(zip(PROPERTIES, (*bodies, linear_relation, relative_dot), strict=True))
     config = settings(
         max_examples=max_examples,
         deadline=None,
@@ -199,11 +197,8 @@ def _failure_report(
         f"d={'drawn' if d is None else d}, atol={atol:g}."
     ]
     for name, exc in failures:
-        lines.append("")
-        if isinstance(exc, AssertionError):
-            lines.append(f"[{name}] {exc}")
-        else:
-            lines.append(f"[{name}] fn raised {type(exc).__name__}: {exc}")
+        raised = "" if isinstance(exc, AssertionError) else f"fn raised {type(exc).__name__}: "
+        lines += ["", f"[{name}] {raised}{exc}"]
         notes = [n for n in getattr(exc, "__notes__", ()) if n.strip()]
         if notes:
             lines.append("  minimised by Hypothesis:")

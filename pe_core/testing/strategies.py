@@ -54,12 +54,8 @@ def specs(*, presets: bool = True, explicit_frequencies: bool = True) -> st.Sear
     """
     freqs: st.SearchStrategy[tuple[float, ...] | None] = st.none()
     if explicit_frequencies:
-        freqs = st.one_of(
-            st.none(),
-            st.lists(
-                st.floats(1e-4, 3.0, allow_nan=False, allow_infinity=False), min_size=1, max_size=8
-            ).map(tuple),
-        )
+        finite = st.floats(1e-4, 3.0, allow_nan=False, allow_infinity=False)
+        freqs = st.one_of(st.none(), st.lists(finite, min_size=1, max_size=8).map(tuple))
     random_specs = st.builds(
         Spec,
         base=st.floats(10.0, 1e6, allow_nan=False, allow_infinity=False),
@@ -97,16 +93,12 @@ def dims(
     >>> spec_and_d = specs().flatmap(lambda s: dims(s).map(lambda d: (s, d)))
     """
     spec = resolve_spec(spec)
-    odd_ok = spec.odd_d in ("zero_pad", "truncate")
     if spec.frequencies is not None:
-        n_pairs = len(spec.frequencies)
-        choices: tuple[int, ...] = (2 * n_pairs,)
-        if spec.odd_d == "zero_pad":
-            choices = (2 * n_pairs, 2 * n_pairs + 1)
-        elif spec.odd_d == "truncate":  # ceil(d / 2) pairs
-            choices = (2 * n_pairs - 1, 2 * n_pairs)
-        return st.sampled_from(choices)
-    if odd_ok:
+        n = 2 * len(spec.frequencies)  # "truncate": ceil(d / 2) pairs
+        return st.sampled_from(
+            {"zero_pad": (n, n + 1), "truncate": (n - 1, n)}.get(spec.odd_d, (n,))
+        )
+    if spec.odd_d in ("zero_pad", "truncate"):
         return st.integers(min_d, max_d)
     low, high = (min_d + 1) // 2, max_d // 2
     if low > high:
