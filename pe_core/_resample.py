@@ -163,12 +163,7 @@ def run(
 
 
 def resize_grid(
-    xp: Namespace,
-    grid: Any,
-    old: tuple[int, int],
-    new: tuple[int, int],
-    mode: str,
-    antialias: bool,
+    xp: Namespace, grid: Any, old: tuple[int, int], new: tuple[int, int], mode: str, antialias: bool
 ) -> Any:
     """``grid`` of shape ``(N, H, W, C)`` resized to ``(N, h, w, C)`` in its own dtype
     (computed in the working dtype: float32 for float16/bfloat16)."""

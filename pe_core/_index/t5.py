@@ -340,9 +340,7 @@ def _relative_for_array_offset(
             shift_carry = xp.reshape(shift_carry, (-1, 1))
     relative = diagonals - shift  # wraps where the difference leaves the signed range
     wrapped = xp.where(
-        shift < 0,
-        xp.astype(relative < diagonals, dtype),
-        -xp.astype(relative > diagonals, dtype),
+        shift < 0, xp.astype(relative < diagonals, dtype), -xp.astype(relative > diagonals, dtype)
     )
     carry = wrapped if shift_carry is None else wrapped - shift_carry
     return relative, carry
