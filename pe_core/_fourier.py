@@ -98,13 +98,7 @@ def host_constants(frequencies: np.ndarray, working: str) -> tuple:
 
 
 def reduced_turns(
-    xp: Namespace,
-    coords: Any,
-    frequencies: Any,
-    working: str,
-    *,
-    host: bool,
-    contract: bool = True,
+    xp: Namespace, coords: Any, frequencies: Any, working: str, *, host: bool, contract: bool = True
 ) -> Any:
     """Turns ``coords @ frequencies`` reduced to ``[-1/2, 1/2]``, in ``working`` dtype.
 

@@ -16,12 +16,7 @@ import numpy as np
 from pe_core._kernel.angles import exact_cos_sin
 from pe_core._kernel.features import assemble, disassemble
 from pe_core._kernel.host_tables import host_sin_cos
-from pe_core._kernel.inputs import (
-    check_request_size,
-    choose_backend,
-    resolve_dtype,
-    working_dtype,
-)
+from pe_core._kernel.inputs import check_request_size, choose_backend, resolve_dtype, working_dtype
 from pe_core._kernel.placement import Positions, prepare_positions
 from pe_core._schedule import Block, axis_blocks, check_d, check_nd_d, omegas
 from pe_core._sinusoidal_nd import coordinates, group_halves
@@ -47,12 +42,7 @@ def _shift_angles(xp: Any, shifts: Positions, d: int, spec: Spec, working: str) 
         return exact_cos_sin(xp, shifts.array, freqs, working=working)
     assert shifts.host is not None and shifts.max_abs is not None
     table = host_sin_cos(
-        shifts.host,
-        freqs,
-        offset=0,
-        layout="split",
-        working=working,
-        max_abs=shifts.max_abs,
+        shifts.host, freqs, offset=0, layout="split", working=working, max_abs=shifts.max_abs
     )
     table = np.asarray(table, dtype=working).reshape(*shifts.shape, 2, len(freqs))
     wdtype = xp.dtype(working)
@@ -63,8 +53,7 @@ def _shift_angles(xp: Any, shifts: Positions, d: int, spec: Spec, working: str) 
 
 def _structure(d: int, layout: str) -> tuple[np.ndarray, np.ndarray]:
     """Identity, and the 0/1 matrix linking each sin slot with its cos slot."""
-    n_pairs = d // 2
-    sin_slot, cos_slot = disassemble(HOST, np.arange(d), layout, n_pairs)
+    sin_slot, cos_slot = disassemble(HOST, np.arange(d), layout, d // 2)
     partner = np.zeros((d, d))
     partner[sin_slot, cos_slot] = 1.0
     partner[cos_slot, sin_slot] = 1.0
@@ -211,10 +200,9 @@ def relative_matrix_1d(
     cos_k, sin_k = _shift_angles(xp, shifts, d, spec, working)
     odd = bool(d % 2)
     diagonal = assemble(xp, cos_k, cos_k, spec.layout, pad=1.0 if odd else None)
-    if spec.order == "cos_sin":  # the first slot of a pair holds the cosine
-        off_diagonal = assemble(xp, -sin_k, sin_k, spec.layout, pad=0.0 if odd else None)
-    else:
-        off_diagonal = assemble(xp, sin_k, -sin_k, spec.layout, pad=0.0 if odd else None)
+    # the first slot of a pair holds the cosine with "cos_sin"
+    pair = (-sin_k, sin_k) if spec.order == "cos_sin" else (sin_k, -sin_k)
+    off_diagonal = assemble(xp, *pair, spec.layout, pad=0.0 if odd else None)
     eye, partner = _structure(d, spec.layout)
     wdtype = xp.dtype(working)
     eye = xp.asarray(eye.astype(working), dtype=wdtype, like=cos_k)
@@ -237,27 +225,23 @@ def shift_1d(encoding: Any, k: Any, spec: Spec) -> Any:
     d = check_d(shape[-1], spec)
     _check_cut(d, spec)
     shifts = prepare_positions(k, xp, backend_of(k), what="k")
-    k_shape = shifts.shape
     try:
-        np.broadcast_shapes(k_shape, shape[:-1])
+        np.broadcast_shapes(shifts.shape, shape[:-1])
     except ValueError:
         raise ValueError(
-            f"k of shape {k_shape} does not broadcast against the leading axes "
+            f"k of shape {shifts.shape} does not broadcast against the leading axes "
             f"{shape[:-1]} of encoding {shape}."
         ) from None
     working = working_dtype(dtype_name)
     cos_k, sin_k = _shift_angles(xp, shifts, d, spec, working)
-    wdtype = xp.dtype(working)
-    values = xp.astype(encoding, wdtype) if dtype_name != working else encoding
+    values = xp.astype(encoding, xp.dtype(working)) if dtype_name != working else encoding
     s, c = disassemble(xp, values, spec.layout, d // 2)
     if spec.order == "cos_sin":
         s, c = c, s
-    new_s = s * cos_k + c * sin_k
-    new_c = c * cos_k - s * sin_k
-    if spec.order == "cos_sin":
-        out = assemble(xp, new_c, new_s, spec.layout)
-    else:
-        out = assemble(xp, new_s, new_c, spec.layout)
+    new_s, new_c = s * cos_k + c * sin_k, c * cos_k - s * sin_k
+    out = assemble(
+        xp, *((new_c, new_s) if spec.order == "cos_sin" else (new_s, new_c)), spec.layout
+    )
     if d % 2:
         lead = xp.shape(out)[:-1]
         out = xp.concat([out, xp.broadcast_to(values[..., d - 1 :], (*lead, 1))], axis=-1)

@@ -153,22 +153,13 @@ def run(
 ) -> Any:
     """``kernel(xp, *arrays, *static)``; on backends that compile every eager operation
     on its own (JAX), as one compiled program per ``static`` configuration."""
-    if (
-        xp.compile_eager_kernels
-        and not xp.is_tracing()
-        and not any(xp.is_traced(a) for a in arrays)
-    ):
+    if xp.compile_eager_kernels and not xp.is_tracing() and not any(map(xp.is_traced, arrays)):
         return compiled(xp.name, kernel, *static)(*arrays)
     return kernel(xp, *arrays, *static)
 
 
 def resize_grid(
-    xp: Namespace,
-    grid: Any,
-    old: tuple[int, int],
-    new: tuple[int, int],
-    mode: str,
-    antialias: bool,
+    xp: Namespace, grid: Any, old: tuple[int, int], new: tuple[int, int], mode: str, antialias: bool
 ) -> Any:
     """``grid`` of shape ``(N, H, W, C)`` resized to ``(N, h, w, C)`` in its own dtype
     (computed in the working dtype: float32 for float16/bfloat16)."""
@@ -183,9 +174,8 @@ def resize_grid(
         if axis == "h" and h_in != h_out:
             wh = placed_weights(xp, h_in, h_out, mode, antialias, x, work)
             rows = xp.shape(x)[2]
-            x = xp.reshape(
-                xp.matmul(wh, xp.reshape(x, (n, h_in, rows * channels))), (n, h_out, rows, channels)
-            )
+            x = xp.matmul(wh, xp.reshape(x, (n, h_in, rows * channels)))
+            x = xp.reshape(x, (n, h_out, rows, channels))
             h_in = h_out
         elif axis == "w" and w_in != w_out:
             ww = placed_weights(xp, w_in, w_out, mode, antialias, x, work)
@@ -225,9 +215,8 @@ def naflex_kernel(
     grid = xp.expand_dims(table, 0)
     blocks = []
     for h, w in pairs:
-        rows = xp.reshape(
-            resize_grid(xp, grid, (height, width), (h, w), mode, antialias), (h * w, channels)
-        )
+        rows = resize_grid(xp, grid, (height, width), (h, w), mode, antialias)
+        rows = xp.reshape(rows, (h * w, channels))
         if length > h * w:
             rows = xp.concat([rows, xp.broadcast_to(rows[:1], (length - h * w, channels))], axis=0)
         blocks.append(rows)

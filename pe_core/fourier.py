@@ -354,8 +354,7 @@ def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> Call:
     if on_host:
         # Host coordinates and frequencies: float64 on the host, rounded once.
         x = _host_coords(coords)
-        vector = _check_shapes(x.shape, f_shape)
-        _size_check(x.shape, f_shape, vector, out_name)
+        vector = _check_shapes(x.shape, f_shape, out_name)
         return Call(HOST, xp, x, freqs, True, "float64", out_name, out_dtype, vector)
     x = as_positions(coords, xp, coord_source, what="coords")
     if coord_source in _ON_HOST and not host_freqs:
@@ -375,8 +374,7 @@ def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> Call:
     if c_dtype != working:
         x = xp.astype(x, xp.dtype(working))
     c_shape = tuple(xp.shape(x))
-    vector = _check_shapes(c_shape, f_shape)
-    _size_check(c_shape, f_shape, vector, out_name, host_output=False)
+    vector = _check_shapes(c_shape, f_shape, out_name, host_output=False)
     if not host_freqs:
         if xp.dtype_of(freqs) != working:
             freqs = xp.astype(freqs, xp.dtype(working))
@@ -432,39 +430,29 @@ def _host_coords(coords: Any) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-def _check_shapes(c_shape: tuple[int, ...], f_shape: tuple[int, ...]) -> bool:
-    """Whether the frequencies are 1-D (one number per point); checks the coords' shape."""
-    if len(f_shape) == 1:
-        return True
-    k = f_shape[0]
-    if not c_shape or c_shape[-1] != k:
+def _check_shapes(
+    c_shape: tuple[int, ...], f_shape: tuple[int, ...], out_name: str, host_output: bool = True
+) -> bool:
+    """Whether the frequencies are 1-D (one number per point); checks the coords' shape
+    and the request's size."""
+    vector, (k, m) = len(f_shape) == 1, (1, *f_shape) if len(f_shape) == 1 else f_shape
+    if not vector and (not c_shape or c_shape[-1] != k):
         raise ValueError(
             f"coords must have shape (..., {k}) for frequencies of shape {f_shape} (one "
             f"coordinate per row). Received: shape {c_shape}"
         )
-    return False
-
-
-def _size_check(
-    c_shape: tuple[int, ...],
-    f_shape: tuple[int, ...],
-    vector: bool,
-    out_name: str,
-    host_output: bool = True,
-) -> None:
     points = c_shape if vector else c_shape[:-1]
-    if any(n is None for n in points):
-        return
-    n_points = math.prod(points)
-    k = 1 if vector else f_shape[0]
-    m = f_shape[-1]
-    check_request_size(
-        n_points * 2 * m,
-        out_name,
-        what="fourier_features",
-        extra_bytes=n_points * k * m * 8 * 6,
-        host_output=host_output,
-    )
+    if all(n is not None for n in points):
+        n_points = math.prod(points)
+        extra = n_points * k * m * 8 * 6
+        check_request_size(
+            n_points * 2 * m,
+            out_name,
+            what="fourier_features",
+            extra_bytes=extra,
+            host_output=host_output,
+        )
+    return vector
 
 
 def _shape_of(obj: Any) -> tuple[int, ...]:

@@ -44,11 +44,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-import numpy as np
-
 from pe_core import _resample
 from pe_core.typing import ArrayT, Interpolation
-from pe_core.validation import choice, is_integer, positive_int
+from pe_core.validation import choice, flag, is_integer, positive_int
 from pe_core_backends import Namespace, backend_of, get_namespace
 
 __all__ = [
@@ -100,21 +98,8 @@ def _size(value: object, name: str) -> tuple[int, int]:
         n = positive_int(value, name)
         return n, n
     if isinstance(value, (tuple, list)) and len(value) == 2:
-        return (
-            positive_int(value[0], f"{name}[0]"),
-            positive_int(value[1], f"{name}[1]"),
-        )
+        return positive_int(value[0], f"{name}[0]"), positive_int(value[1], f"{name}[1]")
     raise TypeError(f"{name} must be an integer or a pair (h, w) of integers. Received: {value!r}")
-
-
-def _mode(interpolation: object) -> str:
-    return choice(interpolation, "interpolation", INTERPOLATIONS)
-
-
-def _flag(value: object, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False. Received: {value!r}")
-    return bool(value)
 
 
 def _square_side(n: int, name: str, what: str) -> int:
@@ -194,8 +179,8 @@ def resample_pos_embed(
     xp, (n, rows, channels) = _array(table, "table", 3)
     new = _size(new_size, "new_size")
     prefix = positive_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
-    mode = _mode(interpolation)
-    aa = _flag(antialias, "antialias")
+    mode = choice(interpolation, "interpolation", INTERPOLATIONS)
+    aa = flag(antialias, "antialias")
     if rows < prefix:
         raise ValueError(
             f"table has {rows} rows, fewer than num_prefix_tokens={prefix}. "
@@ -320,8 +305,8 @@ def resize_naflex_pos_embed(
     (2, 100, 4)
     """
     xp, _ = _array(table, "table", 3)
-    mode = _mode(interpolation)
-    aa = _flag(antialias, "antialias")
+    mode = choice(interpolation, "interpolation", INTERPOLATIONS)
+    aa = flag(antialias, "antialias")
     pairs = _shapes(spatial_shapes)
     longest = max(h * w for h, w in pairs)
     length = positive_int(max_length, "max_length", minimum=longest, what="the largest h * w")
@@ -377,8 +362,8 @@ def resize_rel_pos_bias_table(
     xp, shape = _array(table, "table", (2, 3))
     wh, ww = _size(new_window_size, "new_window_size")
     new = (2 * wh - 1, 2 * ww - 1)
-    mode = _mode(interpolation)
-    aa = _flag(antialias, "antialias")
+    mode = choice(interpolation, "interpolation", INTERPOLATIONS)
+    aa = flag(antialias, "antialias")
     extra = positive_int(num_extra_tokens, "num_extra_tokens", minimum=0)
     if len(shape) == 3:
         if extra:
@@ -569,8 +554,8 @@ def pos_embed_load_hook(
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty string. Received: {name!r}")
     positive_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
-    _mode(interpolation)
-    _flag(antialias, "antialias")
+    choice(interpolation, "interpolation", INTERPOLATIONS)
+    flag(antialias, "antialias")
 
     def hook(module: Any, state_dict: Any, prefix: str, *_: Any) -> None:
         key = prefix + name

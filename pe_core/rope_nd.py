@@ -133,7 +133,9 @@ def pair_axes(sections: Sequence[int], section_layout: str = "contiguous") -> tu
     >>> pair_axes((4, 2, 2), "interleaved")  # t h w t h w t t
     (0, 1, 2, 0, 1, 2, 0, 0)
     """
-    return plans.pair_axes(_check_sections(sections), _check_section_layout(section_layout))
+    return plans.pair_axes(
+        _check_sections(sections), choice(section_layout, "section_layout", SECTION_LAYOUTS)
+    )
 
 
 def _check_sections(sections: object) -> tuple[int, ...]:
@@ -154,10 +156,6 @@ def _check_sections(sections: object) -> tuple[int, ...]:
             f"per axis). Received: {tuple(values)!r}"
         )
     return tuple(values)
-
-
-def _check_section_layout(section_layout: object) -> str:
-    return str(choice(section_layout, "section_layout", SECTION_LAYOUTS))
 
 
 def pixel_frequencies(
@@ -193,7 +191,7 @@ def pixel_frequencies(
     [1.0, 3.0, 5.0, 1.0, 5.0]
     """
     sections = _check_sections(sections)
-    axes = plans.pair_axes(sections, _check_section_layout(section_layout))
+    axes = plans.pair_axes(sections, choice(section_layout, "section_layout", SECTION_LAYOUTS))
     try:
         finite_real(max_freq, "max_freq", greater_than=0)
     except TypeError as exc:  # a ValueError, as for any other max_freq it refuses
@@ -334,7 +332,7 @@ def apply_rope_nd(
             "(rotary pairs per coordinate axis) as well."
         )
     sections = _check_sections(sections)
-    section_layout = _check_section_layout(section_layout)
+    section_layout = choice(section_layout, "section_layout", SECTION_LAYOUTS)
     frequencies = _check_frequencies(frequencies)
     layout = call.check_layout(layout)
     xp, x = call.as_input(x, backend)
@@ -367,10 +365,9 @@ def apply_rope_nd(
     call.check_broadcast(tuple(positions.shape[:-1]), shape)
 
     if needs_seq_len(scaling):
-        rope_type = scaling_rope_type(scaling)
         fit = ", ".join(t for t, entry in sorted(SCALING_TYPES.items()) if not entry.needs_seq_len)
         raise ValueError(
-            f"scaling with rope_type {rope_type!r} chooses its frequencies from the "
+            f"scaling with rope_type {scaling_rope_type(scaling)!r} chooses its frequencies from the "
             "sequence length max(pos) + 1, which N-D positions do not define. Expected a "
             f"rope_type that does not depend on it: {fit} ('mrope' is read as 'default')."
         )

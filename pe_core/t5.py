@@ -69,10 +69,11 @@ Arithmetic = Literal["float32", "exact"]
 ARITHMETICS: tuple[str, ...] = ("float32", "exact")
 
 
-def _check_config(
+def _config(
     bidirectional: Any, num_buckets: Any, max_distance: Any, arithmetic: Any
-) -> tuple[int, int]:
-    """``(buckets per side, max_exact)`` after validating the T5 options."""
+) -> tuple[int, int, int, str, bool]:
+    """``(n, max_exact, max_distance, arithmetic, bidirectional)`` for the engine, after
+    validating the T5 options (``n``: buckets per side)."""
     side = 2 if flag(bidirectional, "bidirectional") else 1
     if not is_integer(num_buckets):
         raise TypeError(f"num_buckets must be an integer. Received: {num_buckets!r}")
@@ -91,14 +92,6 @@ def _check_config(
             f"num_buckets={num_buckets}). Received: {max_distance!r}"
         )
     choice(arithmetic, "arithmetic", ARITHMETICS)
-    return n, max_exact
-
-
-def _config(
-    bidirectional: Any, num_buckets: Any, max_distance: Any, arithmetic: Any
-) -> tuple[int, int, int, str, bool]:
-    """``(n, max_exact, max_distance, arithmetic, bidirectional)`` for the engine."""
-    n, max_exact = _check_config(bidirectional, num_buckets, max_distance, arithmetic)
     return n, max_exact, int(max_distance), arithmetic, bool(bidirectional)
 
 
@@ -322,7 +315,7 @@ def t5_bucket_matrix(
     xp, _ = choose_backend(None, backend, source=like_backend or offset_source)
     anchor = like if like_backend == xp.name else None
     buckets = _t5.diagonal_buckets(xp, q_len, k_len, offset, offset_source, anchor, config)
-    return _t5.expand_diagonals(xp, buckets, q_len, k_len, anchor)
+    return xp.expand_diagonals(buckets, q_len, k_len, like=anchor)
 
 
 def t5_relative_bias(

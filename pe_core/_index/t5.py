@@ -251,7 +251,7 @@ def diagonal_buckets(
     1)`` for per-example offsets), built where the result lives (beside ``anchor``).
 
     ``key - query`` is constant along diagonals, so the buckets are computed once per
-    diagonal and expanded by :func:`expand_diagonals` (the diagonal of query ``i`` and
+    diagonal and expanded by ``xp.expand_diagonals`` (the diagonal of query ``i`` and
     key ``j`` is ``j - i + q - 1`` whatever the offset). ``config`` is ``(n, max_exact,
     max_distance, arithmetic, bidirectional)``.
     """
@@ -340,18 +340,10 @@ def _relative_for_array_offset(
             shift_carry = xp.reshape(shift_carry, (-1, 1))
     relative = diagonals - shift  # wraps where the difference leaves the signed range
     wrapped = xp.where(
-        shift < 0,
-        xp.astype(relative < diagonals, dtype),
-        -xp.astype(relative > diagonals, dtype),
+        shift < 0, xp.astype(relative < diagonals, dtype), -xp.astype(relative > diagonals, dtype)
     )
     carry = wrapped if shift_carry is None else wrapped - shift_carry
     return relative, carry
-
-
-def expand_diagonals(xp: Any, values: Any, q_len: int, k_len: int, anchor: Any) -> Any:
-    """``(..., q + k - 1)`` per-diagonal values -> ``(..., q, k)`` with
-    ``out[..., i, j] = values[..., j - i + q - 1]`` (a Toeplitz expansion)."""
-    return xp.expand_diagonals(values, q_len, k_len, like=anchor)
 
 
 def bias(xp: Any, table: Any, q_len: int, k_len: int, offset: Any, *config: Any) -> Any:
@@ -360,7 +352,7 @@ def bias(xp: Any, table: Any, q_len: int, k_len: int, offset: Any, *config: Any)
     offset, offset_source = offset_and_source(offset)
     buckets = diagonal_buckets(xp, q_len, k_len, offset, offset_source, table, tuple(config))
     per_diagonal = xp.matrix_transpose(xp.take(table, buckets, axis=0))
-    out = expand_diagonals(xp, per_diagonal, q_len, k_len, table)
+    out = xp.expand_diagonals(per_diagonal, q_len, k_len, like=table)
     return out[None] if len(out.shape) == 3 else out
 
 

@@ -122,9 +122,7 @@ def on_backend(source: str | None, values: np.ndarray) -> Any:
     """Host int64 ``values`` on ``source``'s backend (NumPy for Python values), int64
     (int32 where the backend has no int64)."""
     xp = HOST if source is None else get_namespace(source)
-    if xp.numpy_arrays:
-        return values
-    return xp.asarray(values, dtype=wide_dtype(xp)[1])
+    return values if xp.numpy_arrays else xp.asarray(values, dtype=wide_dtype(xp)[1])
 
 
 def host_ints(obj: Any, what: str) -> np.ndarray:

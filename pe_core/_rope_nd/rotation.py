@@ -50,8 +50,7 @@ def _rotate_blocks(
             factors = cos[..., pair : pair + s], sin[..., pair : pair + s]
             parts.append(xp.rotate_pairs(block, *factors, "half", 2 * s, working))
             start, pair = start + 2 * s, pair + s
-    head_dim = xp.shape(x)[-1]
-    if start < head_dim:
+    if start < xp.shape(x)[-1]:
         parts.append(x[..., start:])
     return parts[0] if len(parts) == 1 else xp.concat(parts, axis=-1)
 
