@@ -20,6 +20,7 @@ exactly in float32 (float64 for float64 inputs) and only the encoding is rounded
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, cast
 
 import keras
@@ -109,7 +110,9 @@ def _check_offset(offset: object) -> Any:
         raise TypeError(
             f"offset must be an int or a tensor of per-example offsets. Received: {offset!r}"
         )
-    if not (keras.ops.is_tensor(offset) or isinstance(offset, np.ndarray)):
+    if isinstance(offset, numbers.Integral) or not (
+        keras.ops.is_tensor(offset) or isinstance(offset, np.ndarray)
+    ):
         return check_offset(offset)
     tensor = ops.convert_to_tensor(offset)
     kind = _dtype_name(tensor)
@@ -120,9 +123,8 @@ def _check_offset(offset: object) -> Any:
 def _positions(offset: Any, x: Any) -> Any:
     """``offset + arange(seq)`` for ``x`` ``(..., seq, d)`` as a backend tensor:
     ``(seq,)``, or ``(batch, 1, ..., seq)`` for per-example offsets ``(batch,)``."""
-    length = x.shape[-2]  # None or symbolic (jax.export) when unknown
-    if length is None:
-        length = ops.shape(x)[-2]
+    # x.shape[-2]: None or symbolic (jax.export) when unknown
+    length = ops.shape(x)[-2] if x.shape[-2] is None else x.shape[-2]
     if isinstance(offset, int):
         return ops.arange(length, dtype=offset_dtype(offset, keras.backend.backend())) + offset
     shape = per_example_shape(tuple(offset.shape), tuple(x.shape))
@@ -130,16 +132,9 @@ def _positions(offset: Any, x: Any) -> Any:
     return ops.expand_dims(ops.reshape(offset, shape), -1) + steps
 
 
-def _unknown_tf_shape(*tensors: Any) -> bool:
-    """A TensorFlow graph tensor with an unknown (``None``) dimension among ``tensors``."""
-    return keras.backend.backend() == "tensorflow" and any(
-        None in tuple(t.shape) for t in tensors if t is not None and not isinstance(t, range)
-    )
-
-
 def _encode_positions(config: SinusoidalEncodingConfig, positions: Any, dtype: str) -> Any:
     """``encode`` on a backend tensor; TensorFlow graphs with unknown dims are mapped."""
-    if _unknown_tf_shape(positions):
+    if keras.backend.backend() == "tensorflow" and None in tuple(positions.shape):
         import tensorflow as tf
 
         d = config.d_model
