@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -218,7 +218,7 @@ def check_offset(
         raise TypeError(
             f"offset must be an int or {noun} of per-example offsets (batch,). Received: {offset!r}"
         )
-    return offset if isinstance(offset, symbolic) else int(offset)
+    return offset if isinstance(offset, symbolic) else int(cast(numbers.Integral, offset))
 
 
 def per_example_shape(
