@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -25,23 +25,6 @@ from pe_core._schedule import check_d
 from pe_core.spec import Spec
 from pe_core.validation import is_integer
 from pe_core_backends import get_namespace
-
-__all__ = [
-    "check_argument_order",
-    "check_dropout",
-    "check_features",
-    "check_flag",
-    "check_grid_shape",
-    "check_max_len",
-    "check_patch_spec",
-    "check_query_key",
-    "check_scaling_type",
-    "check_sequence_input",
-    "offset_dtype",
-    "per_example_shape",
-    "scores_shape",
-]
-
 
 # --------------------------------------------------------------------------- construction
 
@@ -205,6 +188,39 @@ def check_features(actual: int | None, expected: int, name: str) -> None:
         )
 
 
+def check_offset(
+    offset: Any,
+    array: Any = None,
+    refused: Any = None,
+    noun: str = "a tensor",
+    symbolic: tuple[type, ...] = (),
+) -> Any:
+    """``offset`` validated: a Python int (or one of a framework's ``symbolic`` ints, kept
+    as it is), or per-example offsets ``(batch,)``: ``array``, the framework's array of
+    ``offset`` (given when ``offset`` is one), refused when ``refused`` names its dtype
+    (one neither integer nor floating). ``noun`` names such arrays in the messages.
+
+    >>> check_offset(np.int64(3))
+    3
+    >>> check_offset(2.5, noun="an array")
+    Traceback (most recent call last):
+    ...
+    TypeError: offset must be an int or an array of per-example offsets (batch,). Received: 2.5
+    """
+    if array is not None:
+        if refused is not None:
+            raise TypeError(
+                f"offset must be an int or an integer/float {noun.split()[-1]}. "
+                f"Received dtype: {refused}"
+            )
+        return array
+    if isinstance(offset, bool) or not isinstance(offset, (numbers.Integral, *symbolic)):
+        raise TypeError(
+            f"offset must be an int or {noun} of per-example offsets (batch,). Received: {offset!r}"
+        )
+    return offset if isinstance(offset, symbolic) else int(cast(numbers.Integral, offset))
+
+
 def per_example_shape(
     offset_shape: tuple[int | None, ...], x_shape: tuple[int | None, ...]
 ) -> tuple[int, ...]:
@@ -256,11 +272,7 @@ def check_sequence_input(shape: tuple[int | None, ...], name: str = "x") -> None
 
 
 def check_query_key(
-    shape: tuple[int | None, ...],
-    head_dim: int,
-    names: str = "q and k",
-    *,
-    known_seq: bool = False,
+    shape: tuple[int | None, ...], head_dim: int, names: str = "q and k", *, known_seq: bool = False
 ) -> None:
     """Raise unless a query or key of shape ``shape`` is ``(..., seq, head_dim)`` (with a
     known ``seq`` when ``known_seq``).

@@ -46,24 +46,6 @@ from pe_core.timestep import timestep_embedding
 from pe_core.typing import RopeConfig, RopeLayout
 from pe_core.validation import positive_int
 
-__all__ = [
-    "InitSignature",
-    "LayerConfig",
-    "RotaryEmbeddingConfig",
-    "SinusoidalEncodingConfig",
-    "TimestepsConfig",
-    "cached_table",
-    "config_parameters",
-    "layer_repr",
-    "rope_repr",
-    "setup_keywords",
-    "short_repr",
-    "spec_from_config",
-    "spec_repr",
-    "spec_to_config",
-]
-
-
 # --------------------------------------------------------------------------- specs as data
 
 
@@ -363,8 +345,7 @@ class SinusoidalEncodingConfig(LayerConfig):
         rows = None if dtype_name == "float64" else self.cache_rows(offset, length)
         if rows is not None:
             return rows
-        positions = range(offset, offset + length)
-        return encode(positions, self.d_model, spec=self.spec, dtype=working_dtype(dtype_name))
+        return self._encode(range(offset, offset + length), working_dtype(dtype_name))
 
     def _encode(self, positions: Any, dtype: Any, **kwargs: Any) -> Any:
         """:func:`pe_core.encode` of ``positions`` with this layer's ``d_model`` and spec."""
@@ -467,19 +448,10 @@ class RotaryEmbeddingConfig(LayerConfig):
 
     @staticmethod
     def _validate(
-        head_dim: Any,
-        base: Any,
-        layout: Any,
-        rotary_dim: Any,
-        scaling: Any,
-        layer_type: Any,
-        trainable_frequencies: Any = False,
-        frequency_heads: Any = None,
+        head_dim: Any, trainable_frequencies: Any = False, frequency_heads: Any = None, **rope: Any
     ) -> dict[str, Any]:
         """The validated arguments (``scaling`` as plain data) and ``rope_spec``."""
-        head_dim, spec = RotaryEmbeddingConfig.rope_spec_for(
-            head_dim, base, layout, rotary_dim, scaling, layer_type
-        )
+        head_dim, spec = RotaryEmbeddingConfig.rope_spec_for(head_dim, **rope)
         if not isinstance(trainable_frequencies, bool):
             raise TypeError(
                 f"trainable_frequencies must be True or False. Received: {trainable_frequencies!r}"
@@ -505,12 +477,7 @@ class RotaryEmbeddingConfig(LayerConfig):
 
     @staticmethod
     def rope_spec_for(
-        head_dim: Any,
-        base: Any,
-        layout: Any,
-        rotary_dim: Any,
-        scaling: Any,
-        layer_type: Any = None,
+        head_dim: Any, base: Any, layout: Any, rotary_dim: Any, scaling: Any, layer_type: Any = None
     ) -> tuple[int, RopeSpec]:
         """``(head_dim, spec)``: the validated :class:`~pe_core.rope_spec.RopeSpec` of
         these arguments, with its frequencies built once for ``head_dim`` (so a bad
@@ -632,15 +599,8 @@ class TimestepsConfig(LayerConfig):
         self._configure(locals())
 
     @staticmethod
-    def _validate(
-        num_channels: Any, flip_sin_to_cos: Any, downscale_freq_shift: Any, scale: Any
-    ) -> dict[str, Any]:
+    def _validate(num_channels: Any, **options: Any) -> dict[str, Any]:
         """The arguments as given, once one small embedding accepts them."""
-        options = {
-            "flip_sin_to_cos": flip_sin_to_cos,
-            "downscale_freq_shift": downscale_freq_shift,
-            "scale": scale,
-        }
         timestep_embedding(0, num_channels, **options)
         return {"num_channels": num_channels, **options}
 
@@ -649,11 +609,7 @@ class TimestepsConfig(LayerConfig):
 
     def _timesteps(self, timesteps: Any, backend: str | None = None) -> Any:
         """:func:`pe_core.timestep_embedding` of ``timesteps`` with this configuration."""
+        options = self._layer_config()
         return timestep_embedding(
-            timesteps,
-            self.num_channels,
-            flip_sin_to_cos=self.flip_sin_to_cos,
-            downscale_freq_shift=self.downscale_freq_shift,
-            scale=self.scale,
-            backend=backend,
+            timesteps, options.pop("num_channels"), backend=backend, **options
         )

@@ -22,13 +22,6 @@ from pe_core.relative_index import num_relative_distance, relative_position_bias
 from pe_core.t5 import t5_relative_bias, t5_relative_bucket
 from pe_core.validation import finite_real, positive_int
 
-__all__ = [
-    "AlibiBiasConfig",
-    "AlibiHeadsConfig",
-    "RelativePositionBiasConfig",
-    "T5RelativeBiasConfig",
-]
-
 
 class T5RelativeBiasConfig(LayerConfig):
     """Configuration of the ``T5RelativeBias`` layers (a framework-neutral mixin).
@@ -239,10 +232,8 @@ class RelativePositionBiasConfig(LayerConfig):
     @staticmethod
     def _validate(window_size: Any, n_heads: Any, prefix_tokens: Any) -> dict[str, Any]:
         num_relative_distance(window_size, prefix_tokens=prefix_tokens)  # raises if wrong
-        if isinstance(window_size, (list, tuple)):
-            window = (int(window_size[0]), int(window_size[1]))
-        else:
-            window = (int(window_size), int(window_size))
+        pair = window_size if isinstance(window_size, (list, tuple)) else (window_size, window_size)
+        window = (int(pair[0]), int(pair[1]))
         heads = positive_int(n_heads, "n_heads", what="attention heads")
         return {"window_size": window, "n_heads": heads, "prefix_tokens": int(prefix_tokens)}
 

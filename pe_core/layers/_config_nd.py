@@ -41,8 +41,6 @@ from pe_core.spec import Spec
 from pe_core.typing import RopeLayout, SectionLayout, SinCosOrder
 from pe_core.validation import choice, finite_real, positive_int
 
-__all__ = ["FourierFeaturesConfig", "PatchEncodingConfig", "RotaryEmbeddingNDConfig", "patch_grid"]
-
 
 def patch_grid(
     config: PatchEncodingConfig, x_shape: tuple[int, ...], grid_shape: Any
@@ -186,6 +184,10 @@ class PatchEncodingConfig(LayerConfig):
         return ", ".join(parts)
 
 
+#: The arguments of :func:`pe_core.rope.apply_rope` an N-D rotary layer passes on.
+_ROPE_ND_KWARGS = ("base", "layout", "rotary_dim", "sections", "section_layout", "frequencies")
+
+
 class RotaryEmbeddingNDConfig(LayerConfig):
     """Configuration of the ``RotaryEmbeddingND`` layers (a framework-neutral mixin).
 
@@ -273,17 +275,9 @@ class RotaryEmbeddingNDConfig(LayerConfig):
                 f"grid_shape has {len(shape)} axes but sections has {len(parts)} "
                 f"(one per axis). Received: grid_shape={shape}, sections={parts}"
             )
-        row = np.zeros((1, d), dtype=np.float32)
-        apply_rope(
-            row,
-            np.zeros((1, len(parts)), dtype=np.int64),
-            base=base,
-            layout=layout,
-            rotary_dim=rotary_dim,
-            sections=parts,
-            section_layout=section_layout,
-            frequencies=frequencies,
-        )
+        kwargs = dict(locals(), sections=parts)
+        row, positions = np.zeros((1, d), np.float32), np.zeros((1, len(parts)), np.int64)
+        apply_rope(row, positions, **{name: kwargs[name] for name in _ROPE_ND_KWARGS})
         return {
             "head_dim": d,
             "sections": tuple(int(s) for s in parts),
@@ -297,14 +291,7 @@ class RotaryEmbeddingNDConfig(LayerConfig):
 
     def rope_nd_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of :func:`pe_core.rope.apply_rope` for this layer."""
-        return {
-            "base": self.base,
-            "layout": self.layout,
-            "rotary_dim": self.rotary_dim,
-            "sections": self.sections,
-            "section_layout": self.section_layout,
-            "frequencies": self.frequencies,
-        }
+        return {name: getattr(self, name) for name in _ROPE_ND_KWARGS}
 
     def grid_positions(self, length: int) -> np.ndarray:
         """``pe_core.grid(grid_shape)`` flattened to ``(length, axes)`` (host integers)."""

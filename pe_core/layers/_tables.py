@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,14 +28,6 @@ from pe_core.resample import resample_pos_embed
 from pe_core.spec import Spec
 from pe_core.validation import positive_int
 from pe_core_backends import Namespace
-
-__all__ = [
-    "nan_where_wrapped",
-    "pe_table_problem",
-    "placed_patch_table",
-    "placed_rows",
-    "resized_for",
-]
 
 
 def nan_where_wrapped(xp: Namespace, positions: Any, values: Any) -> Any:
@@ -94,10 +87,7 @@ def placed_rows(
     from_cache = dtype_name != "float64" and config.cache_rows(offset, length) is not None
     source = config.max_len if from_cache else None  # the rows of that table, or encode's
     key = ("layer rows", config.d_model, config.spec, offset, length, source)
-
-    def build() -> np.ndarray:
-        return config._host_rows(offset, length, dtype_name)
-
+    build = partial(config._host_rows, offset, length, dtype_name)
     return device_tables.cached(xp, key, like, dtype_name, build, private=private)
 
 
@@ -116,10 +106,7 @@ def placed_patch_table(
     built on the host and placed once (as :func:`placed_rows`).
     """
     key = ("layer patch grid", config.d_model, spec, shape, flat)
-
-    def build() -> np.ndarray:
-        return config._host_table(spec, shape, dtype_name, flat)
-
+    build = partial(config._host_table, spec, shape, dtype_name, flat)
     return device_tables.cached(xp, key, like, dtype_name, build, private=True)
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import numbers
 from typing import Any, cast
 
 import flax.linen as nn
@@ -34,7 +33,7 @@ from flax import nnx
 
 from pe_core.encoding import encode
 from pe_core.fourier import fourier_features
-from pe_core.layers._checks import check_sequence_input, per_example_shape
+from pe_core.layers._checks import check_offset, check_sequence_input, per_example_shape
 from pe_core.layers._config import (
     InitSignature,
     LayerConfig,
@@ -86,21 +85,11 @@ _JAX = get_namespace("jax")
 
 
 def _check_offset(offset: object) -> Offset:
-    if isinstance(offset, (jax.Array, np.ndarray)) or hasattr(offset, "__jax_array__"):
-        offset = jnp.asarray(offset)
-        if not (
-            jnp.issubdtype(offset.dtype, jnp.integer) or jnp.issubdtype(offset.dtype, jnp.floating)
-        ):
-            raise TypeError(
-                f"offset must be an int or an integer/float array. Received dtype: {offset.dtype}"
-            )
-        return offset
-    if isinstance(offset, bool) or not isinstance(offset, numbers.Integral):
-        raise TypeError(
-            "offset must be an int or an array of per-example offsets (batch,). "
-            f"Received: {offset!r}"
-        )
-    return int(offset)
+    if not (isinstance(offset, (jax.Array, np.ndarray)) or hasattr(offset, "__jax_array__")):
+        return cast(Offset, check_offset(offset, noun="an array"))
+    array = jnp.asarray(offset)
+    ok = jnp.issubdtype(array.dtype, jnp.integer) or jnp.issubdtype(array.dtype, jnp.floating)
+    return cast(Offset, check_offset(offset, array, None if ok else array.dtype, "an array"))
 
 
 def _eager(x: jax.Array) -> bool:
@@ -141,23 +130,30 @@ def _sinusoidal(config: SinusoidalEncodingConfig, x: Any, offset: object) -> jax
     return x + nan_where_wrapped(_JAX, positions, config._encode(positions, x.dtype))
 
 
-def _rope(config: RotaryEmbeddingConfig, q: Any, k: Any, positions: Any, offset: object) -> Any:
+def _rope(
+    self: RotaryEmbeddingConfig,
+    q: jax.Array,
+    k: jax.Array,
+    positions: Any = None,
+    offset: Offset = 0,
+) -> tuple[jax.Array, jax.Array]:
+    """``(rope(q), rope(k))``."""
     q, k = jnp.asarray(q), jnp.asarray(k)
-    config._check_query_key(q.shape, k.shape)
+    self._check_query_key(q.shape, k.shape)
     offset = _check_offset(offset)
     if positions is not None and (not isinstance(offset, int) or offset != 0):
         raise ValueError("Pass either positions or offset, not both.")
 
     def rotated(x: jax.Array) -> Any:
         if positions is not None:
-            return config._rotate(x, positions)
-        known = config._known_positions(offset, x.shape[-2])  # exact on the host
+            return self._rotate(x, positions)
+        known = self._known_positions(offset, x.shape[-2])  # exact on the host
         if known is not None:
-            return config._rotate(x, known)
+            return self._rotate(x, known)
         steps = _positions(offset, x.shape[-2], x.shape)
-        return nan_where_wrapped(_JAX, steps, config._rotate(x, steps))
+        return nan_where_wrapped(_JAX, steps, self._rotate(x, steps))
 
-    return tuple(rotated(x) for x in (q, k))
+    return rotated(q), rotated(k)
 
 
 def _patch_encoding(config: PatchEncodingConfig, x: Any, grid_shape: Any) -> jax.Array:
@@ -171,10 +167,12 @@ def _patch_encoding(config: PatchEncodingConfig, x: Any, grid_shape: Any) -> jax
     return x + (jnp.reshape(pe, (-1, config.d_model)) if flat else pe)
 
 
-def _rope_nd(config: RotaryEmbeddingNDConfig, q: Any, k: Any, positions: Any) -> Any:
+def _rope_nd(
+    config: RotaryEmbeddingNDConfig, q: jax.Array, k: jax.Array, positions: Any = None
+) -> tuple[jax.Array, jax.Array]:
     q, k = jnp.asarray(q), jnp.asarray(k)
     config._check_query_key(q.shape, k.shape)
-    return tuple(config._rotate(x, positions) for x in (q, k))
+    return config._rotate(q, positions), config._rotate(k, positions)
 
 
 def _nnx_dropout(
@@ -207,11 +205,13 @@ class _LinenModule(nn.Module):
     """What every linen layer here adds to ``nn.Module``: its dataclass fields, made from
     the configuration's constructor (less the names in the class keyword ``skip``;
     ``defaults`` replaces some defaults), validated at construction and stored
-    validated by the configuration."""
+    validated by the configuration. The class keyword ``init=False`` is for type checkers
+    only (PEP 681): they read the configuration's constructor, not these fields."""
 
     def __init_subclass__(
         cls, skip: tuple[str, ...] = (), defaults: dict[str, Any] | None = None, **kwargs: Any
     ) -> None:
+        kwargs.pop("init", None)  # the dataclass __init__ is made all the same
         if any(issubclass(base, LayerConfig) for base in cls.__bases__):
             fields = {}
             for parameter in config_parameters(cls):
@@ -320,17 +320,16 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _NNXModule):
     def _frequencies(self) -> jax.Array:
         return cast(jax.Array, self.frequencies[...])
 
-    def __call__(
-        self, q: jax.Array, k: jax.Array, positions: Any = None, offset: Offset = 0
-    ) -> tuple[jax.Array, jax.Array]:
-        """``(rope(q), rope(k))``."""
-        return _rope(self, q, k, positions, offset)
+    __call__ = _rope
 
 
 # --------------------------------------------------------------------------- linen
 
+#: The rotary arguments LinenRotaryEmbedding does not take (it holds no variables).
+_TRAINABLE = ("trainable_frequencies", "frequency_heads")
 
-class LinenSinusoidalEncoding(SinusoidalEncodingConfig, _LinenModule):
+
+class LinenSinusoidalEncoding(SinusoidalEncodingConfig, _LinenModule, init=False):
     """Adds the sinusoidal encoding of positions ``offset, offset + 1, ...`` (linen).
 
     The linen twin of :class:`SinusoidalEncoding`: the same arguments as dataclass
@@ -357,9 +356,7 @@ class LinenSinusoidalEncoding(SinusoidalEncodingConfig, _LinenModule):
         return _linen_dropout(self.dropout, _sinusoidal(self, x, offset), deterministic)
 
 
-class LinenRotaryEmbedding(
-    RotaryEmbeddingConfig, _LinenModule, skip=("trainable_frequencies", "frequency_heads")
-):
+class LinenRotaryEmbedding(RotaryEmbeddingConfig, _LinenModule, skip=_TRAINABLE, init=False):
     """Rotates queries and keys by their positions (RoPE) (linen).
 
     The linen twin of :class:`RotaryEmbedding`: the same arguments as dataclass fields,
@@ -374,10 +371,7 @@ class LinenRotaryEmbedding(
     [-0.301, 1.382]
     """
 
-    def __call__(
-        self, q: jax.Array, k: jax.Array, positions: Any = None, offset: Offset = 0
-    ) -> tuple[jax.Array, jax.Array]:
-        return _rope(self, q, k, positions, offset)
+    __call__ = _rope
 
 
 # --------------------------------------------------------------------------- relative bias
@@ -430,10 +424,10 @@ class AlibiBias(AlibiHeadsConfig, _NNXModule):
     """
 
     def __call__(self, query_length: int, key_length: int, dtype: Any = jnp.float32) -> jax.Array:
-        return self._bias(query_length, key_length, backend="jax", dtype=dtype)
+        return cast(jax.Array, self._bias(query_length, key_length, backend="jax", dtype=dtype))
 
 
-class LinenT5RelativeBias(T5RelativeBiasConfig, _LinenModule):
+class LinenT5RelativeBias(T5RelativeBiasConfig, _LinenModule, init=False):
     """T5's learned relative position bias (linen); the twin of :class:`T5RelativeBias`.
 
     The table is the param ``relative_attention_bias`` ``(num_buckets, n_heads)``,
@@ -452,14 +446,12 @@ class LinenT5RelativeBias(T5RelativeBiasConfig, _LinenModule):
     @nn.compact
     def __call__(self, query_length: int, key_length: int, offset: Any = 0) -> jax.Array:
         table = self.param(
-            "relative_attention_bias",
-            nn.initializers.normal(1.0),
-            (self.num_buckets, self.n_heads),
+            "relative_attention_bias", nn.initializers.normal(1.0), (self.num_buckets, self.n_heads)
         )
         return self._bias(table, query_length, key_length, offset, "jax")
 
 
-class LinenAlibiBias(AlibiHeadsConfig, _LinenModule):
+class LinenAlibiBias(AlibiHeadsConfig, _LinenModule, init=False):
     """The ALiBi bias (linen); the twin of :class:`AlibiBias`.
 
     Examples
@@ -468,8 +460,7 @@ class LinenAlibiBias(AlibiHeadsConfig, _LinenModule):
     (1, 4, 2, 2)
     """
 
-    def __call__(self, query_length: int, key_length: int, dtype: Any = jnp.float32) -> jax.Array:
-        return self._bias(query_length, key_length, backend="jax", dtype=dtype)
+    __call__ = AlibiBias.__call__
 
 
 class FourierFeatures(FourierFeaturesConfig, _NNXModule):
@@ -497,7 +488,7 @@ class FourierFeatures(FourierFeaturesConfig, _NNXModule):
         return fourier_features(coords, self.frequencies[...], order=self.order)
 
 
-class LinenFourierFeatures(FourierFeaturesConfig, _LinenModule):
+class LinenFourierFeatures(FourierFeaturesConfig, _LinenModule, init=False):
     """Random Fourier features (linen); the twin of :class:`FourierFeatures`. The matrix is
     the ``"params"`` entry ``frequencies`` when ``trainable``, else the ``"constants"``
     entry.
@@ -579,13 +570,10 @@ class RotaryEmbeddingND(RotaryEmbeddingNDConfig, _NNXModule):
     (1, 6, 8)
     """
 
-    def __call__(
-        self, q: jax.Array, k: jax.Array, positions: Any = None
-    ) -> tuple[jax.Array, jax.Array]:
-        return _rope_nd(self, q, k, positions)
+    __call__ = _rope_nd
 
 
-class LinenSinusoidalPatchEncoding(PatchEncodingConfig, _LinenModule):
+class LinenSinusoidalPatchEncoding(PatchEncodingConfig, _LinenModule, init=False):
     """The linen twin of :class:`SinusoidalPatchEncoding`:
     ``__call__(x, grid_shape=None, *, deterministic=True)``.
 
@@ -603,7 +591,7 @@ class LinenSinusoidalPatchEncoding(PatchEncodingConfig, _LinenModule):
         return _linen_dropout(self.dropout, _patch_encoding(self, x, grid_shape), deterministic)
 
 
-class LinenRotaryEmbeddingND(RotaryEmbeddingNDConfig, _LinenModule):
+class LinenRotaryEmbeddingND(RotaryEmbeddingNDConfig, _LinenModule, init=False):
     """The linen twin of :class:`RotaryEmbeddingND`: ``__call__(q, k, positions=None)``.
 
     Examples
@@ -615,10 +603,7 @@ class LinenRotaryEmbeddingND(RotaryEmbeddingNDConfig, _LinenModule):
     True
     """
 
-    def __call__(
-        self, q: jax.Array, k: jax.Array, positions: Any = None
-    ) -> tuple[jax.Array, jax.Array]:
-        return _rope_nd(self, q, k, positions)
+    __call__ = _rope_nd
 
 
 class RelativePositionBias(RelativePositionBiasConfig, _NNXModule):
@@ -650,7 +635,7 @@ class RelativePositionBias(RelativePositionBiasConfig, _NNXModule):
         return cast(jax.Array, self._bias(self.relative_position_bias_table[...], "jax"))
 
 
-class LinenRelativePositionBias(RelativePositionBiasConfig, _LinenModule):
+class LinenRelativePositionBias(RelativePositionBiasConfig, _LinenModule, init=False):
     """Swin's (and BEiT's) learned relative position bias (linen); the twin of
     :class:`RelativePositionBias`: the param ``relative_position_bias_table``
     ``(num_relative_distance, n_heads)``, zeros at first, and ``__call__()``.
@@ -711,5 +696,4 @@ class LinenTimesteps(
     [[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]]
     """
 
-    def __call__(self, timesteps: Any) -> jax.Array:
-        return cast(jax.Array, self._timesteps(timesteps, "jax"))
+    __call__ = Timesteps.__call__

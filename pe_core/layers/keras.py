@@ -31,6 +31,7 @@ from pe_core._kernel.inputs import working_dtype
 from pe_core.fourier import fourier_features
 from pe_core.layers._checks import (
     check_features,
+    check_offset,
     check_sequence_input,
     offset_dtype,
     per_example_shape,
@@ -100,12 +101,8 @@ def _eager_namespace(x: Any) -> Namespace | None:
     """pe_core's namespace of the Keras backend when ``x`` is a concrete (eager) tensor
     of it, else ``None`` (symbolic tensors, traced functions: keep the traced path)."""
     backend = keras.backend.backend()
-    if backend not in _PLACED_BACKENDS:
-        return None
-    xp = get_namespace(backend)
-    if xp.is_tracing() or xp.is_traced(x):
-        return None
-    return xp
+    xp = get_namespace(backend) if backend in _PLACED_BACKENDS else None
+    return None if xp is None or xp.is_tracing() or xp.is_traced(x) else xp
 
 
 def _check_offset(offset: object) -> Any:
@@ -113,27 +110,21 @@ def _check_offset(offset: object) -> Any:
         raise TypeError(
             f"offset must be an int or a tensor of per-example offsets. Received: {offset!r}"
         )
-    if isinstance(offset, numbers.Integral):
-        return int(offset)
-    if keras.ops.is_tensor(offset) or isinstance(offset, np.ndarray):
-        offset = ops.convert_to_tensor(offset)
-        kind = _dtype_name(offset)
-        if not (kind.startswith(("int", "uint")) or kind in _FLOATS):
-            raise TypeError(
-                f"offset must be an int or an integer/float tensor. Received dtype: {kind}"
-            )
-        return offset
-    raise TypeError(
-        f"offset must be an int or a tensor of per-example offsets (batch,). Received: {offset!r}"
-    )
+    if isinstance(offset, numbers.Integral) or not (
+        keras.ops.is_tensor(offset) or isinstance(offset, np.ndarray)
+    ):
+        return check_offset(offset)
+    tensor = ops.convert_to_tensor(offset)
+    kind = _dtype_name(tensor)
+    ok = kind.startswith(("int", "uint")) or kind in _FLOATS
+    return check_offset(offset, tensor, None if ok else kind)
 
 
 def _positions(offset: Any, x: Any) -> Any:
     """``offset + arange(seq)`` for ``x`` ``(..., seq, d)`` as a backend tensor:
     ``(seq,)``, or ``(batch, 1, ..., seq)`` for per-example offsets ``(batch,)``."""
-    length = x.shape[-2]  # None or symbolic (jax.export) when unknown
-    if length is None:
-        length = ops.shape(x)[-2]
+    # x.shape[-2]: None or symbolic (jax.export) when unknown
+    length = ops.shape(x)[-2] if x.shape[-2] is None else x.shape[-2]
     if isinstance(offset, int):
         return ops.arange(length, dtype=offset_dtype(offset, keras.backend.backend())) + offset
     shape = per_example_shape(tuple(offset.shape), tuple(x.shape))
@@ -141,16 +132,9 @@ def _positions(offset: Any, x: Any) -> Any:
     return ops.expand_dims(ops.reshape(offset, shape), -1) + steps
 
 
-def _unknown_tf_shape(*tensors: Any) -> bool:
-    """A TensorFlow graph tensor with an unknown (``None``) dimension among ``tensors``."""
-    return keras.backend.backend() == "tensorflow" and any(
-        None in tuple(t.shape) for t in tensors if t is not None and not isinstance(t, range)
-    )
-
-
 def _encode_positions(config: SinusoidalEncodingConfig, positions: Any, dtype: str) -> Any:
     """``encode`` on a backend tensor; TensorFlow graphs with unknown dims are mapped."""
-    if _unknown_tf_shape(positions):
+    if keras.backend.backend() == "tensorflow" and None in tuple(positions.shape):
         import tensorflow as tf
 
         d = config.d_model
@@ -165,9 +149,7 @@ class _Configured(keras.layers.Layer):
     configuration's arguments, and its ``repr``."""
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(cast(LayerConfig, self)._layer_config())
-        return config
+        return {**super().get_config(), **cast(LayerConfig, self)._layer_config()}
 
     def __repr__(self) -> str:
         text = cast(LayerConfig, self)._layer_repr()
@@ -180,11 +162,9 @@ class _Layer(_Configured):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         backend = keras.backend.backend()
-        if backend in _PLACED_BACKENDS:
-            xp = get_namespace(backend)
-            for i, arg in enumerate(args):
-                if keras.ops.is_tensor(arg):
-                    xp.check_known_rank(arg, f"{type(self).__name__}'s input {i}")
+        for i, arg in enumerate(args):
+            if backend in _PLACED_BACKENDS and keras.ops.is_tensor(arg):
+                get_namespace(backend).check_known_rank(arg, f"{type(self).__name__}'s input {i}")
         return super().__call__(*args, **kwargs)
 
     def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
@@ -462,10 +442,9 @@ class AlibiBias(AlibiBiasConfig, _Layer):
         """The bias ``(1, n_heads, query_length, key_length)`` (float32 by default)."""
         if n_heads is None and self.n_heads is None:
             raise ValueError("n_heads is not known: build the layer with n_heads, or pass it.")
-        host = self._bias(
-            query_length, key_length, n_heads, dtype=working_dtype(dtype or "float32")
-        )
-        return _constant(host, dtype or "float32")
+        dtype = dtype or "float32"
+        host = self._bias(query_length, key_length, n_heads, dtype=working_dtype(dtype))
+        return _constant(host, dtype)
 
     def call(self, attention_scores: Any) -> Any:
         heads, q_len, k_len = scores_shape(tuple(attention_scores.shape))
@@ -597,18 +576,10 @@ def assign_resampled(
     >>> bool(np.allclose(keras.ops.convert_to_numpy(weight), want))
     True
     """
+    options = {k: v for k, v in locals().items() if k not in ("variable", "table", "new_size")}
     if not isinstance(variable, keras.Variable):
         raise TypeError(f"variable must be a keras.Variable. Received: {type(variable).__name__}")
-    want = tuple(int(n) for n in variable.shape)
-    resized = resized_for(
-        want,
-        table,
-        new_size,
-        old_size=old_size,
-        num_prefix_tokens=num_prefix_tokens,
-        interpolation=interpolation,
-        antialias=antialias,
-    )
+    resized = resized_for(tuple(int(n) for n in variable.shape), table, new_size, **options)
     variable.assign(ops.cast(resized, variable.dtype))
     return variable
 
@@ -682,17 +653,7 @@ class RelativePositionBias(RelativePositionBiasConfig, _Layer):
 # --------------------------------------------------------------------------- loading
 
 #: Every layer class of this module (registered for serialization, package "pe_core").
-_LAYERS = (
-    AlibiBias,
-    FourierFeatures,
-    RelativePositionBias,
-    RotaryEmbedding,
-    RotaryEmbeddingND,
-    SinusoidalEncoding,
-    SinusoidalPatchEncoding,
-    T5RelativeBias,
-    Timesteps,
-)
+_LAYERS = tuple(globals()[name] for name in __all__ if name[0].isupper())
 
 
 def custom_objects() -> dict[str, type]:

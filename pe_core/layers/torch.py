@@ -24,7 +24,6 @@ OrderedDict()
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, cast
 
 import numpy as np
@@ -38,6 +37,7 @@ from pe_core.fourier import fourier_features
 from pe_core.layers._checks import (
     check_argument_order,
     check_flag,
+    check_offset,
     check_sequence_input,
     per_example_shape,
 )
@@ -83,18 +83,10 @@ Offset = int | torch.SymInt | torch.Tensor
 
 
 def _check_offset(offset: object) -> Offset:
-    if isinstance(offset, torch.Tensor):
-        if offset.dtype == torch.bool or offset.is_complex():
-            raise TypeError(
-                f"offset must be an int or an integer/float tensor. Received dtype: {offset.dtype}"
-            )
-        return offset
-    if isinstance(offset, bool) or not isinstance(offset, (numbers.Integral, torch.SymInt)):
-        raise TypeError(
-            "offset must be an int or a tensor of per-example offsets (batch,). "
-            f"Received: {offset!r}"
-        )
-    return offset if isinstance(offset, torch.SymInt) else int(offset)
+    if not isinstance(offset, torch.Tensor):
+        return cast(Offset, check_offset(offset, symbolic=(torch.SymInt,)))
+    refused = offset.dtype == torch.bool or offset.is_complex()
+    return cast(Offset, check_offset(offset, offset, offset.dtype if refused else None))
 
 
 def _positions(offset: Offset, length: Any, x_shape: tuple[int | None, ...], device: Any) -> Any:
@@ -230,16 +222,15 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
             Position of the first row: an int, or a tensor of per-example offsets
             ``(batch,)`` for decoding with a cache.
         """
-        if not self.batch_first:
-            if x.ndim not in (2, 3):
-                raise ValueError(
-                    "With batch_first=False, x must have shape (seq, batch, d_model) or "
-                    f"(seq, d_model). Received: shape {tuple(x.shape)}"
-                )
-            if x.ndim == 3:  # (seq, batch, d) -> (batch, seq, d) view and back
-                x = self._add_encoding(x.transpose(0, 1), offset).transpose(0, 1)
-                return x if self.dropout_layer is None else self.dropout_layer(x)
-        x = self._add_encoding(x, offset)
+        if not self.batch_first and x.ndim not in (2, 3):
+            raise ValueError(
+                "With batch_first=False, x must have shape (seq, batch, d_model) or "
+                f"(seq, d_model). Received: shape {tuple(x.shape)}"
+            )
+        if not self.batch_first and x.ndim == 3:  # (seq, batch, d) -> (batch, seq, d) and back
+            x = self._add_encoding(x.transpose(0, 1), offset).transpose(0, 1)
+        else:
+            x = self._add_encoding(x, offset)
         return x if self.dropout_layer is None else self.dropout_layer(x)
 
     def _add_encoding(self, x: torch.Tensor, offset: Offset) -> torch.Tensor:
@@ -288,10 +279,8 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         x_shape: tuple[int | None, ...] = (
             tuple(like.shape) if like is not None else (None, length, self.d_model)
         )
-        if _is_exporting() or torch.compiler.is_compiling():  # a symbolic length stays so
-            positions = _positions(offset, length, x_shape, device)
-            return nan_where_wrapped(_TORCH, positions, self._encode(positions, dtype))
-        if not isinstance(offset, int):  # a tensor
+        # A symbolic length stays so, and a tensor offset is on the device.
+        if _is_exporting() or torch.compiler.is_compiling() or not isinstance(offset, int):
             positions = _positions(offset, length, x_shape, device)
             return nan_where_wrapped(_TORCH, positions, self._encode(positions, dtype))
         cached = self._cached_rows(offset, length, device, dtype)
@@ -299,8 +288,9 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
             return cached
         # Host-known positions: built on the host; on an accelerator, moved there once
         # and reused from pe_core's device cache.
-        use_like = like is not None and like.device == device
-        anchor = like if use_like else torch.empty(0, device=device)
+        anchor = (
+            like if like is not None and like.device == device else torch.empty(0, device=device)
+        )
         return self._encode(range(offset, offset + length), dtype, backend="torch", like=anchor)
 
     def _cached_rows(
@@ -316,16 +306,7 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
             table = self._cache[key] = host.to(device=device, dtype=dtype)
         return table[offset : offset + length]
 
-    def _load_from_state_dict(
-        self,
-        state_dict: dict[str, Any],
-        prefix: str,
-        local_metadata: dict[str, Any],
-        strict: bool,
-        missing_keys: list[str],
-        unexpected_keys: list[str],
-        error_msgs: list[str],
-    ) -> None:
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
         key = prefix + "pe"
         if key in state_dict:
             pe = torch.as_tensor(state_dict[key]).detach()
@@ -337,11 +318,9 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
             shape = tuple(pe.shape)
             problem = pe_table_problem(self, shape, values, eps, batch_first=self.batch_first)
             if problem:
-                error_msgs.append(f"{key}: {problem}")
+                args[-1].append(f"{key}: {problem}")  # error_msgs
             state_dict = {k: v for k, v in state_dict.items() if k != key}
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
+        super()._load_from_state_dict(state_dict, prefix, *args)
 
 
 class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
@@ -384,11 +363,7 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
         return self.frequencies
 
     def forward(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        positions: Any = None,
-        offset: Offset = 0,
+        self, q: torch.Tensor, k: torch.Tensor, positions: Any = None, offset: Offset = 0
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(rope(q), rope(k))``; see the class notes for ``positions`` and ``offset``."""
         self._check_query_key(tuple(q.shape), tuple(k.shape))
@@ -496,7 +471,6 @@ class AlibiBias(AlibiHeadsConfig, _Module):
         device = like.device if isinstance(like, torch.Tensor) else None
         dtype = like.dtype if isinstance(like, torch.Tensor) else torch.float32
         working = getattr(torch, working_dtype(str(dtype).removeprefix("torch.")))
-        slopes = self._slopes
         keys = torch.arange(k_len, device=device)
         queries = torch.arange(q_len, device=device) + (k_len - q_len)
         offset = (keys[None, :] - queries[:, None]).to(working)
@@ -504,7 +478,7 @@ class AlibiBias(AlibiHeadsConfig, _Module):
             offset = torch.where(offset > 0, float("-inf"), offset)
         else:
             offset = -offset.abs()
-        bias = torch.tensor(slopes, dtype=working, device=device)[:, None, None] * offset
+        bias = torch.tensor(self._slopes, dtype=working, device=device)[:, None, None] * offset
         return bias.to(dtype)[None]
 
 
