@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 from collections import OrderedDict
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import jax
@@ -139,8 +138,7 @@ class JaxNamespace(Namespace):
     def astype(self, x: Any, dtype: Any) -> Any:
         return jnp.asarray(x).astype(dtype)
 
-    def from_dlpack(self, obj: Any) -> Any:
-        return jax.dlpack.from_dlpack(obj)
+    from_dlpack: ArrayFunction = staticmethod(jax.dlpack.from_dlpack)
 
     def is_tracing(self) -> bool:
         try:
@@ -220,13 +218,9 @@ class JaxNamespace(Namespace):
         # jitted: one fused pass (inlined under an outer jit)
         return _rotator(layout, rotary_dim, working)(x, cos, sin)
 
-    def compile(self, fn: Any) -> Any:
-        return BoundedJit(fn)
-
+    compile: ArrayFunction = staticmethod(BoundedJit)
     compile_eager_kernels = True
-
-    def jit(self, fn: Any) -> Any:
-        return jax.jit(fn)
+    jit: ArrayFunction = staticmethod(jax.jit)
 
     def _compilers(self) -> dict[str, Callable[[Any], Any]]:
         return {"jax.jit": jax.jit}
@@ -241,11 +235,7 @@ class JaxNamespace(Namespace):
         return jnp.swapaxes(x, -1, -2)
 
     guards_host_reads = True
-
-    def host_read_guard(
-        self, error: Callable[[str], BaseException]
-    ) -> AbstractContextManager[None]:
-        return _jax_host_reads.guard(error)
+    _host_reads = _jax_host_reads
 
     def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:
         return jax.image.resize(

@@ -476,6 +476,8 @@ class FastPaths(ArrayCore):
     # -- host-read guards (pe_core.host_reads) ----------------------------------------
     #: whether :meth:`host_read_guard` can catch host reads of this backend's arrays
     guards_host_reads: bool = False
+    #: the module whose ``guard(error)`` is :meth:`host_read_guard` (guarding adapters)
+    _host_reads: Any = None
 
     def host_read_guard(
         self, error: Callable[[str], BaseException]
@@ -486,7 +488,10 @@ class FastPaths(ArrayCore):
         Only for backends with :attr:`guards_host_reads`; see
         :func:`pe_core.host_reads.forbid_host_reads` for what counts as a read.
         """
-        raise NotImplementedError(f"backend {self.name!r} cannot guard host reads")
+        if not self.guards_host_reads:
+            raise NotImplementedError(f"backend {self.name!r} cannot guard host reads")
+        guard: AbstractContextManager[None] = self._host_reads.guard(error)
+        return guard
 
     # -- comparisons (the resampling page) ----------------------------------------------
     def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:

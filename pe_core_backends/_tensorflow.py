@@ -162,8 +162,7 @@ class TensorflowNamespace(Namespace):
     # eager calls run shape-generic graphs (ShapeGenericFunction): exact shapes are fine
     bounded_compiles = True
 
-    def compile(self, fn: Any) -> Any:
-        return ShapeGenericFunction(fn)
+    compile: ArrayFunction = staticmethod(ShapeGenericFunction)
 
     def _compilers(self) -> dict[str, Callable[[Any], Any]]:
         return {

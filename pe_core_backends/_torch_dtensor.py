@@ -142,11 +142,6 @@ def _wrap(local: Any, ref: Any, shape: Sequence[int], what: str) -> Any:
     )
 
 
-def _sharded_dims(ranges: Sequence[Range], shape: Sequence[int]) -> list[int]:
-    """The dimensions whose local range is not the whole global extent."""
-    return [dim for dim, (start, length) in enumerate(ranges) if (start, length) != (0, shape[dim])]
-
-
 def map_shards(fn: Callable[[Any, tuple[Range, ...]], Any], x: Any, what: str = "x") -> Any:
     """``fn(x.to_local(), ranges)`` as a DTensor placed like ``x``, of ``x``'s global shape.
 
@@ -183,7 +178,8 @@ def encode_on_shards(
             "a DTensor on the mesh (or plain positions and a plain like=)."
         )
     ranges = shard_ranges(pos, "pos")
-    sharded = _sharded_dims(ranges, tuple(pos.shape))
+    # the dimensions whose local range is not the whole global extent
+    sharded = [dim for dim, r in enumerate(ranges) if r != (0, int(pos.shape[dim]))]
     try:
         local = fn(pos.to_local(), like.to_local() if is_dtensor(like) else like)
     except ValueError as exc:

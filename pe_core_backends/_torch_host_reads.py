@@ -17,18 +17,11 @@ from torch.overrides import TorchFunctionMode
 
 #: Tensor methods and torch functions that always hand values to Python.
 _TORCH_READS: dict[str, str] = {
-    "item": ".item()",
-    "tolist": ".tolist()",
-    "numpy": ".numpy()",
+    **{name: f".{name}()" for name in ("item", "tolist", "numpy")},
     "__array__": "np.asarray(tensor)",
-    "__bool__": "bool(tensor)",
-    "__int__": "int(tensor)",
-    "__float__": "float(tensor)",
-    "__complex__": "complex(tensor)",
-    "__index__": "operator.index(tensor)",
-    "__repr__": "repr(tensor)",
-    "__str__": "str(tensor)",
+    **{f"__{f}__": f"{f}(tensor)" for f in ("bool", "int", "float", "complex", "repr", "str")},
     "__format__": "format(tensor)",
+    "__index__": "operator.index(tensor)",
     "equal": "torch.equal",
     "allclose": "torch.allclose",
     "is_nonzero": "is_nonzero",
@@ -36,10 +29,7 @@ _TORCH_READS: dict[str, str] = {
 
 #: Operations whose output size depends on the values: they synchronise.
 _TORCH_SYNCS: dict[str, str] = {
-    "nonzero": "nonzero",
-    "argwhere": "argwhere",
-    "masked_select": "masked_select",
-    "unique": "unique",
+    **{name: name for name in ("nonzero", "argwhere", "masked_select", "unique")},
     "unique_consecutive": "unique_consecutive",
     "_unique2": "unique",
 }
