@@ -93,7 +93,7 @@ def _rotator(layout: str, rotary_dim: int, working: str) -> Any:
     return BoundedJit(rotate)
 
 
-class JaxNamespace(Namespace):
+class JaxNamespace(Namespace, module=jnp):
     name = "jax"
 
     def _dtype_object(self, name: str) -> Any:
@@ -185,26 +185,6 @@ class JaxNamespace(Namespace):
         if self.is_tracing():
             return jnp.asarray(table)
         return jax.device_put(table)
-
-    abs: ArrayFunction = staticmethod(jnp.abs)
-    floor: ArrayFunction = staticmethod(jnp.floor)
-    log1p: ArrayFunction = staticmethod(jnp.log1p)
-    round: ArrayFunction = staticmethod(jnp.round)
-    sin: ArrayFunction = staticmethod(jnp.sin)
-    cos: ArrayFunction = staticmethod(jnp.cos)
-    bitwise_right_shift: ArrayFunction = staticmethod(jnp.right_shift)
-    bitwise_and: ArrayFunction = staticmethod(jnp.bitwise_and)
-    where: ArrayFunction = staticmethod(jnp.where)
-    zeros_like: ArrayFunction = staticmethod(jnp.zeros_like)
-    reshape: ArrayFunction = staticmethod(jnp.reshape)
-    expand_dims: ArrayFunction = staticmethod(jnp.expand_dims)
-    broadcast_to: ArrayFunction = staticmethod(jnp.broadcast_to)
-
-    stack: ArrayFunction = staticmethod(jnp.stack)
-    concat: ArrayFunction = staticmethod(jnp.concatenate)
-    cumsum: ArrayFunction = staticmethod(jnp.cumsum)
-    sum: ArrayFunction = staticmethod(jnp.sum)
-    searchsorted: ArrayFunction = staticmethod(jnp.searchsorted)
 
     def view_as_real(self, z: Any) -> Any:
         return jnp.stack([jnp.real(z), jnp.imag(z)], axis=-1)

@@ -30,6 +30,18 @@ from pe_core_backends._device import device_path_forced
 #: own signature is wider than the method's, so adapters declare it with this type.
 ArrayFunction: TypeAlias = Callable[..., Any]
 
+#: Array API name -> its spelling in an array module (NumPy's, where they differ), for
+#: adapters that take their functions from one (``module=`` of the class statement).
+_MODULE_FUNCTIONS = {
+    **{
+        name: name
+        for name in "abs floor log1p round sin cos bitwise_and where zeros_like reshape "
+        "expand_dims broadcast_to stack cumsum sum searchsorted".split()
+    },
+    "bitwise_right_shift": "right_shift",
+    "concat": "concatenate",
+}
+
 
 class ArrayCore:
     """What every backend provides: Array-API-named functions and facts about arrays.
@@ -42,6 +54,15 @@ class ArrayCore:
     name: str = "?"
     #: float dtype names this backend has (a subset of ``FLOAT_DTYPES``).
     float_dtypes: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
+
+    def __init_subclass__(cls, module: Any = None, **spellings: str) -> None:
+        """``class Adapter(Namespace, module=np)``: the functions of ``module`` (named as
+        in NumPy, or as ``spellings`` say: ``expand_dims="unsqueeze"``) become the class's
+        Array API functions that it does not define itself, as ``staticmethod``."""
+        super().__init_subclass__()
+        for name, spelling in ({**_MODULE_FUNCTIONS, **spellings} if module else {}).items():
+            if name not in cls.__dict__:
+                setattr(cls, name, staticmethod(getattr(module, spelling)))
 
     def __repr__(self) -> str:
         return f"<pe_core_backends namespace {self.name!r}>"

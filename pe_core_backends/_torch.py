@@ -70,7 +70,9 @@ def _device(like: Any) -> Any:
     return like.device if isinstance(like, torch.Tensor) else None
 
 
-class TorchNamespace(Namespace):
+class TorchNamespace(
+    Namespace, module=torch, bitwise_right_shift="bitwise_right_shift", expand_dims="unsqueeze"
+):
     name = "torch"
     builds_tables = True
     # Inductor's C++ code generator walks a fused loop body without memoising shared
@@ -174,20 +176,6 @@ class TorchNamespace(Namespace):
             return _torch_rope.rotate(x, cos, sin, layout, rotary_dim, working)
         return super().rotate_pairs(x, cos, sin, layout, rotary_dim, working)
 
-    abs: ArrayFunction = staticmethod(torch.abs)
-    floor: ArrayFunction = staticmethod(torch.floor)
-    log1p: ArrayFunction = staticmethod(torch.log1p)
-    round: ArrayFunction = staticmethod(torch.round)
-    sin: ArrayFunction = staticmethod(torch.sin)
-    cos: ArrayFunction = staticmethod(torch.cos)
-    reshape: ArrayFunction = staticmethod(torch.reshape)
-
-    bitwise_right_shift: ArrayFunction = staticmethod(torch.bitwise_right_shift)
-    bitwise_and: ArrayFunction = staticmethod(torch.bitwise_and)
-    where: ArrayFunction = staticmethod(torch.where)
-    zeros_like: ArrayFunction = staticmethod(torch.zeros_like)
-    expand_dims: ArrayFunction = staticmethod(torch.unsqueeze)
-    broadcast_to: ArrayFunction = staticmethod(torch.broadcast_to)
     view_as_real: ArrayFunction = staticmethod(torch.view_as_real)
 
     def stack(self, arrays: list[Any], axis: int = 0) -> Any:

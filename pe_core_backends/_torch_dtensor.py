@@ -248,23 +248,16 @@ def localise(pos: Any, ranges: Sequence[Range], shape: Sequence[int], mesh: Any)
     """
     if isinstance(pos, numbers.Number):
         return pos
-    dtensor = is_dtensor(pos)
-    if dtensor:
+    if is_dtensor(pos):
         if pos.device_mesh != mesh:
             raise ValueError("pos is a DTensor on another device mesh than x.")
         pos_ranges = shard_ranges(pos, "pos")
         pos_shape = tuple(int(s) for s in pos.shape)
         local = pos.to_local()
-    elif isinstance(pos, (list, tuple)):
-        local = np.asarray(pos)
-        pos_shape = tuple(local.shape)
-        pos_ranges = tuple((0, size) for size in pos_shape)
-    elif isinstance(pos, range):
-        local, pos_shape = pos, (len(pos),)
-        pos_ranges = ((0, len(pos)),)
     else:
-        local = pos
-        pos_shape = tuple(int(s) for s in getattr(pos, "shape", ()))
+        local = np.asarray(pos) if isinstance(pos, (list, tuple)) else pos
+        sizes = (len(pos),) if isinstance(pos, range) else getattr(local, "shape", ())
+        pos_shape = tuple(int(s) for s in sizes)
         pos_ranges = tuple((0, size) for size in pos_shape)
     lead = len(shape) - len(pos_shape)
     if lead < 0 or any(p not in (1, n) for p, n in zip(pos_shape, shape[lead:], strict=True)):

@@ -29,14 +29,7 @@ def fast_path_ok(x: Any) -> bool:
     return x.dim() >= 1 and x.is_contiguous() and x.device.type != "meta"
 
 
-def rotate(
-    x: Any,
-    cos: Any,
-    sin: Any,
-    layout: str,
-    rotary_dim: int,
-    working: str,
-) -> Any:
+def rotate(x: Any, cos: Any, sin: Any, layout: str, rotary_dim: int, working: str) -> Any:
     """The rotation with a preallocated output and in-place multiply-adds.
 
     ``cos`` and ``sin`` are tensors of shape ``P + (r/2,)`` in the working dtype on

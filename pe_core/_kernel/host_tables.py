@@ -278,11 +278,8 @@ def small_angles(
     else:  # float32 results: one product, below 2**-28 turns
         turns = flat * phi
     turns -= np.rint(turns)  # exact: the reduced turn in [-1/2, 1/2]
-    if rounded_once:
-        turns *= _TWO_PI
-        return turns
-    turns *= _TWO_PI  # the product in float64, rounded once to float32
-    return turns.astype(np.float32)
+    turns *= _TWO_PI  # the product in float64 (then rounded once to float32)
+    return turns if rounded_once else turns.astype(np.float32)
 
 
 def host_sin_cos(
