@@ -155,11 +155,9 @@ class JaxNamespace(Namespace, module=jnp):
         return tuple(x.shape)
 
     def _on_accelerator(self, x: Any) -> bool:
-        if isinstance(x, jax.core.Tracer):
-            return False  # traced: nothing is read anyway
         devices = getattr(x, "devices", None)
-        if devices is None:
-            return False
+        if devices is None or isinstance(x, jax.core.Tracer):
+            return False  # (traced: nothing is read anyway)
         return any(device.platform != "cpu" for device in devices())
 
     def device_key(self, x: Any) -> Any:

@@ -32,14 +32,10 @@ ArrayFunction: TypeAlias = Callable[..., Any]
 
 #: Array API name -> its spelling in an array module (NumPy's, where they differ), for
 #: adapters that take their functions from one (``module=`` of the class statement).
-_MODULE_FUNCTIONS = {
-    **{
-        name: name
-        for name in "abs floor log1p round sin cos bitwise_and where zeros_like reshape "
-        "expand_dims broadcast_to stack cumsum sum searchsorted".split()
-    },
-    "bitwise_right_shift": "right_shift",
-    "concat": "concatenate",
+_MODULE_FUNCTIONS = {"bitwise_right_shift": "right_shift", "concat": "concatenate"} | {
+    name: name
+    for name in "abs floor log1p round sin cos bitwise_and where zeros_like reshape "
+    "expand_dims broadcast_to stack cumsum sum searchsorted".split()
 }
 
 
@@ -91,8 +87,7 @@ class ArrayCore:
         name = getattr(dtype, "name", None)
         if isinstance(name, str):
             return name
-        text = str(dtype)
-        return text.rsplit(".", 1)[-1].strip("'>")
+        return str(dtype).rsplit(".", 1)[-1].strip("'>")
 
     def dtype_of(self, x: Any) -> str:
         """Canonical dtype name of array ``x`` (``'int32'``, ``'float32'``, ``'bool'``...)."""
@@ -275,11 +270,7 @@ class ArrayCore:
 
         A gather: gradients flow to ``x``.
         """
-        if axis == 0:
-            return x[index]
-        if axis == -1:
-            return x[..., index]
-        if axis > 0:
+        if axis >= 0:
             return x[(slice(None),) * axis + (index,)]
         return x[(Ellipsis, index) + (slice(None),) * (-axis - 1)]
 

@@ -67,8 +67,7 @@ class NumpyNamespace(Namespace, module=np):
         return z.view(real).reshape((*z.shape, 2))
 
     def complex_view(self, x: Any) -> Any:
-        kind = np.complex64 if x.dtype == np.float32 else np.complex128
-        return x.view(kind)
+        return x.view(np.complex64 if x.dtype == np.float32 else np.complex128)
 
     def multiply_into(self, x: Any, y: Any, out: Any) -> Any:
         return np.multiply(x, y, out=out)

@@ -131,12 +131,10 @@ class TensorflowNamespace(Namespace, module=tf):  # tf.round: half to even, as t
             )
 
     def merge_last_two(self, x: Any) -> Any:
-        a, b = x.shape[-2], x.shape[-1]
-        return tf.reshape(x, tf.concat([tf.shape(x)[:-2], [a * b]], axis=0))
+        return tf.reshape(x, tf.concat([tf.shape(x)[:-2], [x.shape[-2] * x.shape[-1]]], axis=0))
 
     def split_last(self, x: Any, size: int) -> Any:
-        last = x.shape[-1]
-        return tf.reshape(x, tf.concat([tf.shape(x)[:-1], [last // size, size]], axis=0))
+        return tf.reshape(x, tf.concat([tf.shape(x)[:-1], [x.shape[-1] // size, size]], axis=0))
 
     def concat(self, arrays: list[Any], axis: int = 0) -> Any:
         return tf.concat(arrays, axis=axis)

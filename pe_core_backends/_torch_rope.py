@@ -109,12 +109,10 @@ def rotate_small(x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
         out.addcmul_(torch.roll(x, half, -1), signed_sin)
         return out
     if layout == "half":
-        prepared: tuple[Any, ...] = (
-            torch.from_numpy(factors.doubled_cos(ndim)),
-            torch.from_numpy(factors.sin(ndim)),
-        )
+        arrays = (factors.doubled_cos(ndim), factors.sin(ndim))
     else:
-        prepared = (torch.from_numpy(factors.rotation(ndim)),)
+        arrays = (factors.rotation(ndim),)
+    prepared = tuple(torch.from_numpy(a) for a in arrays)
     out = torch.empty_like(x)
     _rotate_block(x, out, prepared, layout, rotary_dim, torch.float32, {})
     return out

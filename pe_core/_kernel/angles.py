@@ -280,9 +280,9 @@ def reduced_turns(
     dtype_name = xp.dtype_of(positions)
     fits_int32 = max_abs_position is not None and max_abs_position < 2**31
 
-    bad = None  # where poison applies: a boolean array of the positions' shape
-    fraction = None
-    wrapped = None  # uint64 positions from 2**63 on (read as p - 2**64)
+    # bad: where poison applies (a boolean array of the positions' shape); wrapped: uint64
+    # positions from 2**63 on (read as p - 2**64)
+    bad = fraction = wrapped = None
     wide = False
     if xp.kind(dtype_name) == "int":
         integer = positions

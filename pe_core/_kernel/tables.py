@@ -87,7 +87,7 @@ def table_sin_cos(
     offset: int | float,
     layout: str,
     working: str,
-    like: Any,
+    like: Any = None,
     out: Any = None,
 ) -> Any:
     """The ``(n_rows, 2 * len(omegas))`` table of positions ``start ...`` in ``layout``.
