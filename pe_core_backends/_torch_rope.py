@@ -109,7 +109,7 @@ def rotate_small(x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
         out.addcmul_(torch.roll(x, half, -1), signed_sin)
         return out
     if layout == "half":
-        arrays = (factors.doubled_cos(ndim), factors.sin(ndim))
+        arrays: tuple[Any, ...] = (factors.doubled_cos(ndim), factors.sin(ndim))
     else:
         arrays = (factors.rotation(ndim),)
     prepared = tuple(torch.from_numpy(a) for a in arrays)
