@@ -179,10 +179,7 @@ def backend_of(obj: Any) -> str | None:
     """
     by_module = _registry.REGISTRY.by_module
     for klass in type(obj).__mro__:
-        rows = by_module.get(klass.__module__.partition(".")[0])
-        if rows is None:
-            continue
-        for row in rows:
+        for row in by_module.get(klass.__module__.partition(".")[0], ()):
             if row.is_array(obj):
                 return row.name
     return None
@@ -229,9 +226,7 @@ def from_dlpack(obj: Any, name: str = "numpy", *, what: str = "array") -> Any:
     [0, 1, 2]
     """
     key = canonical_backend(name)
-    device = None
-    if hasattr(obj, "__dlpack_device__"):
-        device = obj.__dlpack_device__()
+    device = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else None
     if key == "numpy" and device is not None and int(device[0]) not in _DLPACK_HOST_DEVICES:
         kind = _DLPACK_DEVICE_NAMES.get(int(device[0]), f"type {int(device[0])}")
         raise TypeError(

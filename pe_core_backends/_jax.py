@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 from collections import OrderedDict
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import jax
@@ -94,7 +93,7 @@ def _rotator(layout: str, rotary_dim: int, working: str) -> Any:
     return BoundedJit(rotate)
 
 
-class JaxNamespace(Namespace):
+class JaxNamespace(Namespace, module=jnp):
     name = "jax"
 
     def _dtype_object(self, name: str) -> Any:
@@ -139,8 +138,7 @@ class JaxNamespace(Namespace):
     def astype(self, x: Any, dtype: Any) -> Any:
         return jnp.asarray(x).astype(dtype)
 
-    def from_dlpack(self, obj: Any) -> Any:
-        return jax.dlpack.from_dlpack(obj)
+    from_dlpack: ArrayFunction = staticmethod(jax.dlpack.from_dlpack)
 
     def is_tracing(self) -> bool:
         try:
@@ -157,11 +155,9 @@ class JaxNamespace(Namespace):
         return tuple(x.shape)
 
     def _on_accelerator(self, x: Any) -> bool:
-        if isinstance(x, jax.core.Tracer):
-            return False  # traced: nothing is read anyway
         devices = getattr(x, "devices", None)
-        if devices is None:
-            return False
+        if devices is None or isinstance(x, jax.core.Tracer):
+            return False  # (traced: nothing is read anyway)
         return any(device.platform != "cpu" for device in devices())
 
     def device_key(self, x: Any) -> Any:
@@ -188,26 +184,6 @@ class JaxNamespace(Namespace):
             return jnp.asarray(table)
         return jax.device_put(table)
 
-    abs: ArrayFunction = staticmethod(jnp.abs)
-    floor: ArrayFunction = staticmethod(jnp.floor)
-    log1p: ArrayFunction = staticmethod(jnp.log1p)
-    round: ArrayFunction = staticmethod(jnp.round)
-    sin: ArrayFunction = staticmethod(jnp.sin)
-    cos: ArrayFunction = staticmethod(jnp.cos)
-    bitwise_right_shift: ArrayFunction = staticmethod(jnp.right_shift)
-    bitwise_and: ArrayFunction = staticmethod(jnp.bitwise_and)
-    where: ArrayFunction = staticmethod(jnp.where)
-    zeros_like: ArrayFunction = staticmethod(jnp.zeros_like)
-    reshape: ArrayFunction = staticmethod(jnp.reshape)
-    expand_dims: ArrayFunction = staticmethod(jnp.expand_dims)
-    broadcast_to: ArrayFunction = staticmethod(jnp.broadcast_to)
-
-    stack: ArrayFunction = staticmethod(jnp.stack)
-    concat: ArrayFunction = staticmethod(jnp.concatenate)
-    cumsum: ArrayFunction = staticmethod(jnp.cumsum)
-    sum: ArrayFunction = staticmethod(jnp.sum)
-    searchsorted: ArrayFunction = staticmethod(jnp.searchsorted)
-
     def view_as_real(self, z: Any) -> Any:
         return jnp.stack([jnp.real(z), jnp.imag(z)], axis=-1)
 
@@ -220,13 +196,9 @@ class JaxNamespace(Namespace):
         # jitted: one fused pass (inlined under an outer jit)
         return _rotator(layout, rotary_dim, working)(x, cos, sin)
 
-    def compile(self, fn: Any) -> Any:
-        return BoundedJit(fn)
-
+    compile: ArrayFunction = staticmethod(BoundedJit)
     compile_eager_kernels = True
-
-    def jit(self, fn: Any) -> Any:
-        return jax.jit(fn)
+    jit: ArrayFunction = staticmethod(jax.jit)
 
     def _compilers(self) -> dict[str, Callable[[Any], Any]]:
         return {"jax.jit": jax.jit}
@@ -241,11 +213,7 @@ class JaxNamespace(Namespace):
         return jnp.swapaxes(x, -1, -2)
 
     guards_host_reads = True
-
-    def host_read_guard(
-        self, error: Callable[[str], BaseException]
-    ) -> AbstractContextManager[None]:
-        return _jax_host_reads.guard(error)
+    _host_reads = _jax_host_reads
 
     def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:
         return jax.image.resize(

@@ -34,15 +34,12 @@ def _guard_error() -> Callable[[str], BaseException] | None:
     return errors[-1] if errors else None
 
 
-def _is_jax_value(obj: Any) -> bool:
-    """A concrete ``jax.Array`` (tracers are refused by JAX itself)."""
-    return isinstance(obj, jax.Array) and not isinstance(obj, jax.core.Tracer)
-
-
 def _holds_jax_value(obj: Any) -> bool:
+    """Whether ``obj`` is (or a list/tuple holds) a concrete ``jax.Array`` (tracers are
+    refused by JAX itself)."""
     if isinstance(obj, (list, tuple)):
         return any(_holds_jax_value(item) for item in obj)
-    return _is_jax_value(obj)
+    return isinstance(obj, jax.Array) and not isinstance(obj, jax.core.Tracer)
 
 
 def _wrap_conversion(original: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -73,12 +70,12 @@ def _wrap_value(original: property) -> property:
 
 
 def _patch() -> None:
-    targets: list[tuple[Any, str, Any]] = []
     value = jax_array.ArrayImpl.__dict__.get("_value")
+    targets: list[tuple[Any, str, Any]] = [
+        (np, name, _wrap_conversion(getattr(np, name), name)) for name in _NUMPY_CONVERSIONS
+    ]
     if isinstance(value, property):
-        targets.append((jax_array.ArrayImpl, "_value", _wrap_value(value)))
-    for name in _NUMPY_CONVERSIONS:
-        targets.append((np, name, _wrap_conversion(getattr(np, name), name)))
+        targets.insert(0, (jax_array.ArrayImpl, "_value", _wrap_value(value)))
     for owner, name, replacement in targets:
         _saved.append((owner, name, owner.__dict__[name]))
         setattr(owner, name, replacement)

@@ -30,6 +30,14 @@ from pe_core_backends._device import device_path_forced
 #: own signature is wider than the method's, so adapters declare it with this type.
 ArrayFunction: TypeAlias = Callable[..., Any]
 
+#: Array API name -> its spelling in an array module (NumPy's, where they differ), for
+#: adapters that take their functions from one (``module=`` of the class statement).
+_MODULE_FUNCTIONS = {"bitwise_right_shift": "right_shift", "concat": "concatenate"} | {
+    name: name
+    for name in "abs floor log1p round sin cos bitwise_and where zeros_like reshape "
+    "expand_dims broadcast_to stack cumsum sum searchsorted".split()
+}
+
 
 class ArrayCore:
     """What every backend provides: Array-API-named functions and facts about arrays.
@@ -42,6 +50,15 @@ class ArrayCore:
     name: str = "?"
     #: float dtype names this backend has (a subset of ``FLOAT_DTYPES``).
     float_dtypes: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
+
+    def __init_subclass__(cls, module: Any = None, **spellings: str) -> None:
+        """``class Adapter(Namespace, module=np)``: the functions of ``module`` (named as
+        in NumPy, or as ``spellings`` say: ``expand_dims="unsqueeze"``) become the class's
+        Array API functions that it does not define itself, as ``staticmethod``."""
+        super().__init_subclass__()
+        for name, spelling in ({**_MODULE_FUNCTIONS, **spellings} if module else {}).items():
+            if name not in cls.__dict__:
+                setattr(cls, name, staticmethod(getattr(module, spelling)))
 
     def __repr__(self) -> str:
         return f"<pe_core_backends namespace {self.name!r}>"
@@ -70,8 +87,7 @@ class ArrayCore:
         name = getattr(dtype, "name", None)
         if isinstance(name, str):
             return name
-        text = str(dtype)
-        return text.rsplit(".", 1)[-1].strip("'>")
+        return str(dtype).rsplit(".", 1)[-1].strip("'>")
 
     def dtype_of(self, x: Any) -> str:
         """Canonical dtype name of array ``x`` (``'int32'``, ``'float32'``, ``'bool'``...)."""
@@ -254,11 +270,7 @@ class ArrayCore:
 
         A gather: gradients flow to ``x``.
         """
-        if axis == 0:
-            return x[index]
-        if axis == -1:
-            return x[..., index]
-        if axis > 0:
+        if axis >= 0:
             return x[(slice(None),) * axis + (index,)]
         return x[(Ellipsis, index) + (slice(None),) * (-axis - 1)]
 
@@ -476,6 +488,8 @@ class FastPaths(ArrayCore):
     # -- host-read guards (pe_core.host_reads) ----------------------------------------
     #: whether :meth:`host_read_guard` can catch host reads of this backend's arrays
     guards_host_reads: bool = False
+    #: the module whose ``guard(error)`` is :meth:`host_read_guard` (guarding adapters)
+    _host_reads: Any = None
 
     def host_read_guard(
         self, error: Callable[[str], BaseException]
@@ -486,7 +500,10 @@ class FastPaths(ArrayCore):
         Only for backends with :attr:`guards_host_reads`; see
         :func:`pe_core.host_reads.forbid_host_reads` for what counts as a read.
         """
-        raise NotImplementedError(f"backend {self.name!r} cannot guard host reads")
+        if not self.guards_host_reads:
+            raise NotImplementedError(f"backend {self.name!r} cannot guard host reads")
+        guard: AbstractContextManager[None] = self._host_reads.guard(error)
+        return guard
 
     # -- comparisons (the resampling page) ----------------------------------------------
     def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:

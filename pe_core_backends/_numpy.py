@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core_backends._namespace import ArrayFunction, Namespace
+from pe_core_backends._namespace import Namespace
 
 _DTYPE_NAMES: dict[np.dtype, str] = {}
 
@@ -20,7 +20,7 @@ def _has_ml_dtypes() -> bool:
     return "ml_dtypes" in sys.modules or importlib.util.find_spec("ml_dtypes") is not None
 
 
-class NumpyNamespace(Namespace):
+class NumpyNamespace(Namespace, module=np):
     name = "numpy"
 
     @property
@@ -56,26 +56,6 @@ class NumpyNamespace(Namespace):
     def astype(self, x: Any, dtype: Any) -> Any:
         return np.asarray(x).astype(dtype, copy=False)
 
-    abs: ArrayFunction = staticmethod(np.abs)
-    floor: ArrayFunction = staticmethod(np.floor)
-    log1p: ArrayFunction = staticmethod(np.log1p)
-    round: ArrayFunction = staticmethod(np.round)
-    sin: ArrayFunction = staticmethod(np.sin)
-    cos: ArrayFunction = staticmethod(np.cos)
-    bitwise_right_shift: ArrayFunction = staticmethod(np.right_shift)
-    bitwise_and: ArrayFunction = staticmethod(np.bitwise_and)
-    where: ArrayFunction = staticmethod(np.where)
-    zeros_like: ArrayFunction = staticmethod(np.zeros_like)
-    reshape: ArrayFunction = staticmethod(np.reshape)
-    expand_dims: ArrayFunction = staticmethod(np.expand_dims)
-    broadcast_to: ArrayFunction = staticmethod(np.broadcast_to)
-
-    stack: ArrayFunction = staticmethod(np.stack)
-    concat: ArrayFunction = staticmethod(np.concatenate)
-    cumsum: ArrayFunction = staticmethod(np.cumsum)
-    sum: ArrayFunction = staticmethod(np.sum)
-    searchsorted: ArrayFunction = staticmethod(np.searchsorted)
-
     def on_accelerator(self, x: Any) -> bool:
         return False  # host memory only, whatever force_device_path says
 
@@ -87,8 +67,7 @@ class NumpyNamespace(Namespace):
         return z.view(real).reshape((*z.shape, 2))
 
     def complex_view(self, x: Any) -> Any:
-        kind = np.complex64 if x.dtype == np.float32 else np.complex128
-        return x.view(kind)
+        return x.view(np.complex64 if x.dtype == np.float32 else np.complex128)
 
     def multiply_into(self, x: Any, y: Any, out: Any) -> Any:
         return np.multiply(x, y, out=out)

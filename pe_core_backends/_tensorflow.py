@@ -58,7 +58,7 @@ class ShapeGenericFunction:
         return graph(*arrays)
 
 
-class TensorflowNamespace(Namespace):
+class TensorflowNamespace(Namespace, module=tf):  # tf.round: half to even, as the Array API
     name = "tensorflow"
     compile_when_traced = True
 
@@ -109,25 +109,13 @@ class TensorflowNamespace(Namespace):
                 return tf.identity(tf.convert_to_tensor(table))
         return tf.convert_to_tensor(table)
 
-    abs: ArrayFunction = staticmethod(tf.math.abs)
-    floor: ArrayFunction = staticmethod(tf.math.floor)
     log1p: ArrayFunction = staticmethod(tf.math.log1p)
-    round: ArrayFunction = staticmethod(tf.math.round)  # half to even, like the Array API
-    sin: ArrayFunction = staticmethod(tf.math.sin)
-    cos: ArrayFunction = staticmethod(tf.math.cos)
-    where: ArrayFunction = staticmethod(tf.where)
 
     def bitwise_right_shift(self, x: Any, bits: int) -> Any:
         return tf.bitwise.right_shift(x, tf.constant(bits, dtype=x.dtype))
 
     def bitwise_and(self, x: Any, mask: int) -> Any:
         return tf.bitwise.bitwise_and(x, tf.constant(mask, dtype=x.dtype))
-
-    reshape: ArrayFunction = staticmethod(tf.reshape)
-    expand_dims: ArrayFunction = staticmethod(tf.expand_dims)
-    broadcast_to: ArrayFunction = staticmethod(tf.broadcast_to)
-
-    zeros_like: ArrayFunction = staticmethod(tf.zeros_like)
 
     def shape(self, x: Any) -> tuple[Any, ...]:
         # None for sizes unknown while tracing (e.g. a Keras batch axis)
@@ -143,14 +131,10 @@ class TensorflowNamespace(Namespace):
             )
 
     def merge_last_two(self, x: Any) -> Any:
-        a, b = x.shape[-2], x.shape[-1]
-        return tf.reshape(x, tf.concat([tf.shape(x)[:-2], [a * b]], axis=0))
+        return tf.reshape(x, tf.concat([tf.shape(x)[:-2], [x.shape[-2] * x.shape[-1]]], axis=0))
 
     def split_last(self, x: Any, size: int) -> Any:
-        last = x.shape[-1]
-        return tf.reshape(x, tf.concat([tf.shape(x)[:-1], [last // size, size]], axis=0))
-
-    stack: ArrayFunction = staticmethod(tf.stack)
+        return tf.reshape(x, tf.concat([tf.shape(x)[:-1], [x.shape[-1] // size, size]], axis=0))
 
     def concat(self, arrays: list[Any], axis: int = 0) -> Any:
         return tf.concat(arrays, axis=axis)
@@ -162,8 +146,7 @@ class TensorflowNamespace(Namespace):
     # eager calls run shape-generic graphs (ShapeGenericFunction): exact shapes are fine
     bounded_compiles = True
 
-    def compile(self, fn: Any) -> Any:
-        return ShapeGenericFunction(fn)
+    compile: ArrayFunction = staticmethod(ShapeGenericFunction)
 
     def _compilers(self) -> dict[str, Callable[[Any], Any]]:
         return {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -66,12 +65,14 @@ def _specialized(value: Any) -> Any:
     return value
 
 
-def _whole_graph(fn: Any) -> Any:
-    """``torch.compile`` of ``fn`` as one graph with static shapes (imports the compiler)."""
-    return torch.compile(fn, fullgraph=True, dynamic=False)
+def _device(like: Any) -> Any:
+    """The device of ``like`` when it is a tensor, else ``None``."""
+    return like.device if isinstance(like, torch.Tensor) else None
 
 
-class TorchNamespace(Namespace):
+class TorchNamespace(
+    Namespace, module=torch, bitwise_right_shift="bitwise_right_shift", expand_dims="unsqueeze"
+):
     name = "torch"
     builds_tables = True
     # Inductor's C++ code generator walks a fused loop body without memoising shared
@@ -92,7 +93,7 @@ class TorchNamespace(Namespace):
         return super().dtype_name(dtype)
 
     def asarray(self, x: Any, dtype: Any = None, like: Any = None) -> Any:
-        device = like.device if isinstance(like, torch.Tensor) else None
+        device = _device(like)
         if isinstance(x, torch.Tensor):
             return x.to(device=device if device is not None else x.device, dtype=dtype)
         return torch.as_tensor(_writable(x), dtype=dtype, device=device)
@@ -100,8 +101,7 @@ class TorchNamespace(Namespace):
     def astype(self, x: Any, dtype: Any) -> Any:
         return x.to(dtype)
 
-    def from_dlpack(self, obj: Any) -> Any:
-        return torch.from_dlpack(obj)
+    from_dlpack: ArrayFunction = staticmethod(torch.from_dlpack)
 
     def to_numpy(self, x: Any) -> np.ndarray:
         x = x.detach().cpu()
@@ -138,7 +138,7 @@ class TorchNamespace(Namespace):
 
     def from_host(self, table: np.ndarray, like: Any = None) -> Any:
         host = torch.from_numpy(_writable(np.ascontiguousarray(table)))
-        device = like.device if isinstance(like, torch.Tensor) else None
+        device = _device(like)
         if device is None or device.type == "cpu":
             return host
         if device.type == "cuda":
@@ -176,20 +176,6 @@ class TorchNamespace(Namespace):
             return _torch_rope.rotate(x, cos, sin, layout, rotary_dim, working)
         return super().rotate_pairs(x, cos, sin, layout, rotary_dim, working)
 
-    abs: ArrayFunction = staticmethod(torch.abs)
-    floor: ArrayFunction = staticmethod(torch.floor)
-    log1p: ArrayFunction = staticmethod(torch.log1p)
-    round: ArrayFunction = staticmethod(torch.round)
-    sin: ArrayFunction = staticmethod(torch.sin)
-    cos: ArrayFunction = staticmethod(torch.cos)
-    reshape: ArrayFunction = staticmethod(torch.reshape)
-
-    bitwise_right_shift: ArrayFunction = staticmethod(torch.bitwise_right_shift)
-    bitwise_and: ArrayFunction = staticmethod(torch.bitwise_and)
-    where: ArrayFunction = staticmethod(torch.where)
-    zeros_like: ArrayFunction = staticmethod(torch.zeros_like)
-    expand_dims: ArrayFunction = staticmethod(torch.unsqueeze)
-    broadcast_to: ArrayFunction = staticmethod(torch.broadcast_to)
     view_as_real: ArrayFunction = staticmethod(torch.view_as_real)
 
     def stack(self, arrays: list[Any], axis: int = 0) -> Any:
@@ -210,24 +196,16 @@ class TorchNamespace(Namespace):
         return out.copy_(value)
 
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
-        device = like.device if isinstance(like, torch.Tensor) else None
-        return torch.zeros(shape, dtype=dtype, device=device)
+        return torch.zeros(shape, dtype=dtype, device=_device(like))
 
     def empty(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
-        device = like.device if isinstance(like, torch.Tensor) else None
-        return torch.empty(shape, dtype=dtype, device=device)
+        return torch.empty(shape, dtype=dtype, device=_device(like))
 
     def take_rows(self, table: Any, indices: Any, out: Any = None) -> Any:
-        if out is None:
-            return torch.index_select(table, 0, indices)
         return torch.index_select(table, 0, indices, out=out)
 
     def arange(self, n: int, dtype: Any, like: Any = None) -> Any:
-        device = like.device if isinstance(like, torch.Tensor) else None
-        return torch.arange(n, dtype=dtype, device=device)
-
-    def matrix_transpose(self, x: Any) -> Any:
-        return x.transpose(-1, -2)
+        return torch.arange(n, dtype=dtype, device=_device(like))
 
     def int64_words(self, x: Any) -> tuple[Any, Any]:
         if sys.byteorder != "little" or not torch.compiler.is_compiling() or self.is_exporting():
@@ -247,14 +225,11 @@ class TorchNamespace(Namespace):
         return values.unfold(-1, cols, 1).flip(-2)
 
     def _compilers(self) -> dict[str, Callable[[Any], Any]]:
-        return {"torch.compile": _whole_graph}
+        # one graph with static shapes (imports the compiler)
+        return {"torch.compile": lambda fn: torch.compile(fn, fullgraph=True, dynamic=False)}
 
     guards_host_reads = True
-
-    def host_read_guard(
-        self, error: Callable[[str], BaseException]
-    ) -> AbstractContextManager[None]:
-        return _torch_host_reads.guard(error)
+    _host_reads = _torch_host_reads
 
     def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:
         nchw = x.permute(0, 3, 1, 2)

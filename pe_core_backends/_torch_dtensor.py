@@ -142,11 +142,6 @@ def _wrap(local: Any, ref: Any, shape: Sequence[int], what: str) -> Any:
     )
 
 
-def _sharded_dims(ranges: Sequence[Range], shape: Sequence[int]) -> list[int]:
-    """The dimensions whose local range is not the whole global extent."""
-    return [dim for dim, (start, length) in enumerate(ranges) if (start, length) != (0, shape[dim])]
-
-
 def map_shards(fn: Callable[[Any, tuple[Range, ...]], Any], x: Any, what: str = "x") -> Any:
     """``fn(x.to_local(), ranges)`` as a DTensor placed like ``x``, of ``x``'s global shape.
 
@@ -183,7 +178,8 @@ def encode_on_shards(
             "a DTensor on the mesh (or plain positions and a plain like=)."
         )
     ranges = shard_ranges(pos, "pos")
-    sharded = _sharded_dims(ranges, tuple(pos.shape))
+    # the dimensions whose local range is not the whole global extent
+    sharded = [dim for dim, r in enumerate(ranges) if r != (0, int(pos.shape[dim]))]
     try:
         local = fn(pos.to_local(), like.to_local() if is_dtensor(like) else like)
     except ValueError as exc:
@@ -252,23 +248,16 @@ def localise(pos: Any, ranges: Sequence[Range], shape: Sequence[int], mesh: Any)
     """
     if isinstance(pos, numbers.Number):
         return pos
-    dtensor = is_dtensor(pos)
-    if dtensor:
+    if is_dtensor(pos):
         if pos.device_mesh != mesh:
             raise ValueError("pos is a DTensor on another device mesh than x.")
         pos_ranges = shard_ranges(pos, "pos")
         pos_shape = tuple(int(s) for s in pos.shape)
         local = pos.to_local()
-    elif isinstance(pos, (list, tuple)):
-        local = np.asarray(pos)
-        pos_shape = tuple(local.shape)
-        pos_ranges = tuple((0, size) for size in pos_shape)
-    elif isinstance(pos, range):
-        local, pos_shape = pos, (len(pos),)
-        pos_ranges = ((0, len(pos)),)
     else:
-        local = pos
-        pos_shape = tuple(int(s) for s in getattr(pos, "shape", ()))
+        local = np.asarray(pos) if isinstance(pos, (list, tuple)) else pos
+        sizes = (len(pos),) if isinstance(pos, range) else getattr(local, "shape", ())
+        pos_shape = tuple(int(s) for s in sizes)
         pos_ranges = tuple((0, size) for size in pos_shape)
     lead = len(shape) - len(pos_shape)
     if lead < 0 or any(p not in (1, n) for p, n in zip(pos_shape, shape[lead:], strict=True)):

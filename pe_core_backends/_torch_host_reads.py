@@ -17,18 +17,11 @@ from torch.overrides import TorchFunctionMode
 
 #: Tensor methods and torch functions that always hand values to Python.
 _TORCH_READS: dict[str, str] = {
-    "item": ".item()",
-    "tolist": ".tolist()",
-    "numpy": ".numpy()",
+    **{name: f".{name}()" for name in ("item", "tolist", "numpy")},
     "__array__": "np.asarray(tensor)",
-    "__bool__": "bool(tensor)",
-    "__int__": "int(tensor)",
-    "__float__": "float(tensor)",
-    "__complex__": "complex(tensor)",
-    "__index__": "operator.index(tensor)",
-    "__repr__": "repr(tensor)",
-    "__str__": "str(tensor)",
+    **{f"__{f}__": f"{f}(tensor)" for f in ("bool", "int", "float", "complex", "repr", "str")},
     "__format__": "format(tensor)",
+    "__index__": "operator.index(tensor)",
     "equal": "torch.equal",
     "allclose": "torch.allclose",
     "is_nonzero": "is_nonzero",
@@ -36,12 +29,14 @@ _TORCH_READS: dict[str, str] = {
 
 #: Operations whose output size depends on the values: they synchronise.
 _TORCH_SYNCS: dict[str, str] = {
-    "nonzero": "nonzero",
-    "argwhere": "argwhere",
-    "masked_select": "masked_select",
-    "unique": "unique",
+    **{name: name for name in ("nonzero", "argwhere", "masked_select", "unique")},
     "unique_consecutive": "unique_consecutive",
     "_unique2": "unique",
+}
+
+#: Both, as what each read is.
+_READS = _TORCH_READS | {
+    name: f"{sync} (its output size depends on the values)" for name, sync in _TORCH_SYNCS.items()
 }
 
 
@@ -51,12 +46,9 @@ def read_of(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | N
     Called on every torch operation inside the guard: one dict lookup settles most.
     """
     name = getattr(func, "__name__", "")
-    read = _TORCH_READS.get(name)
+    read = _READS.get(name)
     if read is not None:
         return read
-    sync = _TORCH_SYNCS.get(name)
-    if sync is not None:
-        return f"{sync} (its output size depends on the values)"
     check = _TORCH_ARGUMENT_CHECKS.get(name)
     return None if check is None else check(args, kwargs)
 
@@ -75,10 +67,6 @@ def _bool_mask_index(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | Non
     if len(args) == 2 and _has_bool_mask(args[1]):
         return "boolean-mask indexing (its output size depends on the values)"
     return None
-
-
-def _cpu(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    return ".cpu()" if args and _off_cpu(args[0]) else None
 
 
 def _to_cpu(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
@@ -106,7 +94,7 @@ def _copy_to_cpu(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
 _TORCH_ARGUMENT_CHECKS: dict[str, _ArgumentCheck] = {
     "where": _one_argument_where,
     "__getitem__": _bool_mask_index,
-    "cpu": _cpu,
+    "cpu": lambda args, kwargs: ".cpu()" if args and _off_cpu(args[0]) else None,
     "to": _to_cpu,
     "copy_": _copy_to_cpu,
 }

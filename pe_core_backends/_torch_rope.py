@@ -29,14 +29,7 @@ def fast_path_ok(x: Any) -> bool:
     return x.dim() >= 1 and x.is_contiguous() and x.device.type != "meta"
 
 
-def rotate(
-    x: Any,
-    cos: Any,
-    sin: Any,
-    layout: str,
-    rotary_dim: int,
-    working: str,
-) -> Any:
+def rotate(x: Any, cos: Any, sin: Any, layout: str, rotary_dim: int, working: str) -> Any:
     """The rotation with a preallocated output and in-place multiply-adds.
 
     ``cos`` and ``sin`` are tensors of shape ``P + (r/2,)`` in the working dtype on
@@ -116,12 +109,10 @@ def rotate_small(x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
         out.addcmul_(torch.roll(x, half, -1), signed_sin)
         return out
     if layout == "half":
-        prepared: tuple[Any, ...] = (
-            torch.from_numpy(factors.doubled_cos(ndim)),
-            torch.from_numpy(factors.sin(ndim)),
-        )
+        arrays: tuple[Any, ...] = (factors.doubled_cos(ndim), factors.sin(ndim))
     else:
-        prepared = (torch.from_numpy(factors.rotation(ndim)),)
+        arrays = (factors.rotation(ndim),)
+    prepared = tuple(torch.from_numpy(a) for a in arrays)
     out = torch.empty_like(x)
     _rotate_block(x, out, prepared, layout, rotary_dim, torch.float32, {})
     return out

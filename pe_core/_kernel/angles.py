@@ -166,13 +166,9 @@ def _cached_turn_constant_fields(omegas: tuple[float, ...], offset: int | float)
         wrap_list.append(float(turns_fraction(2**64, omega)))
         offset_list.append(float(turns_fraction(offset, omega)))
         for k in (0, 1):
-            v = turns_fraction(1 << (_SPLIT_BITS * k), omega)  # in [-1/2, 1/2]
-            word = round(v * 2**32)
-            rest = v - Fraction(word, 2**32)
-            if word >= 2**31:  # keep the signed int32 range; frac is unchanged
-                word -= 2**32
+            word, rest = _split_word(turns_fraction(1 << (_SPLIT_BITS * k), omega), 32)
             words[k].append(word)
-            rests[k].append(float(rest))
+            rests[k].append(rest)
     return (
         (tuple(words[0]), tuple(words[1])),
         (tuple(rests[0]), tuple(rests[1])),
@@ -207,14 +203,18 @@ def word64_constants(omegas: tuple[float, ...]) -> tuple[tuple[int, ...], tuple[
     rests: list[float] = []
     for omega in omegas:
         exact = Fraction(omega)
-        v = _centered(exact * _inv_2pi(_bit_size(exact) + 64))  # frac(f), in [-1/2, 1/2]
-        word = round(v * 2**64)
-        rest = v - Fraction(word, 2**64)
-        if word >= 2**63:  # keep the signed int64 range; frac is unchanged
-            word -= 2**64
+        word, rest = _split_word(_centered(exact * _inv_2pi(_bit_size(exact) + 64)), 64)
         words.append(word)
-        rests.append(float(rest))
+        rests.append(rest)
     return tuple(words), tuple(rests)
+
+
+def _split_word(v: Fraction, bits: int) -> tuple[int, float]:
+    """``v`` (turns in ``[-1/2, 1/2]``) as a signed ``bits``-bit word ``F`` and the float
+    rest ``g``: ``frac(v) = F / 2**bits + g`` (the signed range keeps ``frac``)."""
+    word = round(v * 2**bits)
+    rest = float(v - Fraction(word, 2**bits))
+    return (word - 2**bits if word >= 2 ** (bits - 1) else word), rest
 
 
 def reduced_turns(
@@ -280,9 +280,9 @@ def reduced_turns(
     dtype_name = xp.dtype_of(positions)
     fits_int32 = max_abs_position is not None and max_abs_position < 2**31
 
-    bad = None  # where poison applies: a boolean array of the positions' shape
-    fraction = None
-    wrapped = None  # uint64 positions from 2**63 on (read as p - 2**64)
+    # bad: where poison applies (a boolean array of the positions' shape); wrapped: uint64
+    # positions from 2**63 on (read as p - 2**64)
+    bad = fraction = wrapped = None
     wide = False
     if xp.kind(dtype_name) == "int":
         integer = positions
@@ -332,7 +332,7 @@ def reduced_turns(
         turns = _add_fraction(xp, turns, fraction, consts.f, working, wdtype, positions)
     if consts.offset_turns is not None:
         turns = turns + _const(xp, consts.offset_turns, wdtype, positions)
-    return _frac(xp, turns)
+    return turns - xp.round(turns)
 
 
 def _add_fraction(
@@ -345,12 +345,11 @@ def _add_fraction(
     like: Any,
 ) -> Any:
     """``turns + fraction * f``; NaN where a fraction meets a frequency it cannot take."""
-    limit = FRACTION_MAX_TURNS[working]
-    fast = tuple(abs(v) > limit for v in f)
-    if not any(fast):
-        return turns + xp.expand_dims(fraction, -1) * _const(xp, f, wdtype, like)
+    fast = tuple(abs(v) > FRACTION_MAX_TURNS[working] for v in f)
     kept = tuple(0.0 if is_fast else v for v, is_fast in zip(f, fast, strict=True))
     turns = turns + xp.expand_dims(fraction, -1) * _const(xp, kept, wdtype, like)
+    if not any(fast):
+        return turns
     columns = xp.asarray(list(fast), like=like)
     inexact = xp.expand_dims(fraction != 0, -1) & columns
     return xp.where(inexact, turns * float("nan"), turns)
@@ -558,10 +557,6 @@ def _word_turns(
 
 def _const(xp: Namespace, values: tuple[float, ...], wdtype: Any, like: Any) -> Any:
     return xp.asarray(values, dtype=wdtype, like=like)
-
-
-def _frac(xp: Namespace, x: Any) -> Any:
-    return x - xp.round(x)
 
 
 # -- exact unit-complex tables on the host (the angle-addition routes) -----------------

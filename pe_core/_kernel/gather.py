@@ -74,19 +74,11 @@ def gather_plan(values: np.ndarray, n_pairs: int) -> tuple[int, int, int] | None
     if kind not in "iuf":
         return None
     flat = values.reshape(-1)
-    if kind == "f":
-        if not np.isfinite(flat).all():
-            return None
-        lo_f, hi_f = float(flat.min()), float(flat.max())
-        if max(abs(lo_f), abs(hi_f)) > GATHER_MAX_ABS:
-            return None
-        if not (np.mod(flat, 1) == 0).all():
-            return None
-        lo, hi = int(lo_f), int(hi_f)
-    else:
-        lo, hi = int(flat.min()), int(flat.max())
-        if max(abs(lo), abs(hi)) > GATHER_MAX_ABS:
-            return None
+    if kind == "f" and not (np.isfinite(flat).all() and (np.mod(flat, 1) == 0).all()):
+        return None
+    lo, hi = int(flat.min()), int(flat.max())  # exact for the integral floats left
+    if max(abs(lo), abs(hi)) > GATHER_MAX_ABS:
+        return None
     span = hi - lo + 1
     block = 1 << max(0, (math.isqrt(span) - 1).bit_length())
     blocks = -(-span // block)
@@ -188,10 +180,10 @@ def gathered_unit_complex(
         if shape[1] > 2 * n_pairs:
             extra = (n_rows, shape[1] - 2 * n_pairs)
             xp.copy_into(out[:, 2 * n_pairs :], xp.zeros(extra, real, like=out))
-    starts = start_table(lo, blocks, block, tuple(omegas), offset, working, form)
-    steps = step_table(block, tuple(omegas), working, form)
-    starts = xp.asarray(starts, like=like)
-    steps = xp.asarray(steps, like=like)
+    starts = xp.asarray(
+        start_table(lo, blocks, block, tuple(omegas), offset, working, form), like=like
+    )
+    steps = xp.asarray(step_table(block, tuple(omegas), working, form), like=like)
 
     row_bytes = n_pairs * (8 if working == "float32" else 16)
     # Chunks of at most a quarter of the rows: the scratch stays below half the output.

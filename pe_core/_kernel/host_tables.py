@@ -117,9 +117,7 @@ def small_call_fits(
     >>> small_call_fits(1, 1, 3.5, 0, (1e100,))  # 1e100 rad per position: exact route
     False
     """
-    if n_rows * n_pairs > SMALL_MAX_PAIRS:
-        return False
-    if abs(offset) >= SMALL_MAX_INTEGER:
+    if n_rows * n_pairs > SMALL_MAX_PAIRS or abs(offset) >= SMALL_MAX_INTEGER:
         return False
     reach = max_abs + abs(offset)
     if integral:
@@ -230,14 +228,7 @@ def run_sin_cos(start: int, n_rows: int, omegas: tuple[float, ...]) -> np.ndarra
     """
     if n_rows > SMALL_RUN_ROWS or abs(start) + n_rows >= SMALL_MAX_INTEGER:
         table: np.ndarray = table_sin_cos(
-            HOST,
-            start,
-            n_rows,
-            omegas,
-            offset=0,
-            layout="interleaved",
-            working="float32",
-            like=None,
+            HOST, start, n_rows, omegas, offset=0, layout="interleaved", working="float32"
         )
         return table
     turns = _turn_frequencies(omegas)[1] * float(start)  # exact: |start| < 2**26
@@ -278,11 +269,8 @@ def small_angles(
     else:  # float32 results: one product, below 2**-28 turns
         turns = flat * phi
     turns -= np.rint(turns)  # exact: the reduced turn in [-1/2, 1/2]
-    if rounded_once:
-        turns *= _TWO_PI
-        return turns
-    turns *= _TWO_PI  # the product in float64, rounded once to float32
-    return turns.astype(np.float32)
+    turns *= _TWO_PI  # the product in float64 (then rounded once to float32)
+    return turns if rounded_once else turns.astype(np.float32)
 
 
 def host_sin_cos(

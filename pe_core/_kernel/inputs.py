@@ -75,8 +75,7 @@ def as_positions(obj: Any, xp: Namespace, source: str | None, *, what: str = "po
         obj = xp.asarray(_host_numpy(obj, source, what))
     xp.check_known_rank(obj, what)
     dtype_name = xp.dtype_of(obj)
-    kind = xp.kind(dtype_name)
-    if kind not in ("int", "float"):
+    if xp.kind(dtype_name) not in ("int", "float"):
         allowed = "integer or floating dtypes"
         raise TypeError(f"{what} must have {allowed}. Received dtype: {dtype_name}")
     if dtype_name in _LOW_PRECISION:
@@ -290,15 +289,12 @@ def check_finite(
 
 def resolve_dtype(xp: Namespace, dtype: Any, *, default: str = "float32") -> tuple[str, Any]:
     """Canonical name and backend object of the requested output dtype."""
-    if dtype is None:
-        name = default
-    else:
-        name = xp.dtype_name(dtype)
-        if name not in FLOAT_DTYPES:
-            raise ValueError(
-                f"dtype must be a floating dtype, one of: {', '.join(FLOAT_DTYPES)}. "
-                f"Received: {dtype!r}"
-            )
+    name = default if dtype is None else xp.dtype_name(dtype)
+    if name not in FLOAT_DTYPES:
+        raise ValueError(
+            f"dtype must be a floating dtype, one of: {', '.join(FLOAT_DTYPES)}. "
+            f"Received: {dtype!r}"
+        )
     return name, xp.dtype(name)
 
 

@@ -165,15 +165,13 @@ def check_host_positions(values: np.ndarray, *, what: str = "positions") -> floa
     ...
     ValueError: positions must be finite; found np.float64(inf) at index (1,) (1 non-finite value(s) in all).
     """
-    max_abs: float | None
     if values.dtype.kind in "iu" and 0 < values.size <= CHECK_IN_PYTHON:
         # a few integers (decode steps): Python is quicker than NumPy reductions here
-        max_abs = float(max(abs(v) for v in values.reshape(-1).tolist()))
-    elif values.dtype.kind in "iu" and values.size:
+        return float(max(abs(v) for v in values.reshape(-1).tolist()))
+    if values.dtype.kind in "iu" and values.size:
         # integers are finite: the extremes give the bound (two reductions)
-        max_abs = float(max(abs(int(values.min())), abs(int(values.max()))))
-    else:
-        max_abs = check_finite(HOST, values, what=what, values=values)
+        return float(max(abs(int(values.min())), abs(int(values.max()))))
+    max_abs = check_finite(HOST, values, what=what, values=values)
     assert max_abs is not None
     return max_abs
 

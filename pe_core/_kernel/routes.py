@@ -201,12 +201,7 @@ ROUTES: tuple[Route, ...] = (
         "other host positions: the host routes above, placed through the device cache",
         "_rope_call.host_factors",
     ),
-    Route(
-        _ROPE,
-        "kernel",
-        "positions on an accelerator or traced",
-        "angles.exact_cos_sin",
-    ),
+    Route(_ROPE, "kernel", "positions on an accelerator or traced", "angles.exact_cos_sin"),
 )
 
 

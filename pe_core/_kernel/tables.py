@@ -87,7 +87,7 @@ def table_sin_cos(
     offset: int | float,
     layout: str,
     working: str,
-    like: Any,
+    like: Any = None,
     out: Any = None,
 ) -> Any:
     """The ``(n_rows, 2 * len(omegas))`` table of positions ``start ...`` in ``layout``.
@@ -97,10 +97,10 @@ def table_sin_cos(
     """
     blocks, block = block_shape(n_rows)
     # sin(aw) + i cos(aw) at the block starts: the lookup route's start rows
-    starts = start_table(start, blocks, block, omegas, offset, working, "sin_cos")
-    offsets = offset_table(block, omegas, working)
-    starts = xp.asarray(starts, like=like)
-    offsets = xp.asarray(offsets, like=like)
+    starts = xp.asarray(
+        start_table(start, blocks, block, omegas, offset, working, "sin_cos"), like=like
+    )
+    offsets = xp.asarray(offset_table(block, omegas, working), like=like)
     if out is not None and layout == "interleaved" and blocks * block == n_rows:
         target = xp.reshape(xp.complex_view(out), (blocks, block, len(omegas)))
         xp.multiply_into(xp.expand_dims(starts, 1), xp.expand_dims(offsets, 0), target)
