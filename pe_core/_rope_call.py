@@ -73,17 +73,10 @@ def each(rotate: Callable[[Any], Any], x: Any) -> Any:
     return tuple(rotate(item) for item in x) if isinstance(x, (tuple, list)) else rotate(x)
 
 
-def rope_factors(
-    x: Any,
-    pos: Any,
-    base: float,
-    layout: str,
-    rotary_dim: int | None,
-    scaling: Any,
-    backend: str | None,
-    check_values: bool,
-) -> tuple[Namespace, Any, Any, Any, str, int, str]:
-    """Validate one 1-D call and build its ``cos``/``sin`` (prepare → plan)."""
+def rope_factors(x: Any, pos: Any, *config: Any) -> tuple[Namespace, Any, Any, Any, str, int, str]:
+    """Validate one 1-D call and build its ``cos``/``sin`` (prepare → plan); ``config`` is
+    ``(base, layout, rotary_dim, scaling, backend, check_values)``."""
+    base, layout, rotary_dim, scaling, backend, check_values = config
     layout = check_layout(layout)
     xp, x = as_input(x, backend)
     xp.check_known_rank(x, "x")
@@ -96,15 +89,7 @@ def rope_factors(
     working = working_dtype(x_dtype)
     base = check_base(base)
 
-    positions = prepare_positions(
-        pos,
-        xp,
-        backend_of(pos),
-        what="pos",
-        check_values=check_values,
-        tracing=xp.is_traced(x),
-        like=x,
-    )
+    positions = classify(pos, xp, check_values, xp.is_traced(x), x)
     check_broadcast(positions.shape, shape)
 
     seq_len = None
@@ -130,6 +115,14 @@ def rope_factors(
             xp, positions.array, inv_freq, working=working, scale=attention_factor
         )
     return xp, x, cos, sin, layout, rotary_dim, working
+
+
+def classify(pos: Any, xp: Namespace, check_values: bool, tracing: bool, like: Any) -> Positions:
+    """The positions ``pos`` of a call on ``xp``, converted and classified
+    (:func:`~pe_core._kernel.placement.prepare_positions`)."""
+    return prepare_positions(
+        pos, xp, backend_of(pos), what="pos", check_values=check_values, tracing=tracing, like=like
+    )
 
 
 def factors_route(

@@ -102,12 +102,7 @@ def _few_values(pos: Any, xp: Namespace) -> np.ndarray | None:
 
 
 def _lane_constants(
-    xs: tuple[Any, ...],
-    values: np.ndarray,
-    spec: Any,
-    base: Any,
-    layout: Any,
-    rotary_dim: Any,
+    xs: tuple[Any, ...], values: np.ndarray, spec: Any, base: Any, layout: Any, rotary_dim: Any
 ) -> _Constants | None:
     """The configuration's constants if every array shares the first's type and head
     size and the positions broadcast against each, else ``None``."""

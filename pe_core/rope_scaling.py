@@ -162,27 +162,11 @@ def rope_config_for_layer(config: Any, layer_type: str) -> dict[str, Any]:
 #: :func:`rope_config_for_layer`, :mod:`pe_core.rope_nd`). A key of a config one edit
 #: away from one of them (two for keys of 8 characters or more) that is not itself one
 #: of them looks like a misspelling: :func:`check_config_keys` warns about it.
-READ_CONFIG_KEYS: tuple[str, ...] = (
-    "rope_parameters",
-    "rope_scaling",
-    "rope_theta",
-    "partial_rotary_factor",
-    "max_position_embeddings",
-    "original_max_position_embeddings",
-    "head_dim",
-    "qk_rope_head_dim",
-    "hidden_size",
-    "num_attention_heads",
-    "rotary_dim",
-    "rotary_pct",
-    "rotary_emb_base",
-    "n_embd",
-    "n_head",
-    "n_positions",
-    "rope_local_base_freq",
-    "layer_types",
-    "per_layer_config",
-    "global_head_dim",
+READ_CONFIG_KEYS: tuple[str, ...] = tuple(
+    "rope_parameters rope_scaling rope_theta partial_rotary_factor max_position_embeddings "
+    "original_max_position_embeddings head_dim qk_rope_head_dim hidden_size num_attention_heads "
+    "rotary_dim rotary_pct rotary_emb_base n_embd n_head n_positions rope_local_base_freq "
+    "layer_types per_layer_config global_head_dim".split()
 )
 
 

@@ -159,12 +159,5 @@ def apply_rope_mixed(
     >>> bool(torch.equal(apply_rope_mixed(x, [[0.0, 0.0], [1.0, 2.0]], f), x))
     True
     """
-    return learned_rope(
-        x,
-        pos,
-        frequencies,
-        axes=mixed_axes(frequencies),
-        layout=layout,
-        rotary_dim=None,
-        check_values=check_values,
-    )
+    axes = mixed_axes(frequencies)
+    return learned_rope(x, pos, frequencies, axes=axes, layout=layout, check_values=check_values)
