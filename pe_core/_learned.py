@@ -35,7 +35,6 @@ __all__ = [
     "framework_frequencies",
     "learned_angles",
     "learned_rope",
-    "learned_table",
     "mixed_axes",
     "rope_with_frequencies",
 ]
@@ -252,18 +251,23 @@ def learned_rope(
     return xp.rotate_pairs(x, xp.cos(angles), xp.sin(angles), layout, 2 * n, working)
 
 
-def learned_table(
-    pos: Any,
-    d: int,
-    frequencies: Any,
-    *,
-    layout: str,
-    offset: int | float,
-    dtype: Any,
-    check_values: bool,
-) -> Any:
-    """The sinusoidal table ``[sin(p f), cos(p f)]`` of ``pos + offset`` at framework
-    ``frequencies`` (``pos[..., None] * frequencies``, NumPy broadcasting)."""
+def encode_frequencies(pos: Any, d: int, frequencies: Any, spec: Spec, *call: Any) -> Any:
+    """:func:`pe_core.encode` with framework ``frequencies``: the sinusoidal table
+    ``[sin(p f), cos(p f)]`` of ``pos + offset`` (``pos[..., None] * frequencies``, NumPy
+    broadcasting). ``spec`` gives the layout and the offset; its own frequency schedule
+    does not apply. ``call``: ``(backend, dtype, out, like, check_values)``."""
+    backend, dtype, out, like, check_values = call
+    if spec.axes != 1 or spec.frequencies is not None:
+        raise ValueError(
+            "frequencies= given as a framework array replaces the spec's schedule: use a "
+            f"1-D spec without frequencies of its own. Received: {spec!r}"
+        )
+    if out is not None:
+        raise ValueError(
+            "out= is not supported with framework frequencies (the result is a "
+            "differentiable array of the frequencies' framework)."
+        )
+    _check_framework(frequencies, backend, like)
     xp = _namespace(frequencies)
     freq_shape = _check_frequencies(xp, frequencies, None)
     if not is_integer(d) or d != 2 * freq_shape[-1]:
@@ -276,39 +280,11 @@ def learned_table(
         raise ValueError(f"dtype must be a floating dtype. Received: {dtype!r}")
     working = working_dtype(out_dtype)
     tracing = xp.is_traced(frequencies)
-    positions = _positions(xp, pos, frequencies, working, check_values, tracing, offset)
+    positions = _positions(xp, pos, frequencies, working, check_values, tracing, spec.offset)
     freqs = xp.astype(frequencies, xp.dtype(working))
     angles = xp.expand_dims(positions, -1) * freqs
-    table = assemble(xp, xp.sin(angles), xp.cos(angles), layout)
+    table = assemble(xp, xp.sin(angles), xp.cos(angles), spec.layout)
     return xp.astype(table, xp.dtype(out_dtype)) if out_dtype != working else table
-
-
-def encode_frequencies(
-    pos: Any,
-    d: int,
-    frequencies: Any,
-    spec: Spec,
-    backend: str | None,
-    dtype: Any,
-    out: Any,
-    like: Any,
-    check_values: bool,
-) -> Any:
-    """:func:`pe_core.encode` with framework ``frequencies``: ``spec`` gives the layout
-    and the offset; its own frequency schedule does not apply."""
-    if spec.axes != 1 or spec.frequencies is not None:
-        raise ValueError(
-            "frequencies= given as a framework array replaces the spec's schedule: use a "
-            f"1-D spec without frequencies of its own. Received: {spec!r}"
-        )
-    if out is not None:
-        raise ValueError(
-            "out= is not supported with framework frequencies (the result is a "
-            "differentiable array of the frequencies' framework)."
-        )
-    _check_framework(frequencies, backend, like)
-    options = {"layout": spec.layout, "offset": spec.offset, "check_values": check_values}
-    return learned_table(pos, d, frequencies, dtype=dtype, **options)
 
 
 def rope_with_frequencies(x: Any, pos: Any, frequencies: Any, spec: Any, *config: Any) -> Any:

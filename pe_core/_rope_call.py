@@ -40,20 +40,13 @@ from pe_core_backends import (
 )
 
 
-def configuration(
-    spec: RopeSpec | None,
-    base: float,
-    layout: str,
-    rotary_dim: int | None,
-    scaling: Any,
-    layer_type: str | None,
-) -> tuple[float, str, int | None, Any]:
-    """``(base, layout, rotary_dim, scaling)`` from ``spec`` or the plain arguments, the
-    scaling reduced to ``layer_type``'s rope of a model config."""
+def configuration(spec: RopeSpec | None, *config: Any) -> tuple[float, str, int | None, Any]:
+    """``(base, layout, rotary_dim, scaling)`` from ``spec`` or the plain arguments
+    ``config`` (``(base, layout, rotary_dim, scaling, layer_type)``), the scaling reduced
+    to ``layer_type``'s rope of a model config."""
+    base, layout, rotary_dim, scaling, layer_type = config
     if spec is not None:
-        base, layout, rotary_dim, scaling, layer_type = unpack_spec(
-            spec, base, layout, rotary_dim, scaling, layer_type
-        )
+        base, layout, rotary_dim, scaling, layer_type = unpack_spec(spec, *config)
     if scaling is not None and (layer_type is not None or not isinstance(scaling, Mapping)):
         scaling = _scaling_for_layer(scaling, layer_type)
     elif layer_type is not None:
@@ -224,16 +217,11 @@ _SPEC_CONFLICT = (
 )
 
 
-def unpack_spec(
-    spec: object,
-    base: float,
-    layout: str,
-    rotary_dim: int | None,
-    scaling: Any,
-    layer_type: str | None,
-) -> tuple[float, str, int | None, Any, None]:
+def unpack_spec(spec: object, *config: Any) -> tuple[float, str, int | None, Any, None]:
     """``(base, layout, rotary_dim, scaling, None)`` of ``spec`` (scaling reduced to its
-    layer type); the plain arguments must keep their defaults."""
+    layer type); the plain arguments ``config`` (``(base, layout, rotary_dim, scaling,
+    layer_type)``) must keep their defaults."""
+    base, layout, rotary_dim, scaling, layer_type = config
     if not isinstance(spec, RopeSpec):
         raise TypeError(f"spec must be a RopeSpec or None. Received: {spec!r}")
     given = {"base": base != 10000.0, "layout": layout != "half"}

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from pe_core._scaling._config import _checked_rope_type
 from pe_core.rope_layout import LAYOUTS, ROTARY_FEATURES
 from pe_core.rope_scaling import (
-    _checked_rope_type,
     check_config_keys,
     check_config_rope,
     config_mapping,

@@ -74,8 +74,7 @@ def rope_angles(
     >>> a.sum().backward(); f.grad.tolist()  # d/df of sum(pos * f) = sum(pos)
     [[3.0, 3.0], [3.0, 3.0]]
     """
-    _, angles, _ = framework_angles(pos, frequencies, axes=None, check_values=check_values)
-    return angles
+    return framework_angles(pos, frequencies, axes=None, check_values=check_values)[1]
 
 
 def rope_mixed_angles(
@@ -111,10 +110,8 @@ def rope_mixed_angles(
     >>> rope_mixed_angles([[3.0, 5.0]], f).tolist()  # (heads, seq, n)
     [[[3.0, 5.0]]]
     """
-    _, angles, _ = framework_angles(
-        pos, frequencies, axes=mixed_axes(frequencies), check_values=check_values
-    )
-    return angles
+    axes = mixed_axes(frequencies)
+    return framework_angles(pos, frequencies, axes=axes, check_values=check_values)[1]
 
 
 def apply_rope_mixed(
