@@ -304,8 +304,9 @@ def apply_rope(
                 f"and frequencies= must keep their defaults. Received: sections={sections!r}, "
                 f"section_layout={section_layout!r}, frequencies={frequencies!r}"
             )
-        nd = dict(zip(_CALL, config, strict=True), sections=sections, frequencies=frequencies)
-        return each(lambda item: apply_rope_nd(item, pos, section_layout=section_layout, **nd), x)
+        nd: dict[str, Any] = dict(zip(_CALL, config, strict=True), sections=sections)
+        nd |= {"section_layout": section_layout, "frequencies": frequencies}
+        return each(lambda item: apply_rope_nd(item, pos, **nd), x)
     if last:
         return rope_last_features(x, pos, *config)
     if isinstance(x, (tuple, list)):  # (q, k): one set of factors for all of them
