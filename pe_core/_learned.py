@@ -24,8 +24,7 @@ import numpy as np
 
 from pe_core._kernel.features import assemble
 from pe_core._kernel.inputs import working_dtype
-from pe_core._kernel.placement import prepare_positions
-from pe_core._rope_call import as_input, check_head_dim, check_layout, each
+from pe_core._rope_call import as_input, check_head_dim, check_layout, classify, each
 from pe_core.spec import Spec
 from pe_core.validation import broadcasts_into, is_integer
 from pe_core_backends import Namespace, backend_of, canonical_backend, get_namespace
@@ -36,7 +35,6 @@ __all__ = [
     "framework_frequencies",
     "learned_angles",
     "learned_rope",
-    "learned_table",
     "mixed_axes",
     "rope_with_frequencies",
 ]
@@ -113,15 +111,7 @@ def _positions(
 ) -> Any:
     """``pos + offset`` as an array of ``working`` dtype on ``like``'s backend and device
     (host values: the sum in float64, rounded once)."""
-    positions = prepare_positions(
-        pos,
-        xp,
-        backend_of(pos),
-        what="pos",
-        check_values=check_values,
-        tracing=tracing,
-        like=like,
-    )
+    positions = classify(pos, xp, check_values, tracing, like)
     wdtype = xp.dtype(working)
     if positions.array is not None:
         array = xp.astype(positions.array, wdtype)
@@ -156,11 +146,7 @@ def _angle_shape(pos_shape: tuple[Any, ...], freq_shape: tuple[int, ...]) -> tup
 
 
 def learned_angles(
-    xp: Namespace,
-    positions: Any,
-    frequencies: Any,
-    axes: int | None,
-    working: str,
+    xp: Namespace, positions: Any, frequencies: Any, axes: int | None, working: str
 ) -> Any:
     """``pos * f`` (one axis, ``axes=None``) or ``sum_a pos[..., a] * f[a]`` (mixed), in
     ``working`` dtype: plain products, differentiable in every framework."""
@@ -223,8 +209,8 @@ def learned_rope(
     *,
     axes: int | None,
     layout: str,
-    rotary_dim: int | None,
     check_values: bool,
+    rotary_dim: int | None = None,
 ) -> Any:
     """RoPE of ``x`` at framework-array ``frequencies`` (see the module docstring)."""
     layout = check_layout(layout)
@@ -265,18 +251,23 @@ def learned_rope(
     return xp.rotate_pairs(x, xp.cos(angles), xp.sin(angles), layout, 2 * n, working)
 
 
-def learned_table(
-    pos: Any,
-    d: int,
-    frequencies: Any,
-    *,
-    layout: str,
-    offset: int | float,
-    dtype: Any,
-    check_values: bool,
-) -> Any:
-    """The sinusoidal table ``[sin(p f), cos(p f)]`` of ``pos + offset`` at framework
-    ``frequencies`` (``pos[..., None] * frequencies``, NumPy broadcasting)."""
+def encode_frequencies(pos: Any, d: int, frequencies: Any, spec: Spec, *call: Any) -> Any:
+    """:func:`pe_core.encode` with framework ``frequencies``: the sinusoidal table
+    ``[sin(p f), cos(p f)]`` of ``pos + offset`` (``pos[..., None] * frequencies``, NumPy
+    broadcasting). ``spec`` gives the layout and the offset; its own frequency schedule
+    does not apply. ``call``: ``(backend, dtype, out, like, check_values)``."""
+    backend, dtype, out, like, check_values = call
+    if spec.axes != 1 or spec.frequencies is not None:
+        raise ValueError(
+            "frequencies= given as a framework array replaces the spec's schedule: use a "
+            f"1-D spec without frequencies of its own. Received: {spec!r}"
+        )
+    if out is not None:
+        raise ValueError(
+            "out= is not supported with framework frequencies (the result is a "
+            "differentiable array of the frequencies' framework)."
+        )
+    _check_framework(frequencies, backend, like)
     xp = _namespace(frequencies)
     freq_shape = _check_frequencies(xp, frequencies, None)
     if not is_integer(d) or d != 2 * freq_shape[-1]:
@@ -289,90 +280,34 @@ def learned_table(
         raise ValueError(f"dtype must be a floating dtype. Received: {dtype!r}")
     working = working_dtype(out_dtype)
     tracing = xp.is_traced(frequencies)
-    positions = _positions(xp, pos, frequencies, working, check_values, tracing, offset)
+    positions = _positions(xp, pos, frequencies, working, check_values, tracing, spec.offset)
     freqs = xp.astype(frequencies, xp.dtype(working))
     angles = xp.expand_dims(positions, -1) * freqs
-    table = assemble(xp, xp.sin(angles), xp.cos(angles), layout)
+    table = assemble(xp, xp.sin(angles), xp.cos(angles), spec.layout)
     return xp.astype(table, xp.dtype(out_dtype)) if out_dtype != working else table
 
 
-def encode_frequencies(
-    pos: Any,
-    d: int,
-    frequencies: Any,
-    spec: Spec,
-    backend: str | None,
-    dtype: Any,
-    out: Any,
-    like: Any,
-    check_values: bool,
-) -> Any:
-    """:func:`pe_core.encode` with framework ``frequencies``: ``spec`` gives the layout
-    and the offset; its own frequency schedule does not apply."""
-    if spec.axes != 1 or spec.frequencies is not None:
-        raise ValueError(
-            "frequencies= given as a framework array replaces the spec's schedule: use a "
-            f"1-D spec without frequencies of its own. Received: {spec!r}"
-        )
-    if out is not None:
-        raise ValueError(
-            "out= is not supported with framework frequencies (the result is a "
-            "differentiable array of the frequencies' framework)."
-        )
-    _check_framework(frequencies, backend, like)
-    return learned_table(
-        pos,
-        d,
-        frequencies,
-        layout=spec.layout,
-        offset=spec.offset,
-        dtype=dtype,
-        check_values=check_values,
-    )
-
-
-def rope_with_frequencies(
-    x: Any,
-    pos: Any,
-    frequencies: Any,
-    spec: Any,
-    base: float,
-    layout: str,
-    rotary_dim: int | None,
-    scaling: Any,
-    layer_type: str | None,
-    backend: str | None,
-    check_values: bool,
-    section_layout: str,
-) -> Any:
+def rope_with_frequencies(x: Any, pos: Any, frequencies: Any, spec: Any, *config: Any) -> Any:
     """:func:`pe_core.apply_rope` with framework ``frequencies`` and no ``sections`` (``x``
     an array or a tuple of them): the arguments that choose frequencies must keep their
-    defaults (the frequencies are given), ``layout``/``rotary_dim`` may come from ``spec``."""
+    defaults (the frequencies are given), ``layout``/``rotary_dim`` may come from ``spec``.
+    ``config``: ``(base, layout, rotary_dim, scaling, layer_type, backend, check_values,
+    section_layout)``."""
+    base, layout, rotary_dim, scaling, layer_type, backend, check_values, section_layout = config
     if spec is not None:
         if scaling is not None or layer_type is not None or base != 10000.0:
             raise ValueError(
                 "Pass the rope configuration either as spec= or as plain arguments, not both."
             )
         base, layout, rotary_dim, scaling = spec.base, spec.layout, spec.rotary_dim, spec.scaling
-    given = [
-        name
-        for name, is_given in (
-            ("base", base != 10000.0),
-            ("scaling", scaling is not None),
-            ("layer_type", layer_type is not None),
-            ("section_layout", section_layout != "contiguous"),
-        )
-        if is_given
-    ]
-    if given:
+    given = {"base": base != 10000.0, "scaling": scaling is not None}
+    given.update(layer_type=layer_type is not None, section_layout=section_layout != "contiguous")
+    names = [name for name, is_given in given.items() if is_given]
+    if names:
         raise ValueError(
-            f"{', '.join(given)} cannot be combined with frequencies given as a framework "
+            f"{', '.join(names)} cannot be combined with frequencies given as a framework "
             "array: such frequencies are used as given (scale them in the model)."
         )
     _check_framework(frequencies, backend)
-    options: dict[str, Any] = {
-        "layout": layout,
-        "rotary_dim": rotary_dim,
-        "check_values": check_values,
-    }
+    options = {"layout": layout, "rotary_dim": rotary_dim, "check_values": check_values}
     return each(lambda item: learned_rope(item, pos, frequencies, axes=None, **options), x)

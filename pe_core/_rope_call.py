@@ -40,20 +40,13 @@ from pe_core_backends import (
 )
 
 
-def configuration(
-    spec: RopeSpec | None,
-    base: float,
-    layout: str,
-    rotary_dim: int | None,
-    scaling: Any,
-    layer_type: str | None,
-) -> tuple[float, str, int | None, Any]:
-    """``(base, layout, rotary_dim, scaling)`` from ``spec`` or the plain arguments, the
-    scaling reduced to ``layer_type``'s rope of a model config."""
+def configuration(spec: RopeSpec | None, *config: Any) -> tuple[float, str, int | None, Any]:
+    """``(base, layout, rotary_dim, scaling)`` from ``spec`` or the plain arguments
+    ``config`` (``(base, layout, rotary_dim, scaling, layer_type)``), the scaling reduced
+    to ``layer_type``'s rope of a model config."""
+    base, layout, rotary_dim, scaling, layer_type = config
     if spec is not None:
-        base, layout, rotary_dim, scaling, layer_type = unpack_spec(
-            spec, base, layout, rotary_dim, scaling, layer_type
-        )
+        base, layout, rotary_dim, scaling, layer_type = unpack_spec(spec, *config)
     if scaling is not None and (layer_type is not None or not isinstance(scaling, Mapping)):
         scaling = _scaling_for_layer(scaling, layer_type)
     elif layer_type is not None:
@@ -73,17 +66,10 @@ def each(rotate: Callable[[Any], Any], x: Any) -> Any:
     return tuple(rotate(item) for item in x) if isinstance(x, (tuple, list)) else rotate(x)
 
 
-def rope_factors(
-    x: Any,
-    pos: Any,
-    base: float,
-    layout: str,
-    rotary_dim: int | None,
-    scaling: Any,
-    backend: str | None,
-    check_values: bool,
-) -> tuple[Namespace, Any, Any, Any, str, int, str]:
-    """Validate one 1-D call and build its ``cos``/``sin`` (prepare → plan)."""
+def rope_factors(x: Any, pos: Any, *config: Any) -> tuple[Namespace, Any, Any, Any, str, int, str]:
+    """Validate one 1-D call and build its ``cos``/``sin`` (prepare → plan); ``config`` is
+    ``(base, layout, rotary_dim, scaling, backend, check_values)``."""
+    base, layout, rotary_dim, scaling, backend, check_values = config
     layout = check_layout(layout)
     xp, x = as_input(x, backend)
     xp.check_known_rank(x, "x")
@@ -96,15 +82,7 @@ def rope_factors(
     working = working_dtype(x_dtype)
     base = check_base(base)
 
-    positions = prepare_positions(
-        pos,
-        xp,
-        backend_of(pos),
-        what="pos",
-        check_values=check_values,
-        tracing=xp.is_traced(x),
-        like=x,
-    )
+    positions = classify(pos, xp, check_values, xp.is_traced(x), x)
     check_broadcast(positions.shape, shape)
 
     seq_len = None
@@ -130,6 +108,14 @@ def rope_factors(
             xp, positions.array, inv_freq, working=working, scale=attention_factor
         )
     return xp, x, cos, sin, layout, rotary_dim, working
+
+
+def classify(pos: Any, xp: Namespace, check_values: bool, tracing: bool, like: Any) -> Positions:
+    """The positions ``pos`` of a call on ``xp``, converted and classified
+    (:func:`~pe_core._kernel.placement.prepare_positions`)."""
+    return prepare_positions(
+        pos, xp, backend_of(pos), what="pos", check_values=check_values, tracing=tracing, like=like
+    )
 
 
 def factors_route(
@@ -231,16 +217,11 @@ _SPEC_CONFLICT = (
 )
 
 
-def unpack_spec(
-    spec: object,
-    base: float,
-    layout: str,
-    rotary_dim: int | None,
-    scaling: Any,
-    layer_type: str | None,
-) -> tuple[float, str, int | None, Any, None]:
+def unpack_spec(spec: object, *config: Any) -> tuple[float, str, int | None, Any, None]:
     """``(base, layout, rotary_dim, scaling, None)`` of ``spec`` (scaling reduced to its
-    layer type); the plain arguments must keep their defaults."""
+    layer type); the plain arguments ``config`` (``(base, layout, rotary_dim, scaling,
+    layer_type)``) must keep their defaults."""
+    base, layout, rotary_dim, scaling, layer_type = config
     if not isinstance(spec, RopeSpec):
         raise TypeError(f"spec must be a RopeSpec or None. Received: {spec!r}")
     given = {"base": base != 10000.0, "layout": layout != "half"}

@@ -37,28 +37,18 @@ def check_rotary_features(rotary_features: object, spec: RopeSpec | None) -> str
     return spec.rotary_features
 
 
-def rope_last_features(
-    x: Any,
-    pos: Any,
-    base: float,
-    layout: str,
-    rotary_dim: int | None,
-    scaling: Any,
-    backend: str | None,
-    check_values: bool,
-) -> Any:
+def rope_last_features(x: Any, pos: Any, *config: Any) -> Any:
     """``apply_rope`` rotating the last ``rotary_dim`` features of ``x`` (a tuple of
-    arrays: each at the same positions, cos/sin built for each)."""
+    arrays: each at the same positions, cos/sin built for each); ``config`` as for
+    :func:`~pe_core._rope_call.rope_factors`."""
     if isinstance(x, (tuple, list)) and not x:
         raise ValueError("x is an empty sequence; pass an array or a tuple of arrays.")
 
     def rotate(item: Any) -> Any:
-        xp, item, cos, sin, layout_, rotary_dim_, working = rope_factors(
-            item, pos, base, layout, rotary_dim, scaling, backend, check_values
-        )
-        start = xp.shape(item)[-1] - rotary_dim_
+        xp, item, cos, sin, layout, rotary_dim, working = rope_factors(item, pos, *config)
+        start = xp.shape(item)[-1] - rotary_dim
         tail = item[..., start:] if start else item
-        tail = xp.rotate_pairs(tail, cos, sin, layout_, rotary_dim_, working)
+        tail = xp.rotate_pairs(tail, cos, sin, layout, rotary_dim, working)
         return xp.concat([item[..., :start], tail], axis=-1) if start else tail
 
     return each(rotate, x)

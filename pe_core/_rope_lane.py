@@ -29,16 +29,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pe_core import _rope_call as call
 from pe_core._kernel.placement import host_view, namespace_of
 from pe_core._kernel.rope_factors import HostFactors, small_cos_sin
 from pe_core._kernel.routes import FEW_POSITIONS, SMALL_MAX_INTEGER, SMALL_MAX_PAIRS
-from pe_core._rope_call import (
-    check_base,
-    check_head_dim,
-    check_layout,
-    check_rotary_dim,
-    unpack_spec,
-)
 from pe_core.rope_scaling import needs_seq_len
 from pe_core.rope_spec import rope_constants
 from pe_core.validation import broadcasts_into
@@ -102,12 +96,7 @@ def _few_values(pos: Any, xp: Namespace) -> np.ndarray | None:
 
 
 def _lane_constants(
-    xs: tuple[Any, ...],
-    values: np.ndarray,
-    spec: Any,
-    base: Any,
-    layout: Any,
-    rotary_dim: Any,
+    xs: tuple[Any, ...], values: np.ndarray, spec: Any, base: Any, layout: Any, rotary_dim: Any
 ) -> _Constants | None:
     """The configuration's constants if every array shares the first's type and head
     size and the positions broadcast against each, else ``None``."""
@@ -151,15 +140,15 @@ def _constants(
     try:
         scaling = None
         if spec is not None:
-            base, layout, rotary_dim, scaling, _ = unpack_spec(
+            base, layout, rotary_dim, scaling, _ = call.unpack_spec(
                 spec, base, layout, rotary_dim, None, None
             )
         if needs_seq_len(scaling):
             return None
-        layout = check_layout(layout)
-        check_head_dim(head_dim)
-        rotary_dim = check_rotary_dim(rotary_dim, head_dim)
-        base = check_base(base)
+        layout = call.check_layout(layout)
+        call.check_head_dim(head_dim)
+        rotary_dim = call.check_rotary_dim(rotary_dim, head_dim)
+        base = call.check_base(base)
         inv_freq, attention_factor = rope_constants(scaling, base, head_dim, rotary_dim, None)
     except (TypeError, ValueError):
         return None

@@ -48,6 +48,5 @@ def frequencies(d: int, spec: Spec | PresetLike | None = None) -> np.ndarray:
     spec = resolve_spec(spec)
     d = check_d(d, spec)
     if spec.axes > 1:
-        n_pairs = axis_pairs(d, spec)
-        return np.array(omegas(2 * n_pairs, one_axis_spec(spec)), np.float64)
+        return np.array(omegas(2 * axis_pairs(d, spec), one_axis_spec(spec)), np.float64)
     return np.array(omegas(d, spec), dtype=np.float64)

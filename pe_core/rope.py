@@ -296,6 +296,7 @@ def apply_rope(
     base, layout, rotary_dim, scaling = configuration(
         spec, base, layout, rotary_dim, scaling, layer_type
     )
+    config = (base, layout, rotary_dim, scaling, backend, check_values)
     if not all_none(sections, frequencies) or section_layout != "contiguous":
         if last:
             raise ValueError(
@@ -303,36 +304,22 @@ def apply_rope(
                 f"and frequencies= must keep their defaults. Received: sections={sections!r}, "
                 f"section_layout={section_layout!r}, frequencies={frequencies!r}"
             )
-        nd: dict[str, Any] = {
-            "sections": sections,
-            "section_layout": section_layout,
-            "frequencies": frequencies,
-        }
-        nd |= {"base": base, "layout": layout, "rotary_dim": rotary_dim, "scaling": scaling}
-        nd |= {"backend": backend, "check_values": check_values}
+        nd: dict[str, Any] = dict(zip(_CALL, config, strict=True), sections=sections)
+        nd |= {"section_layout": section_layout, "frequencies": frequencies}
         return each(lambda item: apply_rope_nd(item, pos, **nd), x)
     if last:
-        return rope_last_features(x, pos, base, layout, rotary_dim, scaling, backend, check_values)
+        return rope_last_features(x, pos, *config)
     if isinstance(x, (tuple, list)):  # (q, k): one set of factors for all of them
-        return _apply_rope_each(
-            tuple(x), pos, base, layout, rotary_dim, scaling, backend, check_values
-        )
-    xp, x, cos, sin, layout, rotary_dim, working = rope_factors(
-        x, pos, base, layout, rotary_dim, scaling, backend, check_values
-    )
+        return _apply_rope_each(tuple(x), pos, *config)
+    xp, x, cos, sin, layout, rotary_dim, working = rope_factors(x, pos, *config)
     return xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working)
 
 
-def _apply_rope_each(
-    xs: tuple[Any, ...],
-    pos: Any,
-    base: float,
-    layout: Any,
-    rotary_dim: int | None,
-    scaling: Any,
-    backend: str | None,
-    check_values: bool,
-) -> tuple[Any, ...]:
+#: The names of the configuration a 1-D call passes on (after ``pos``).
+_CALL = ("base", "layout", "rotary_dim", "scaling", "backend", "check_values")
+
+
+def _apply_rope_each(xs: tuple[Any, ...], pos: Any, *config: Any) -> tuple[Any, ...]:
     """``apply_rope`` of every array in ``xs`` at the same positions, sharing cos/sin.
 
     The positions are classified and the factors built once, from the first array;
@@ -341,29 +328,17 @@ def _apply_rope_each(
     """
     if not xs:
         raise ValueError("x is an empty sequence; pass an array or a tuple of arrays.")
-    xp, first, cos, sin, layout_, rotary_dim_, working = rope_factors(
-        xs[0], pos, base, layout, rotary_dim, scaling, backend, check_values
-    )
-    out = [xp.rotate_pairs(first, cos, sin, layout_, rotary_dim_, working)]
+    xp, first, cos, sin, layout, rotary_dim, working = rope_factors(xs[0], pos, *config)
+    out = [xp.rotate_pairs(first, cos, sin, layout, rotary_dim, working)]
     head_dim, dtype = xp.shape(first)[-1], xp.dtype_of(first)
     pos_shape = tuple(xp.shape(cos))[:-1]
+    options = dict(zip(_CALL, config, strict=True))
     for x in xs[1:]:
-        xp_x, x = as_input(x, backend)
+        xp_x, x = as_input(x, options["backend"])
         shape = xp_x.shape(x)
         if xp_x is xp and shape and shape[-1] == head_dim and xp.dtype_of(x) == dtype:
             check_broadcast(pos_shape, shape)
-            out.append(xp.rotate_pairs(x, cos, sin, layout_, rotary_dim_, working))
+            out.append(xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working))
         else:  # another backend, dtype or head_dim: its own factors
-            out.append(
-                apply_rope(
-                    x,
-                    pos,
-                    base=base,
-                    layout=layout,
-                    rotary_dim=rotary_dim,
-                    scaling=scaling,
-                    backend=backend,
-                    check_values=check_values,
-                )
-            )
+            out.append(apply_rope(x, pos, **options))
     return tuple(out)

@@ -29,23 +29,10 @@ import numpy as np
 
 from pe_core import _scaling
 from pe_core._modules import module_entries
+from pe_core._scaling import _config as c
 from pe_core._scaling import _types
 from pe_core._scaling._common import _max_positions, _original_max_positions, _real
-from pe_core._scaling._config import (  # noqa: F401 (DEFAULT_THETA, _TYPE_ALIASES: re-exported)
-    _TYPE_ALIASES,
-    DEFAULT_THETA,
-    _alias,
-    _allowed_keys,
-    _checked_rope_type,
-    _head_dim,
-    _layer_head_dim,
-    _misspelling_of,
-    _per_layer_type,
-    _rotary_pairs,
-    _select,
-    _theta,
-    _xpos_positions,
-)
+from pe_core._scaling._config import _TYPE_ALIASES, DEFAULT_THETA  # noqa: F401 (re-exported)
 from pe_core._scaling._types import MissingRopeKeyError, RopeScalingType, ScalingInputs
 from pe_core.typing import RopeConfig
 from pe_core.validation import even_int, positive_int
@@ -118,10 +105,10 @@ def check_config_rope(config: Any) -> None:
     ...
     ValueError: Unknown rope_type 'linaer' (did you mean 'linear'?). Expected one of: default, dynamic, linear, llama3, longrope, proportional, yarn.
     """
-    nested, flat = _per_layer_type(config_mapping(config))
+    nested, flat = c._per_layer_type(config_mapping(config))
     for params in [flat] if nested is None else list(nested.values()):
         if params:
-            _checked_rope_type(params)
+            c._checked_rope_type(params)
 
 
 def rope_config_for_layer(config: Any, layer_type: str) -> dict[str, Any]:
@@ -142,11 +129,11 @@ def rope_config_for_layer(config: Any, layer_type: str) -> dict[str, Any]:
     config = config_mapping(config)
     if not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be a string, got {type(layer_type).__name__}.")
-    params, nested = _select(config, layer_type)
+    params, nested = c._select(config, layer_type)
     dropped = {"rope_scaling", "rope_parameters", "rope_local_base_freq"}
     if nested:  # transformers skips a top-level original length for nested rope dicts
         dropped.add("original_max_position_embeddings")
-    head_dim = _layer_head_dim(config, layer_type)
+    head_dim = c._layer_head_dim(config, layer_type)
     if head_dim is not None:
         dropped |= {"per_layer_config", "global_head_dim"}
     out = {k: v for k, v in config.items() if k not in dropped}
@@ -162,27 +149,11 @@ def rope_config_for_layer(config: Any, layer_type: str) -> dict[str, Any]:
 #: :func:`rope_config_for_layer`, :mod:`pe_core.rope_nd`). A key of a config one edit
 #: away from one of them (two for keys of 8 characters or more) that is not itself one
 #: of them looks like a misspelling: :func:`check_config_keys` warns about it.
-READ_CONFIG_KEYS: tuple[str, ...] = (
-    "rope_parameters",
-    "rope_scaling",
-    "rope_theta",
-    "partial_rotary_factor",
-    "max_position_embeddings",
-    "original_max_position_embeddings",
-    "head_dim",
-    "qk_rope_head_dim",
-    "hidden_size",
-    "num_attention_heads",
-    "rotary_dim",
-    "rotary_pct",
-    "rotary_emb_base",
-    "n_embd",
-    "n_head",
-    "n_positions",
-    "rope_local_base_freq",
-    "layer_types",
-    "per_layer_config",
-    "global_head_dim",
+READ_CONFIG_KEYS: tuple[str, ...] = tuple(
+    "rope_parameters rope_scaling rope_theta partial_rotary_factor max_position_embeddings "
+    "original_max_position_embeddings head_dim qk_rope_head_dim hidden_size num_attention_heads "
+    "rotary_dim rotary_pct rotary_emb_base n_embd n_head n_positions rope_local_base_freq "
+    "layer_types per_layer_config global_head_dim".split()
 )
 
 
@@ -231,13 +202,13 @@ def check_config_keys(config: Any, *, stacklevel: int = 2) -> None:
     for key in config:
         if not isinstance(key, str):
             continue
-        if not typed and _misspelling_of(key, ("rope_type",)) is not None:
+        if not typed and c._misspelling_of(key, ("rope_type",)) is not None:
             raise ValueError(
                 f"Unknown key {key!r} (did you mean 'rope_type'?): a rope-parameters dict "
                 "names its type as 'rope_type' (or 'type'), one of: "
                 f"{', '.join(sorted(SCALING_TYPES))}."
             )
-        match = _misspelling_of(key, READ_CONFIG_KEYS)
+        match = c._misspelling_of(key, READ_CONFIG_KEYS)
         if match is not None:
             warnings.warn(
                 f"Unknown config key {key!r} (did you mean {match!r}?): pe_core does not read "
@@ -283,7 +254,7 @@ def allowed_keys(rope_type: str) -> frozenset[str]:
     >>> sorted(allowed_keys("linear") - allowed_keys("default"))
     ['factor']
     """
-    return _allowed_keys(rope_type)
+    return c._allowed_keys(rope_type)
 
 
 def scaling_rope_type(scaling: Any) -> str | None:
@@ -301,7 +272,7 @@ def scaling_rope_type(scaling: Any) -> str | None:
     else:
         raw = scaling.get("rope_scaling") or scaling.get("rope_parameters") or {}
         rope_type = (raw.get("rope_type") or raw.get("type")) if isinstance(raw, Mapping) else None
-    return _alias(rope_type)
+    return c._alias(rope_type)
 
 
 def needs_seq_len(scaling: Any) -> bool:
@@ -410,12 +381,12 @@ def rope_frequencies(
     check_config_keys(config, stacklevel=3)
     if seq_len is not None:
         seq_len = positive_int(seq_len, "seq_len", minimum=0)
-    params, nested = _select(config, layer_type)
-    rope_type = _checked_rope_type(params)
+    params, nested = c._select(config, layer_type)
+    rope_type = c._checked_rope_type(params)
 
-    theta = _theta(config, params)
-    head_dim = _head_dim(config, layer_type)
-    pairs = _rotary_pairs(config, params, head_dim, rope_type)
+    theta = c._theta(config, params)
+    head_dim = c._head_dim(config, layer_type)
+    pairs = c._rotary_pairs(config, params, head_dim, rope_type)
 
     overflow = (
         f"The rope parameters of rope_type {rope_type!r} give frequencies that are not "
@@ -451,13 +422,13 @@ def rope_summary(config: Any, *, layer_type: str | None = None) -> dict[str, Any
     {'rope_type': 'llama3', 'rope_theta': 500000.0, 'head_dim': 64, 'rotary_dim': 64, 'factor': 8.0, 'low_freq_factor': 1.0, 'high_freq_factor': 4.0, 'original_max_position_embeddings': 8192}
     """
     config = config_mapping(config)
-    params, nested = _select(config, layer_type)
-    rope_type = _checked_rope_type(params)
-    head_dim = _head_dim(config, layer_type)
-    pairs = _rotary_pairs(config, params, head_dim, rope_type)
+    params, nested = c._select(config, layer_type)
+    rope_type = c._checked_rope_type(params)
+    head_dim = c._head_dim(config, layer_type)
+    pairs = c._rotary_pairs(config, params, head_dim, rope_type)
     out: dict[str, Any] = {
         "rope_type": rope_type,
-        "rope_theta": _theta(config, params),
+        "rope_theta": c._theta(config, params),
         "head_dim": head_dim,
         "rotary_dim": 2 * pairs,
     }
@@ -555,6 +526,6 @@ def xpos_scale(
     dim = even_int(rotary_dim, "rotary_dim")
     scale_base = _real(scale_base, "scale_base", minimum=0)
     gamma = _real(gamma, "gamma", minimum=0)
-    pos = _xpos_positions(positions)
+    pos = c._xpos_positions(positions)
     zeta = (np.arange(0, dim, 2, dtype=np.float64) + gamma * dim) / ((1 + gamma) * dim)
     return zeta ** (pos[..., None] / scale_base)

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from pe_core._scaling._config import _checked_rope_type
 from pe_core.rope_layout import LAYOUTS, ROTARY_FEATURES
 from pe_core.rope_scaling import (
-    _checked_rope_type,
     check_config_keys,
     check_config_rope,
     config_mapping,
@@ -261,14 +261,8 @@ class RopeSpec:
     def apply_rope_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of :func:`pe_core.rope.apply_rope` this spec stands for
         (``scaling`` as plain data)."""
-        return {
-            "base": self.base,
-            "layout": self.layout,
-            "rotary_dim": self.rotary_dim,
-            "scaling": thaw(self.scaling) if self.scaling is not None else None,
-            "layer_type": self.layer_type,
-            "rotary_features": self.rotary_features,
-        }
+        names = ("base", "layout", "rotary_dim", "scaling", "layer_type", "rotary_features")
+        return {name: thaw(getattr(self, name)) for name in names}
 
 
 def rope_constants(
@@ -284,13 +278,8 @@ def rope_constants(
     return _cached_rope_constants(freeze(scaling), base, head_dim, rotary_dim, seq_len)
 
 
-_PER_HEAD_KEYS = (
-    "head_dim",
-    "qk_rope_head_dim",
-    "hidden_size",
-    "num_attention_heads",
-    "n_embd",
-    "n_head",
+_PER_HEAD_KEYS = tuple(
+    "head_dim qk_rope_head_dim hidden_size num_attention_heads n_embd n_head".split()
 )
 
 

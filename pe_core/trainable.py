@@ -74,8 +74,7 @@ def rope_angles(
     >>> a.sum().backward(); f.grad.tolist()  # d/df of sum(pos * f) = sum(pos)
     [[3.0, 3.0], [3.0, 3.0]]
     """
-    _, angles, _ = framework_angles(pos, frequencies, axes=None, check_values=check_values)
-    return angles
+    return framework_angles(pos, frequencies, axes=None, check_values=check_values)[1]
 
 
 def rope_mixed_angles(
@@ -111,10 +110,8 @@ def rope_mixed_angles(
     >>> rope_mixed_angles([[3.0, 5.0]], f).tolist()  # (heads, seq, n)
     [[[3.0, 5.0]]]
     """
-    _, angles, _ = framework_angles(
-        pos, frequencies, axes=mixed_axes(frequencies), check_values=check_values
-    )
-    return angles
+    axes = mixed_axes(frequencies)
+    return framework_angles(pos, frequencies, axes=axes, check_values=check_values)[1]
 
 
 def apply_rope_mixed(
@@ -159,12 +156,5 @@ def apply_rope_mixed(
     >>> bool(torch.equal(apply_rope_mixed(x, [[0.0, 0.0], [1.0, 2.0]], f), x))
     True
     """
-    return learned_rope(
-        x,
-        pos,
-        frequencies,
-        axes=mixed_axes(frequencies),
-        layout=layout,
-        rotary_dim=None,
-        check_values=check_values,
-    )
+    axes = mixed_axes(frequencies)
+    return learned_rope(x, pos, frequencies, axes=axes, layout=layout, check_values=check_values)

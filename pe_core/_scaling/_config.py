@@ -21,15 +21,9 @@ from pe_core.validation import even_int, positive_int
 #: (as :func:`pe_core.rope.apply_rope` takes it) or in the config. The M-RoPE keys (Qwen2-VL ``mrope_section``, Qwen3-VL
 #: ``mrope_interleaved``, Qwen3-Omni ``interleaved``) do not change the frequencies; they
 #: are read by :func:`pe_core.rope_nd.rope_sections`.
-_COMMON_KEYS = (
-    "rope_type",
-    "type",
-    "rope_theta",
-    "partial_rotary_factor",
-    "max_position_embeddings",
-    "mrope_section",
-    "mrope_interleaved",
-    "interleaved",
+_COMMON_KEYS = tuple(
+    "rope_type type rope_theta partial_rotary_factor max_position_embeddings mrope_section "
+    "mrope_interleaved interleaved".split()
 )
 
 
