@@ -269,7 +269,7 @@ def similarity(
     metric = _check_metric(metric)
     xp, _ = choose_backend(positions, backend)
     working = _work_dtype(xp, dtype)
-    table = encode(positions, d, spec=spec, backend=xp.name, dtype=working)
+    table = encode(cast(Any, positions), d, spec=spec, backend=xp.name, dtype=working)
     shape = xp.shape(table)
     if len(shape) != 2:
         raise ValueError(
