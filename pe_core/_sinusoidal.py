@@ -350,6 +350,12 @@ def device_route(xp: Namespace, positions: Positions) -> str:
     return "kernel"
 
 
+#: The largest ``k`` of the fractional step's ``x * 2**k`` (``scale=1000`` timesteps take
+#: 9): a frequency that needs more (``1e10`` rad per unit and beyond) leaves fractional
+#: positions NaN in its columns rather than shrink every position's exact range.
+_MAX_FRACTION_SHIFT = 24
+
+
 def _kernel(
     xp: Namespace,
     positions: Any,
@@ -367,12 +373,14 @@ def _kernel(
     NaN rows. Float positions meet frequencies beyond the kernel's fractional step
     (:data:`~pe_core._kernel.angles.FRACTION_MAX_TURNS`: ``scale=1000`` timesteps) as
     ``x * 2**k`` against ``f / 2**k`` (both exact), with ``k`` the least that brings
-    every frequency within it.
+    every frequency within it, up to :data:`_MAX_FRACTION_SHIFT` (positions then keep an
+    exact range of ``2**(63 - k)``); beyond it, fractional positions give NaN in the
+    columns of frequencies faster than the step, and integral ones stay exact.
     """
     if xp.kind(xp.dtype_of(positions)) == "float":
         fastest = max(freqs, default=0.0) / (2.0 * math.pi) * (1 + 2.0**-40)
         k = max(0, math.ceil(math.log2(fastest / FRACTION_MAX_TURNS[working]))) if fastest else 0
-        if k:
+        if 0 < k <= _MAX_FRACTION_SHIFT:
             positions, freqs = positions * 2.0**k, tuple(f / 2**k for f in freqs)
             offset = offset * 2**k
     if traced and not xp.traced_polynomials and d % 2 == 0:

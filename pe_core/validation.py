@@ -28,6 +28,8 @@ import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "broadcasts_into",
     "choice",
@@ -230,8 +232,7 @@ def flag(value: object, name: str) -> bool:
     ...
     TypeError: bidirectional must be True or False. Received: 1
     """
-    kind = type(value)
-    if not (kind is bool or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"))):
+    if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False. Received: {value!r}")
     return bool(value)
 
