@@ -248,8 +248,9 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _NNXModule):
         As for :class:`~pe_core.layers.SinusoidalEncodingConfig`.
     dropout : float
         Dropout rate after the addition (``nnx.Dropout``), 0 by default.
-    rngs : nnx.Rngs, optional
-        Random streams for dropout (or pass ``rngs`` when calling).
+    **kwargs
+        ``rngs`` (``nnx.Rngs``, optional): random streams for dropout (or pass ``rngs``
+        when calling).
 
     Notes
     -----
@@ -384,9 +385,10 @@ class T5RelativeBias(T5RelativeBiasConfig, _NNXModule):
     ----------
     n_heads, num_buckets, max_distance, bidirectional
         As for :class:`~pe_core.layers.T5RelativeBiasConfig`.
-    rngs : nnx.Rngs
-        For the initial table, an ``nnx.Embed(num_buckets, n_heads)`` named
-        ``relative_attention_bias`` (its ``embedding`` is T5's weight).
+    **kwargs
+        ``rngs`` (``nnx.Rngs``, required): for the initial table, an
+        ``nnx.Embed(num_buckets, n_heads)`` named ``relative_attention_bias`` (its
+        ``embedding`` is T5's weight).
 
     Notes
     -----
@@ -524,8 +526,8 @@ class SinusoidalPatchEncoding(PatchEncodingConfig, _NNXModule):
         As for :class:`~pe_core.layers.PatchEncodingConfig`.
     dropout : float
         Dropout rate after the addition.
-    rngs : nnx.Rngs, optional
-        For dropout.
+    **kwargs
+        ``rngs`` (``nnx.Rngs``, optional): for dropout.
 
     Notes
     -----
