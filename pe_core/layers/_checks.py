@@ -23,7 +23,7 @@ import numpy as np
 
 from pe_core._schedule import check_d
 from pe_core.spec import Spec
-from pe_core.validation import is_integer
+from pe_core.validation import flag, is_integer
 from pe_core_backends import get_namespace
 
 # --------------------------------------------------------------------------- construction
@@ -135,17 +135,9 @@ def check_scaling_type(scaling: object) -> None:
         )
 
 
-def check_flag(value: object, name: str) -> bool:
-    """Validate a ``True``/``False`` argument (NumPy booleans too) and return it as a bool.
-
-    >>> check_flag(1, "causal")
-    Traceback (most recent call last):
-    ...
-    TypeError: causal must be True or False. Received: 1
-    """
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False. Received: {value!r}")
-    return bool(value)
+#: A ``True``/``False`` argument (NumPy booleans too) as a bool: the one check of
+#: :mod:`pe_core.validation`.
+check_flag = flag
 
 
 def check_argument_order(dropout: object, max_len: object) -> None:
