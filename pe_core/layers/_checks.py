@@ -19,8 +19,6 @@ import numbers
 from collections.abc import Mapping
 from typing import Any, cast
 
-import numpy as np
-
 from pe_core._schedule import check_d
 from pe_core.spec import Spec
 from pe_core.validation import flag, is_integer
@@ -192,6 +190,7 @@ def check_offset(
     ``offset`` (given when ``offset`` is one), refused when ``refused`` names its dtype
     (one neither integer nor floating). ``noun`` names such arrays in the messages.
 
+    >>> import numpy as np
     >>> check_offset(np.int64(3))
     3
     >>> check_offset(2.5, noun="an array")
