@@ -424,7 +424,9 @@ def host_turns(
 
     The array kernel (:func:`~pe_core._kernel.angles.reduced_turns`) in NumPy; the entries it
     gives NaN for (floats beyond ``2**63``, fractional positions at very fast
-    frequencies) are redone with Python integers (:func:`~pe_core._kernel.angles.exact_turns`).
+    frequencies) are redone by the float64 kernel, whose fractional step is wider
+    (``scale=1000`` timesteps), and what is still NaN with Python integers
+    (:func:`~pe_core._kernel.angles.exact_turns`).
 
     >>> t = host_turns(np.array([3.0, 1e300]), (1.0,))
     >>> bool(abs(t[0, 0] - math.remainder(3, 2 * math.pi) / (2 * math.pi)) < 1e-16)
@@ -433,12 +435,25 @@ def host_turns(
     True
     """
     bound = None if max_abs is None else max_abs + 1.0
+    if values.dtype.kind == "f" and working != "float64" and _may_miss(omegas, working, max_abs):
+        if not _may_miss(omegas, "float64", max_abs):  # the float64 step takes them all
+            wide = reduced_turns(
+                HOST, values, omegas, offset=offset, working="float64", max_abs_position=bound
+            )
+            return wide.astype(working)
     turns = reduced_turns(
         HOST, values, omegas, offset=offset, working=working, max_abs_position=bound
     )
     if values.dtype.kind != "f" or not _may_miss(omegas, working, max_abs):
         return turns  # the kernel computes every such position: no NaN to look for
     missing = np.isnan(turns)
+    if missing.any() and working != "float64":  # the float64 kernel's fractional step is wider
+        rows = missing.reshape(-1, len(omegas)).any(axis=-1).reshape(values.shape)
+        wide = reduced_turns(
+            HOST, values[rows], omegas, offset=offset, working="float64", max_abs_position=bound
+        )
+        turns[rows] = wide.astype(turns.dtype)
+        missing = np.isnan(turns)
     if missing.any():
         rows = missing.reshape(-1, len(omegas)).any(axis=-1).reshape(values.shape)
         exact = exact_turns(values[rows], omegas, offset=offset)
