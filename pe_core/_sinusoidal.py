@@ -27,7 +27,12 @@ from pe_core._kernel.angles import (
 )
 from pe_core._kernel.compiled import compiled
 from pe_core._kernel.features import assemble, disassemble
-from pe_core._kernel.host_tables import few_integer_sin_cos, host_sin_cos
+from pe_core._kernel.host_tables import (
+    few_integer_sin_cos,
+    host_route,
+    host_sin_cos,
+    small_sin_cos,
+)
 from pe_core._kernel.inputs import (
     check_request_size,
     choose_backend,
@@ -55,6 +60,10 @@ def encode_1d(
 ) -> Any:
     """:func:`~pe_core.encode` for a resolved 1-D ``spec``: prepare once, then run
     (``what`` names the positions in errors: ``"timesteps"`` for timestep embeddings)."""
+    if backend is dtype is out is like is None and not check_values:
+        table = few_spec_positions(pos, d, spec)
+        if table is not None:
+            return table
     args = (pos, d, spec, backend, dtype, out, like, check_values, what)
     if spec.order == "sin_cos" and spec.odd_d != "truncate":
         return _run(_prepare(*args))
@@ -201,6 +210,50 @@ def few_integer_positions(pos: Any, d: Any) -> Any | None:
     table = few_integer_sin_cos(values, _default_omegas(d))  # the default layout
     if table is None:
         return None
+    if values.ndim != 1:
+        table = table.reshape(*values.shape, d)
+    return table if xp is None else xp.from_host(table, like=pos)
+
+
+def few_spec_positions(pos: Any, d: Any, spec: Spec) -> Any | None:
+    """The float32 table of a few host positions for any resolved 1-D ``spec`` (explicit
+    frequencies, ``order="cos_sin"``: timestep embeddings), or ``None``.
+
+    The lane of the per-step calls diffusion models make (one or a few timesteps, every
+    denoising step): the positions as :func:`few_integer_positions` reads them (a NumPy
+    array or a CPU tensor, without a copy), at most
+    :data:`~pe_core._kernel.routes.FEW_POSITIONS` of them, integer or float, an even
+    ``d``, no offset. It takes exactly the calls the general host route would send to
+    its one float64 pass (:func:`~pe_core._kernel.host_tables.host_route` is asked),
+    and writes each value in its final slot (no second pass to swap sin and cos): the
+    general route's bits, without its dispatch. NaN, infinite and oversized positions
+    are left to the general route, which refuses or redoes them.
+    """
+    values, xp = host_view(pos)
+    if values is None or values.dtype.kind not in "iuf" or not 0 < values.size <= FEW_POSITIONS:
+        return None
+    if type(d) is not int or d < 2 or d % 2 or spec.offset != 0:
+        return None
+    if values.dtype.kind != "f" and values.size <= 8:  # Python's max: quicker here
+        max_abs = float(max(abs(v) for v in values.ravel().tolist()))
+    else:  # NaN propagates through NumPy's max
+        max_abs = float(np.max(np.abs(values)))
+    if not max_abs < 2.0**53:  # NaN, inf and huge values: the general route
+        return None
+    freqs = omegas(d, spec)
+    route, _ = host_route(
+        values,
+        freqs,
+        offset=0,
+        layout=spec.layout,
+        working="float32",
+        max_abs=max_abs,
+        rounded_once=False,
+        mutable=True,
+    )
+    if route != "small":
+        return None
+    table = small_sin_cos(values, freqs, offset=0, layout=spec.layout, order=spec.order)
     if values.ndim != 1:
         table = table.reshape(*values.shape, d)
     return table if xp is None else xp.from_host(table, like=pos)

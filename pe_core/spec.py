@@ -234,6 +234,9 @@ def _offset(offset: object) -> int | float:
 
 def _frequencies(freqs: object) -> tuple[float, ...]:
     """Explicit frequencies as a non-empty tuple of finite floats >= 0."""
+    if type(freqs) is tuple and freqs and all(type(w) is float for w in freqs):
+        if all(0.0 <= w <= _MAX for w in freqs):  # Python floats: the quick check
+            return freqs
     items = _frequency_items(freqs)
     if not items:
         raise ValueError("Spec.frequencies must not be empty.")

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from pe_core._kernel.inputs import check_request_size
 from pe_core._sinusoidal import encode_1d
 from pe_core.spec import Spec
 from pe_core.typing import BackendArrayT, BackendLike, DTypeLike, HostData, SinCosOrder
@@ -171,6 +172,8 @@ def _new_spec(dim: Any, flip: Any, shift: Any, scale: Any, max_period: Any) -> S
     scale_f = abs(finite_real(scale, "scale"))
     period = finite_real(max_period, "max_period", greater_than=0)
     half = d // 2
+    # the frequencies are built below, one Python float each: refuse what cannot fit first
+    check_request_size(None, "float64", what="timestep_embedding", n_pairs=half)
     if half == shift_f:
         raise ValueError(
             f"embedding_dim // 2 must differ from downscale_freq_shift: the frequency "

@@ -11,6 +11,7 @@ from hypothesis.extra import numpy as hnp
 
 import pe_core
 from pe_core import _sinusoidal
+from pe_core.timestep import timestep_spec
 
 
 @given(
@@ -79,3 +80,54 @@ def test_tensors_the_host_cannot_read_for_free_leave_the_lane() -> None:
     batched = torch.func.vmap(lambda p: pe_core.encode(p, 8))(torch.arange(6).reshape(2, 3))
     expected = pe_core.encode(np.arange(6).reshape(2, 3), 8)
     assert_close(batched.numpy(), expected, atol=1e-6, rtol=1e-7)
+
+
+@given(
+    hnp.arrays(
+        st.sampled_from([np.int64, np.uint16, np.float32, np.float64]),
+        hnp.array_shapes(min_dims=0, max_dims=2, max_side=8),
+        elements=st.integers(0, 1000),
+    ),
+    st.sampled_from([2, 64, 320]),
+    st.booleans(),
+    st.sampled_from([1.0, 1000.0]),
+)
+def test_spec_lane_equals_the_general_route(
+    pos: np.ndarray, d: int, flip: bool, scale: float
+) -> None:
+    """Timestep-style specs (explicit frequencies, cos first): the lane's bits are the
+    general route's (``dtype=`` skips the lane)."""
+    if pos.dtype.kind == "f":
+        pos = np.asarray(pos / 1000)  # fractional timesteps in [0, 1]
+    spec = timestep_spec(d, flip, 0, scale)
+    lane = _sinusoidal.few_spec_positions(pos, d, spec)
+    general = pe_core.encode(pos, d, spec=spec, dtype="float32")
+    assert lane is not None and lane.dtype == np.float32
+    assert_equal(lane, general)
+    assert_equal(
+        pe_core.timestep_embedding(
+            pos, d, flip_sin_to_cos=flip, downscale_freq_shift=0, scale=scale
+        ),
+        general,
+    )
+
+
+@pytest.mark.parametrize(
+    "pos, d",
+    [
+        (np.arange(65), 8),  # more than FEW_POSITIONS
+        (np.arange(16, 48), 320),  # a run: the angle-addition tables
+        (np.array([2**40]), 8),  # beyond the float64 pass
+        (np.array([np.nan]), 8),  # refused by the general route
+        (np.array([3]), 7),  # odd d
+        (np.array([True]), 8),  # not numbers
+    ],
+)
+def test_other_inputs_leave_the_spec_lane(pos: np.ndarray, d: int) -> None:
+    assert _sinusoidal.few_spec_positions(pos, d, timestep_spec(d)) is None
+
+
+def test_non_finite_timesteps_leave_the_spec_lane() -> None:
+    spec = timestep_spec(8)
+    for bad in ([1.0, np.nan], [np.inf], [np.nan, 2.0, 3.0]):
+        assert _sinusoidal.few_spec_positions(np.array(bad), 8, spec) is None

@@ -135,8 +135,10 @@ def small_sin_cos(
     offset: int | float,
     layout: str,
     rounded_once: bool = False,
+    order: str = "sin_cos",
 ) -> np.ndarray:
-    """``(n_rows, 2 * len(omegas))`` sin/cos pairs in ``layout`` from one float64 pass.
+    """``(n_rows, 2 * len(omegas))`` sin/cos pairs in ``layout`` from one float64 pass
+    (``order="cos_sin"``: each cos in its sin's slot and the other way round).
 
     Only for the inputs :func:`small_call_fits` accepts. The angle in turns is formed
     in float64 (integer positions: ``p * frac(w / 2pi)``, with ``rounded_once`` as two
@@ -158,6 +160,8 @@ def small_sin_cos(
         sin_slots, cos_slots = out[:, 0::2], out[:, 1::2]
     else:
         sin_slots, cos_slots = out[:, :n_pairs], out[:, n_pairs:]
+    if order == "cos_sin":
+        sin_slots, cos_slots = cos_slots, sin_slots
     np.sin(angles, out=sin_slots)
     np.cos(angles, out=cos_slots)
     return out
