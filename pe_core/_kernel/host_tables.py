@@ -108,7 +108,9 @@ def small_call_fits(
 
     ``integral``: the positions are integers (an integer dtype) and ``offset`` is
     an integer; such positions take the split product (error about 1e-16 turns)
-    below :data:`~pe_core._kernel.routes.SMALL_MAX_INTEGER`. Other positions take one float64 product, for
+    below :data:`~pe_core._kernel.routes.SMALL_MAX_INTEGER`, at most
+    :data:`~pe_core._kernel.routes.SMALL_MAX_PAIRS` pairs (beyond, the lookup route is
+    cheaper). Other positions, of any count, take one float64 product, for
     float32 work below :data:`~pe_core._kernel.routes.SMALL_MAX_TURNS` turns and for results rounded once to
     float16/bfloat16 below :data:`~pe_core._kernel.routes.SMALL_MAX_TURNS_ROUNDED`.
 
@@ -117,11 +119,11 @@ def small_call_fits(
     >>> small_call_fits(1, 1, 3.5, 0, (1e100,))  # 1e100 rad per position: exact route
     False
     """
-    if n_rows * n_pairs > SMALL_MAX_PAIRS or abs(offset) >= SMALL_MAX_INTEGER:
+    if abs(offset) >= SMALL_MAX_INTEGER:
         return False
     reach = max_abs + abs(offset)
     if integral:
-        return reach < SMALL_MAX_INTEGER
+        return reach < SMALL_MAX_INTEGER and n_rows * n_pairs <= SMALL_MAX_PAIRS
     if working == "float64" and not rounded_once:
         return False
     turns = reach * max(map(abs, omegas), default=0.0) / _TWO_PI
