@@ -31,6 +31,7 @@ from pe_core._kernel.host_tables import (
     few_integer_sin_cos,
     host_route,
     host_sin_cos,
+    rows_sin_cos,
     small_sin_cos,
 )
 from pe_core._kernel.inputs import (
@@ -224,7 +225,8 @@ def few_spec_positions(pos: Any, d: Any, spec: Spec) -> Any | None:
     array or a CPU tensor, without a copy), at most
     :data:`~pe_core._kernel.routes.FEW_POSITIONS` of them, integer or float, an even
     ``d``, no offset. It takes exactly the calls the general host route would send to
-    its one float64 pass (:func:`~pe_core._kernel.host_tables.host_route` is asked),
+    its one float64 pass or its cached rows of it
+    (:func:`~pe_core._kernel.host_tables.host_route` is asked),
     and writes each value in its final slot (no second pass to swap sin and cos): the
     general route's bits, without its dispatch. NaN, infinite and oversized positions
     are left to the general route, which refuses or redoes them.
@@ -251,9 +253,12 @@ def few_spec_positions(pos: Any, d: Any, spec: Spec) -> Any | None:
         rounded_once=False,
         mutable=True,
     )
-    if route != "small":
+    if route == "rows":
+        table = rows_sin_cos(values, freqs, offset=0, layout=spec.layout, order=spec.order)
+    elif route == "small":
+        table = small_sin_cos(values, freqs, offset=0, layout=spec.layout, order=spec.order)
+    else:
         return None
-    table = small_sin_cos(values, freqs, offset=0, layout=spec.layout, order=spec.order)
     if values.ndim != 1:
         table = table.reshape(*values.shape, d)
     return table if xp is None else xp.from_host(table, like=pos)

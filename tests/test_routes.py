@@ -61,7 +61,9 @@ def test_the_check_of_second_spellings_can_fail() -> None:
         (np.arange(100, 132), 64, "interleaved", "float32", "run_start_row"),
         (np.arange(100, 132), 64, "split", "float32", "run_tables"),
         (np.arange(4096), 64, "interleaved", "float64", "run_tables"),
-        (np.random.default_rng(0).permutation(4096), 64, "interleaved", "float32", "gather"),
+        (np.random.default_rng(0).integers(0, 1000, 64), 160, "split", "float32", "rows"),
+        (np.random.default_rng(0).integers(0, 1000, 64), 160, "split", "float64", "small"),
+        (np.random.default_rng(0).permutation(4096) + 4096, 64, "interleaved", "float32", "gather"),
         (np.arange(3) * 10.0**15 + 0.5, 4, "interleaved", "float32", "exact_kernel"),
     ],
 )

@@ -131,3 +131,27 @@ def test_non_finite_timesteps_leave_the_spec_lane() -> None:
     spec = timestep_spec(8)
     for bad in ([1.0, np.nan], [np.inf], [np.nan, 2.0, 3.0]):
         assert _sinusoidal.few_spec_positions(np.array(bad), 8, spec) is None
+
+
+@given(
+    hnp.arrays(np.int64, st.integers(1, 300), elements=st.integers(0, 4095)),
+    st.sampled_from([64, 320, 1280]),
+    st.sampled_from(["split", "interleaved"]),
+    st.integers(0, 3),
+)
+def test_cached_rows_hold_the_small_call_numbers(
+    pos: np.ndarray, d: int, layout: str, offset: int
+) -> None:
+    """Integer positions looked up in the cached table: each row is the one float64
+    pass's row for that position (the small-call route's numbers, bit for bit)."""
+    from pe_core._kernel import host_tables
+    from pe_core._kernel.tables import contiguous_start
+
+    omegas = tuple(10000.0 ** (-2 * i / d) for i in range(d // 2))
+    expected = host_tables.small_sin_cos(pos, omegas, offset=offset, layout=layout)
+    got = host_tables.rows_sin_cos(pos, omegas, offset=offset, layout=layout)
+    assert_equal(got, expected)
+    spec = pe_core.Spec(layout=layout, offset=offset)
+    is_run = contiguous_start(pos) is not None  # runs take the angle-addition tables
+    if not is_run and host_tables.rows_fit(pos, d // 2, float(pos.max()), offset):
+        assert_equal(pe_core.encode(pos, d, spec=spec), expected)

@@ -1,6 +1,6 @@
 """sin/cos tables of positions known on the host, by the cheapest exact route.
 
-:func:`host_sin_cos` picks one of four routes for positions whose values are on the
+:func:`host_sin_cos` picks one of five routes for positions whose values are on the
 host (NumPy, Python values, CPU tensors), all within about 2.5e-7 of the true value in
 float32 and exact to float64 rounding in float64:
 
@@ -12,6 +12,9 @@ float32 and exact to float64 rounding in float64:
   fractional ones one product ``p * w / 2pi`` below ``2**24 / 2pi`` turns (error below
   2e-9 rad; ``2**12`` turns and 6e-12 where rounded once). A few NumPy calls: what
   decode steps and small encodes need.
+* **small integer positions that repeat** (integer timesteps, at least a few thousand
+  pairs): rows of a cached table of the positions ``0 .. N - 1`` built by the small-call
+  pass, so each row holds that pass's numbers (:func:`rows_sin_cos`).
 * **runs of consecutive positions**: :mod:`pe_core._kernel.tables` (angle addition, one
   complex product per element).
 * **any other integer positions**: :mod:`pe_core._kernel.gather` (angle addition by lookup).
@@ -36,6 +39,9 @@ from pe_core._kernel.features import assemble
 from pe_core._kernel.gather import gather_plan, gathered_unit_complex
 from pe_core._kernel.routes import (
     MAX_KERNEL_FLOAT,
+    ROWS_MAX,
+    ROWS_MAX_BYTES,
+    ROWS_MIN_PAIRS,
     RUN_MIN_PAIRS,
     RUN_MIN_ROWS,
     SMALL_MAX_INTEGER,
@@ -342,6 +348,8 @@ def host_sin_cos(
         return small_sin_cos(
             values, omegas, offset=offset, layout=layout, rounded_once=rounded_once
         )
+    if route == "rows":
+        return rows_sin_cos(values, omegas, offset=offset, layout=layout)
     if route == "run_start_row":
         return run_sin_cos(start, n_rows, omegas)
     if route == "run_tables":
@@ -375,7 +383,7 @@ def host_route(
 
     The rows of :data:`~pe_core._kernel.routes.ROUTES` for host positions, tried in
     order: a run of consecutive positions (``"run_start_row"`` for a few interleaved
-    float32 rows, else ``"run_tables"``), ``"small"``, ``"gather"`` (a mutable
+    float32 rows, else ``"run_tables"``), ``"rows"`` (:func:`rows_fit`), ``"small"``, ``"gather"`` (a mutable
     backend), ``"exact_kernel"``. ``rounded_once`` is true for float64 work.
 
     >>> host_route(np.arange(5), (1.0,), offset=0, layout="split", working="float32",
@@ -391,6 +399,9 @@ def host_route(
         few = offset == 0 and layout == "interleaved" and working == "float32"
         return ("run_start_row" if few and n_rows <= SMALL_RUN_ROWS else "run_tables"), start
     integral = values.dtype.kind in "iu" and _is_integer(offset)
+    if integral and working == "float32" and not rounded_once:
+        if rows_fit(values, n_pairs, max_abs, offset):
+            return "rows", 0
     if small_call_fits(
         n_rows,
         n_pairs,
@@ -405,6 +416,59 @@ def host_route(
     if mutable and gather_plan(values, n_pairs) is not None:
         return "gather", 0
     return "exact_kernel", 0
+
+
+def rows_fit(values: np.ndarray, n_pairs: int, max_abs: float, offset: int | float) -> bool:
+    """Whether integer ``values`` take a cached table of the positions ``0 .. N - 1``
+    (:func:`rows_sin_cos`): at least :data:`~pe_core._kernel.routes.ROWS_MIN_PAIRS`
+    pairs, every ``position + offset`` in ``[0, ROWS_MAX)``, the table at most
+    :data:`~pe_core._kernel.routes.ROWS_MAX_BYTES`.
+
+    >>> rows_fit(np.array([0, 999] * 8), 160, 999.0, 0), rows_fit(np.array([5]), 8, 5.0, 0)
+    (True, False)
+    """
+    if values.size * n_pairs < ROWS_MIN_PAIRS or max_abs + abs(offset) >= ROWS_MAX:
+        return False
+    if _row_count(int(max_abs) + int(offset)) * n_pairs * 8 > ROWS_MAX_BYTES:
+        return False
+    return int(values.min()) + int(offset) >= 0
+
+
+def rows_sin_cos(
+    values: np.ndarray,
+    omegas: tuple[float, ...],
+    *,
+    offset: int | float,
+    layout: str,
+    order: str = "sin_cos",
+) -> np.ndarray:
+    """The float32 rows of integer ``values`` looked up in the cached table of the
+    positions ``0 .. N - 1`` (``N`` a power of two from 1024), built once per schedule
+    and layout by :func:`small_sin_cos`: each row holds the numbers the one float64 pass
+    gives that position (integer timesteps in ``[0, 1000)``, embedded every denoising
+    step, are one lookup); ``order="cos_sin"`` as in :func:`small_sin_cos`.
+
+    >>> t = rows_sin_cos(np.array([3, 5]), (1.0, 0.5), offset=0, layout="split")
+    >>> bool(np.array_equal(t, small_sin_cos(np.array([3, 5]), (1.0, 0.5), offset=0,
+    ...                                      layout="split")))
+    True
+    """
+    flat = values.reshape(-1)
+    if offset:
+        flat = flat + int(offset)
+    table = _row_table(omegas, layout, order, _row_count(int(flat.max(initial=0))))
+    return table[flat]
+
+
+def _row_count(largest: int) -> int:
+    return max(1024, 1 << largest.bit_length())
+
+
+@functools.lru_cache(maxsize=8)
+def _row_table(omegas: tuple[float, ...], layout: str, order: str, n_rows: int) -> np.ndarray:
+    table = small_sin_cos(np.arange(n_rows), omegas, offset=0, layout=layout, order=order)
+    table.flags.writeable = False
+    return table
 
 
 def _run_start(values: np.ndarray, n_pairs: int, rounded_once: bool) -> int | None:

@@ -40,6 +40,9 @@ __all__ = [
     "MAX_KERNEL_FLOAT",
     "MAX_KERNEL_FLOAT_INT32",
     "ROUTES",
+    "ROWS_MAX",
+    "ROWS_MAX_BYTES",
+    "ROWS_MIN_PAIRS",
     "RUN_MIN_PAIRS",
     "RUN_MIN_ROWS",
     "SMALL_MAX_INTEGER",
@@ -79,6 +82,16 @@ SMALL_MAX_TURNS_ROUNDED = 2.0**12
 #: of the lanes): beyond it the lookup route is cheaper. Fractional positions take the
 #: one float64 pass at any size (3 to 6 times cheaper than the exact kernel).
 SMALL_MAX_PAIRS = 16_384
+
+# -- small integer positions that repeat: a cached table ---------------------------
+
+#: Integer positions (with the offset) in ``[0, ROWS_MAX)``, at least
+#: ``ROWS_MIN_PAIRS`` pairs in the call, take rows of a cached float32 table of the
+#: positions ``0 .. N - 1`` (``N`` a power of two from 1024) of at most
+#: ``ROWS_MAX_BYTES``: integer diffusion timesteps, class and bucket ids.
+ROWS_MAX = 4096
+ROWS_MIN_PAIRS = 2048
+ROWS_MAX_BYTES = 8 * 2**20
 
 # -- runs of consecutive positions: angle addition -------------------------------------
 
@@ -154,6 +167,13 @@ ROUTES: tuple[Route, ...] = (
         f"a run with at least {RUN_MIN_ROWS} rows and {RUN_MIN_PAIRS} pairs (float32), or "
         f"{TABLE_MIN_ROWS} rows and {TABLE_MIN_PAIRS} pairs (any dtype)",
         "tables.table_sin_cos",
+    ),
+    Route(
+        _HOST,
+        "rows",
+        f"integers in [0, {ROWS_MAX}) with the offset, at least {ROWS_MIN_PAIRS} pairs, "
+        f"float32 results, a cached table of at most {ROWS_MAX_BYTES // 2**20} MiB",
+        "host_tables.rows_sin_cos",
     ),
     Route(
         _HOST,
