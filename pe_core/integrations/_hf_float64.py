@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ class Float64Mode(TorchFunctionMode):
     """Every torch call asking for float32 (``dtype=``, ``.to(torch.float)``,
     ``.float()``) gets float64 instead."""
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+    def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = {k: _up(v) for k, v in (kwargs or {}).items()}
         args = tuple(_up(a) for a in args)
         if getattr(func, "__name__", "") == "float" and args and isinstance(args[0], torch.Tensor):
@@ -60,7 +60,7 @@ def run_float64(
 ) -> tuple[np.ndarray, float]:
     """``function(config, ...)`` in float64: ``(inv_freq, attention_factor)``."""
     try:
-        accepted = inspect.signature(function).parameters
+        accepted: Mapping[str, inspect.Parameter] = inspect.signature(function).parameters
     except (TypeError, ValueError):
         accepted = {}
     wide = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())

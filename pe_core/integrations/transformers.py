@@ -23,14 +23,16 @@ and returns to the original one for short sequences (the module's own rule; it r
 ``max(position_ids)`` on the host, as transformers does). Every other type reads
 nothing back: the patched module runs under ``torch.compile(fullgraph=True)``.
 
-A module is patched only after a check at patch time: its own ``forward`` must give
-transformers' standard cos/sin (``cat(freqs, freqs)``, cos and sin times the
-attention factor; for M-RoPE modules, Qwen2-VL and its copies, the module's own
-``recomposition_frequencies`` of the three rows of position ids) at position ids of
-shape ``(1, n)`` and ``(3, 1, n)``, and its float32 ``inv_freq`` must equal pe_core's
-frequencies to float32 rounding. A rotary embedding of another kind (Cohere's
-interleaved layout, vision rotary embeddings) is refused with an error that names it:
-nothing is patched then.
+A module is patched only after a check at patch time: its own ``forward``, run at
+position ids of shapes ``(1, n)``, ``(3, 1, n)`` and ``(2, n)``, must give the cos/sin
+of ``position_ids * inv_freq`` times its attention factor in a layout pe_core knows
+(``cat(freqs, freqs)``; each frequency twice in a row, as Cohere; one column per pair,
+as GPT-OSS; complex, as DeepSeek-V2; the module's own ``recomposition_frequencies``,
+as M-RoPE text models and vision towers), and its float32 ``inv_freq`` must equal
+the float64 frequencies to float32 rounding: pe_core's for its config, else
+transformers' own init function of the module run in float64
+(:mod:`pe_core.integrations._hf_float64`). A rotary embedding of another kind is
+refused with an error that names it and the reason: nothing is patched then.
 """
 
 from __future__ import annotations
@@ -469,7 +471,7 @@ def _word_tables(
     if width == "half":
         words, radians = words * 2, radians * 2
     elif width == "interleaved":
-        words = [w for w in words for _ in (0, 1)]
+        words = tuple(w for w in words for _ in (0, 1))
         radians = [r for r in radians for _ in (0, 1)]
     tables = (
         torch.tensor(words, dtype=torch.int64, device=device),
@@ -558,7 +560,7 @@ class _ExactForward:
         if layout.kind == "complex":
             return torch.complex(cos, sin)
         if not full:
-            cos, sin = _arrange(layout, cos, sin, self.recompose[layer_type])  # type: ignore[misc]
+            cos, sin = _arrange(layout, cos, sin, self.recompose[layer_type])
         if layout.cast and x.dtype != dtype:
             cos, sin = cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
         return cos, sin
@@ -677,9 +679,9 @@ def patch_rotary_embeddings(model: ModelT) -> ModelT:
         ``model`` is not a ``torch.nn.Module``.
     ValueError
         ``model`` has no rotary embedding; or one of its rotary embeddings is of a kind
-        this function does not cover (vision rotary embeddings, a forward that
-        is not transformers' standard cos/sin) or disagrees with pe_core's frequencies
-        for its config. The message names the module; no module is patched then.
+        this function does not cover (no ``inv_freq`` buffer, another call signature,
+        a forward in none of the layouts above) or whose frequencies disagree with the
+        float64 ones for its config. The message names the module; no module is patched then.
 
     Examples
     --------
