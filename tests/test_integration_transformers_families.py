@@ -207,3 +207,12 @@ def test_compiled_fullgraph_after_the_new_layouts() -> None:
     compiled = torch.compile(module, fullgraph=True, backend="eager")(x, pos)
     for a, b in zip(compiled, eager, strict=True):
         torch.testing.assert_close(a, b, rtol=0.0, atol=0.0)
+
+
+def test_coverage_script_enumerates_the_families() -> None:
+    """benchmarks/hf_coverage.py finds every model type with a rotary class (one per
+    modeling folder), Llama and Qwen2-VL among them."""
+    hf_coverage = pytest.importorskip("benchmarks.hf_coverage")
+    found = dict(hf_coverage.families())
+    assert len(found) >= 150
+    assert {"llama", "qwen2_vl", "cohere"} <= set(found)
