@@ -387,19 +387,19 @@ def test_model_without_rotary_embedding_is_refused() -> None:
 
 
 def test_rotary_embedding_of_another_kind_is_refused_and_nothing_is_patched() -> None:
-    """A rotary module whose forward is not transformers' standard cos/sin (here: the
-    interleaved layout) is named in the error, and no module of the model is patched."""
+    """A rotary module whose forward computes none of the layouts pe_core knows (here:
+    sin and cos swapped) is named in the error, and no module of the model is patched."""
     model = build("llama-default")
     standard = rotary_modules(model)[0]
 
-    class InterleavedRotaryEmbedding(type(standard)):  # type: ignore[misc]
+    class SwappedRotaryEmbedding(type(standard)):  # type: ignore[misc]
         def forward(self, x: Any, position_ids: Any) -> Any:
             freqs = position_ids[..., None].float() * self.inv_freq
-            emb = torch.repeat_interleave(freqs, 2, dim=-1)
-            return emb.cos(), emb.sin()
+            emb = torch.cat((freqs, freqs), dim=-1)
+            return emb.sin(), emb.cos()
 
-    model.extra = InterleavedRotaryEmbedding(model.config)
-    with pytest.raises(ValueError, match=r"InterleavedRotaryEmbedding at 'extra'.*does not"):
+    model.extra = SwappedRotaryEmbedding(model.config)
+    with pytest.raises(ValueError, match=r"SwappedRotaryEmbedding at 'extra'.*does not"):
         patch_rotary_embeddings(model)
     assert "forward" not in vars(standard)
 
@@ -408,7 +408,7 @@ def test_frequencies_that_disagree_with_the_config_are_refused() -> None:
     model = build("llama-default")
     module = rotary_modules(model)[0]
     module.original_inv_freq.mul_(1.01)  # e.g. a module edited after construction
-    with pytest.raises(ValueError, match=r"LlamaRotaryEmbedding.*differs from pe_core"):
+    with pytest.raises(ValueError, match=r"LlamaRotaryEmbedding.*differ from pe_core"):
         patch_rotary_embeddings(model)
 
 

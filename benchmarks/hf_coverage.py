@@ -1,0 +1,423 @@
+"""Which transformers models ``patch_rotary_embeddings`` makes exact: every family, measured.
+
+``python -m benchmarks.hf_coverage [--jobs N] [--timeout S] [--only a,b] [--out FILE]``
+enumerates every model type of the installed transformers whose modeling module defines
+a class named ``*RotaryEmbedding*``, and for each one, in its own process (a timeout
+each):
+
+1. builds the model of the type's default config (``AutoModel``'s class for it, else
+   the first model class of its modeling module that builds) with its parameters on
+   the ``meta`` device (nothing allocated, nothing downloaded; buffers such as
+   ``inv_freq`` are real);
+2. builds it a second time with transformers' own code run in float64 (the default
+   dtype float64 and every float32 dtype a float64 one): the float64 reference, the
+   module's own formula without float32 rounding;
+3. calls ``patch_rotary_embeddings`` on each rotary module alone (the reason it is
+   refused, if it is) and on the whole model (``crashed`` if that raises anything
+   else than the documented ``ValueError``);
+4. calls each patched module at positions ``1e5 ... 1e5 + 7`` (modules called as
+   ``forward(x, position_ids)``), or its vision ``forward(seqlen)`` at 1024 positions,
+   and compares the cos/sin with the float64 reference's: ``exact`` within
+   :data:`EXACT` (also reported: the unpatched module's error), ``wrong`` beyond.
+
+Each module is one row: family, module path, class, kind (``text`` for modules called
+with position ids, ``vision`` otherwise), status (``exact`` / ``refused`` /
+``crashed`` / ``wrong`` / ``build failed``), errors and the reason. Prints a summary
+and a Markdown table; ``--out`` writes the table there too. A full run takes a while
+(a process per family): run it with ``--jobs 1`` or 2 on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import contextlib
+import importlib
+import inspect
+import json
+import os
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+#: Largest cos/sin error (absolute) of an ``exact`` module at position 1e5.
+EXACT = 4e-7
+
+#: First position of the text probe.
+FAR = 100_000
+
+#: Positions of the vision probe (``forward(seqlen)``).
+VISION_LEN = 1024
+
+
+def families() -> list[tuple[str, str]]:
+    """``(model_type, modeling module)`` of every model type with a rotary class."""
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    root = os.path.join(os.path.dirname(transformers.__file__), "models")
+    out = []
+    seen = set()
+    types = sorted(CONFIG_MAPPING_NAMES, key=lambda t: (_folder(t) != t, t))
+    for model_type in types:
+        folder = _folder(model_type)
+        if folder in seen:
+            continue
+        path = os.path.join(root, folder)
+        if not os.path.isdir(path):
+            continue
+        for name in sorted(os.listdir(path)):
+            if not (name.startswith("modeling_") and name.endswith(".py")):
+                continue
+            if "_tf_" in name or "_flax_" in name:
+                continue
+            with open(os.path.join(path, name), encoding="utf-8") as handle:
+                if re.search(r"class \w*RotaryEmbedding\w*\(", handle.read()):
+                    out.append((model_type, f"transformers.models.{folder}.{name[:-3]}"))
+                    seen.add(folder)
+                    break
+    return sorted(out)
+
+
+def _folder(model_type: str) -> str:
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    return model_type_to_module_name(model_type)
+
+
+@contextlib.contextmanager
+def _meta_parameters() -> Iterator[None]:
+    """Parameters on the meta device while building (buffers stay real)."""
+    import torch
+
+    original = torch.nn.Module.register_parameter
+
+    def register(self: Any, name: str, param: Any) -> None:
+        if param is not None and param.device.type != "meta":
+            param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+        original(self, name, param)
+
+    torch.nn.Module.register_parameter = register  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = original  # type: ignore[method-assign]
+
+
+def _upcast_mode() -> Any:
+    """A torch function mode that runs float32 requests as float64."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    def up(value: Any) -> Any:
+        return torch.float64 if value is torch.float32 else value
+
+    class Upcast(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if "dtype" in kwargs:
+                kwargs["dtype"] = up(kwargs["dtype"])
+            args = tuple(up(a) for a in args)
+            name = getattr(func, "__name__", "")
+            if name == "float":
+                return args[0].double()
+            out = func(*args, **kwargs)
+            return out
+
+    return Upcast()
+
+
+#: Config settings of the families whose default config builds no model or no rotary
+#: module (set on the config, sub-configs by name).
+OVERRIDES: dict[str, dict[str, Any]] = {
+    "cohere_compass": {
+        "text_config": {
+            "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 10000.0}}
+        }
+    },
+    "dbrx": {"attn_config": {"rope_theta": 10000.0}},
+    "zamba2": {"use_mem_rope": True},
+}
+
+
+def _config(model_type: str) -> Any:
+    from transformers import AutoConfig
+
+    config = AutoConfig.for_model(model_type)
+    _override(config, OVERRIDES.get(model_type, {}))
+    return config
+
+
+def _override(config: Any, settings: dict[str, Any]) -> None:
+    for key, value in settings.items():
+        inner = getattr(config, key, None)
+        if isinstance(value, dict) and hasattr(inner, "to_dict"):
+            _override(inner, value)
+        else:
+            setattr(config, key, value)
+
+
+def _model_classes(model_type: str, module_name: str, config: Any) -> list[Any]:
+    from transformers import PreTrainedModel
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    module = importlib.import_module(module_name)
+    names = []
+    auto = MODEL_MAPPING_NAMES.get(model_type)
+    if isinstance(auto, str):
+        names.append(auto)
+    for name, obj in vars(module).items():
+        if (
+            inspect.isclass(obj)
+            and issubclass(obj, PreTrainedModel)
+            and obj.__module__ == module_name
+            and isinstance(config, getattr(obj, "config_class", None) or type(None))
+            and name not in names
+            and not name.endswith("PreTrainedModel")
+        ):
+            names.append(name)
+    names.sort(key=lambda n: (n != auto, not n.endswith("Model"), "ForConditional" in n))
+    return [getattr(module, n) for n in names if hasattr(module, n)]
+
+
+def _build(model_type: str, module_name: str, reference: bool) -> Any:
+    import torch
+
+    config = _config(model_type)
+    errors = []
+    for cls in _model_classes(model_type, module_name, config):
+        try:
+            with _meta_parameters():
+                if reference:
+                    previous = torch.get_default_dtype()
+                    torch.set_default_dtype(torch.float64)
+                    try:
+                        with _upcast_mode():
+                            return cls(_config(model_type))
+                    finally:
+                        torch.set_default_dtype(previous)
+                return cls(config)
+        except Exception as error:
+            errors.append(f"{cls.__name__}: {type(error).__name__}: {error}"[:200])
+    raise RuntimeError("; ".join(errors) or "no model class")
+
+
+def _kind(module: Any, path: str) -> str:
+    """``vision`` for the rotary modules of vision towers, else ``text``."""
+    name = type(module).__name__.lower() + " " + path.lower()
+    return "vision" if ("vision" in name or "visual" in name) else "text"
+
+
+def _cos_sin(out: Any) -> tuple[Any, Any]:
+    import torch
+
+    if isinstance(out, tuple) and len(out) == 2:
+        return out
+    if isinstance(out, torch.Tensor) and out.is_complex():
+        return out.real, out.imag
+    if isinstance(out, torch.Tensor):
+        return out.double().cos(), out.double().sin()
+    raise TypeError(f"returns {type(out).__name__}")
+
+
+def _probe(module: Any, kind: str, dtype: Any, upcast: bool) -> tuple[Any, Any]:
+    import torch
+
+    context = _upcast_mode() if upcast else contextlib.nullcontext()
+    with torch.no_grad(), context:
+        params = list(inspect.signature(type(module).forward).parameters)[1:]
+        if params[:2] == ["x", "position_ids"]:
+            x = torch.zeros(1, dtype=dtype)
+            pos = torch.arange(FAR, FAR + 8)[None]
+            if hasattr(module, "mrope_section") or callable(
+                getattr(module, "recomposition_frequencies", None)
+            ):
+                rows = 2 if kind == "vision" else 3
+                pos = torch.cat([pos + 3 * i for i in range(rows)])
+                pos = pos if kind == "vision" else pos[:, None]
+            args: tuple[Any, ...] = (x, pos)
+            rope_type = getattr(module, "rope_type", None)
+            if isinstance(rope_type, dict):
+                args = (x, pos, sorted(rope_type)[0])
+            return _cos_sin(module(*args))
+        return _cos_sin(module(VISION_LEN))
+
+
+def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
+    """Rows of one family (in this process)."""
+    import torch
+
+    from pe_core.integrations.transformers import patch_rotary_embeddings
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    try:
+        model = _build(model_type, module_name, reference=False)
+        reference = _build(model_type, module_name, reference=True)
+    except Exception as error:
+        return [{"family": model_type, "status": "build failed", "reason": str(error)[:300]}]
+    refs = dict(reference.named_modules())
+    rows = []
+    for path, module in model.named_modules():
+        if "RotaryEmbedding" not in type(module).__name__:
+            continue
+        row: dict[str, Any] = {
+            "family": model_type,
+            "module": path,
+            "class": type(module).__name__,
+            "kind": _kind(module, path),
+        }
+        rows.append(row)
+        ref = refs.get(path)
+        try:
+            want = _probe(ref, row["kind"], torch.float64, upcast=True)
+            before = _probe(module, row["kind"], torch.float32, upcast=False)
+            row["unpatched"] = max(
+                float((b.double() - w.double()).abs().max())
+                for b, w in zip(before, want, strict=True)
+            )
+        except Exception as error:
+            want = None
+            row["probe"] = f"{type(error).__name__}: {error}"[:200]
+        try:
+            patch_rotary_embeddings(module)
+        except ValueError as error:
+            row["status"], row["reason"] = "refused", str(error)[:400]
+            continue
+        except Exception as error:
+            row["status"], row["reason"] = "crashed", f"{type(error).__name__}: {error}"[:400]
+            continue
+        if want is None:
+            row["status"], row["reason"] = "unverified", row.pop("probe")
+            continue
+        try:
+            got = _probe(module, row["kind"], torch.float32, upcast=False)
+            err = max(
+                float((g.double() - w.double()).abs().max()) for g, w in zip(got, want, strict=True)
+            )
+        except Exception as error:
+            row["status"], row["reason"] = "crashed", f"{type(error).__name__}: {error}"[:400]
+            continue
+        row["patched"] = err
+        row["status"] = "exact" if err <= EXACT else "wrong"
+    # the whole model in one call: refused or patched, never a crash
+    try:
+        from pe_core.integrations.transformers import unpatch_rotary_embeddings
+
+        unpatch_rotary_embeddings(model)
+        patch_rotary_embeddings(model)
+        whole = "patched"
+    except ValueError:
+        whole = "refused"
+    except Exception as error:
+        whole = f"crashed: {type(error).__name__}: {error}"[:300]
+    for row in rows:
+        row["whole"] = whole
+    if not rows:
+        rows.append({"family": model_type, "status": "build failed", "reason": "no rotary"})
+    return rows
+
+
+def _child(model_type: str, module_name: str, conn: Any) -> None:
+    try:
+        rows = run_family(model_type, module_name)
+    except BaseException as error:
+        rows = [{"family": model_type, "status": "crashed", "reason": repr(error)[:300]}]
+    conn.send(json.dumps(rows))
+    conn.close()
+
+
+def _one(model_type: str, module_name: str, timeout: float) -> list[dict[str, Any]]:
+    """One family in a process of its own (forked: torch and transformers are imported
+    once, in the parent), killed after ``timeout`` seconds."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_child, args=(model_type, module_name, send))
+    process.start()
+    send.close()
+    rows = None
+    if receive.poll(timeout):
+        try:
+            rows = json.loads(receive.recv())
+        except EOFError:
+            rows = None
+    process.join(5)
+    if process.is_alive():
+        process.kill()
+        process.join()
+        return rows or [{"family": model_type, "status": "build failed", "reason": "timeout"}]
+    if rows is None:
+        return [{"family": model_type, "status": "crashed", "reason": f"exit {process.exitcode}"}]
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| family | module | class | kind | status | unpatched | patched | reason |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        err = [
+            f"{r[k]:.1e}" if isinstance(r.get(k), float) else "" for k in ("unpatched", "patched")
+        ]
+        reason = str(r.get("reason", "")).replace("|", "/").replace("\n", " ")
+        lines.append(
+            f"| {r['family']} | `{r.get('module', '')}` | {r.get('class', '')} | "
+            f"{r.get('kind', '')} | {r['status']} | {err[0]} | {err[1]} | {reason[:160]} |"
+        )
+    return "\n".join(lines)
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    by_family: dict[tuple[str, str], set[str]] = {}
+    for r in rows:
+        by_family.setdefault((r["family"], r.get("kind", "?")), set()).add(r["status"])
+    out = []
+    for kind in ("text", "vision", "?"):
+        fams = {f: s for (f, k), s in by_family.items() if k == kind}
+        if not fams:
+            continue
+        exact = sum(1 for s in fams.values() if s == {"exact"})
+        counts: dict[str, int] = {}
+        for s in fams.values():
+            for status in s:
+                counts[status] = counts.get(status, 0) + 1
+        out.append(f"{kind}: {len(fams)} families, {exact} all exact; modules' statuses: {counts}")
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.hf_coverage")
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--out", default="")
+    args = parser.parse_args(argv)
+    import torch  # noqa: F401 - imported once, before the forks
+    import transformers  # noqa: F401
+
+    import pe_core.integrations.transformers  # noqa: F401
+
+    todo = families()
+    if args.only:
+        wanted = set(args.only.split(","))
+        todo = [t for t in todo if t[0] in wanted]
+    rows: list[dict[str, Any]] = []
+    with futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        jobs = [pool.submit(_one, t, m, args.timeout) for t, m in todo]
+        for job in jobs:
+            rows.extend(job.result())
+    text = summary(rows) + "\n\n" + table(rows) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        with open(args.out + ".json", "w", encoding="utf-8") as handle:
+            json.dump(rows, handle, indent=0)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

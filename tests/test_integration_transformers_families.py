@@ -1,0 +1,218 @@
+"""``patch_rotary_embeddings`` on the rotary modules of many transformers families.
+
+Each rotary module is built from a small config of its family (nothing downloaded),
+patched, and called at positions around 1e5; the reference is the same module built
+and called with transformers' own code run in float64 (every float32 request made a
+float64 one: :class:`pe_core.integrations._hf_float64.Float64Mode`), i.e. the module's
+own formula without float32 rounding. ``benchmarks/hf_coverage.py`` does the same for
+every family of the installed transformers, whole models included.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from pe_core.integrations._hf_float64 import Float64Mode  # noqa: E402
+from pe_core.integrations.transformers import (  # noqa: E402
+    patch_rotary_embeddings,
+    unpatch_rotary_embeddings,
+)
+
+FAR = 100_000
+
+#: Largest cos/sin error of a patched module at 1e5 (the unpatched ones: 2e-3 to 7e-3).
+EXACT = 4e-7
+
+
+def _config(model_type: str, sub: str | None, **settings: Any) -> Any:
+    config = transformers.AutoConfig.for_model(model_type)
+    if sub is not None:
+        config = getattr(config, sub)
+    for key, value in settings.items():
+        setattr(config, key, value)
+    return config
+
+
+def _module(model_type: str, cls: str, config: Any, **kwargs: Any) -> Any:
+    folder = transformers.models.auto.configuration_auto.model_type_to_module_name(model_type)
+    module = importlib.import_module(f"transformers.models.{folder}.modeling_{folder}")
+    return getattr(module, cls)(config, **kwargs)
+
+
+#: id -> (model type, rotary class, sub-config or None, config settings, class kwargs)
+CASES: dict[str, tuple[str, str, str | None, dict[str, Any], dict[str, Any]]] = {
+    # a module's recomposition that takes a layer type (crashed before)
+    "cohere_compass": (
+        "cohere_compass",
+        "CohereCompassRotaryEmbedding",
+        "text_config",
+        {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4}}},
+        {},
+    ),
+    # head_dim through transformers' attribute_map (kv_channels): refused before
+    "jetmoe": ("jetmoe", "JetMoeRotaryEmbedding", None, {}, {}),
+    "zamba2": ("zamba2", "Zamba2RotaryEmbedding", None, {"use_mem_rope": True}, {}),
+    # an attention-side key of the rope dict that the rotary ignores: refused before
+    "ministral3": ("ministral3", "Ministral3RotaryEmbedding", None, {}, {}),
+    # the module's own rope type ("default" for the unscaled one) over the config's
+    "molmo2-unscaled-longrope": (
+        "molmo2",
+        "Molmo2RotaryEmbedding",
+        "text_config",
+        {
+            "rope_parameters": {
+                "rope_type": "longrope",
+                "rope_theta": 1e4,
+                "short_factor": [1.0 + 0.01 * i for i in range(64)],
+                "long_factor": [1.5 + 0.05 * i for i in range(64)],
+                "original_max_position_embeddings": 4096,
+            }
+        },
+        {"scaled": False},
+    ),
+    # layouts: each frequency twice in a row, one column per pair, complex
+    "cohere-interleaved": ("cohere", "CohereRotaryEmbedding", None, {}, {}),
+    "gpt_oss-pairs": ("gpt_oss", "GptOssRotaryEmbedding", None, {}, {}),
+    "deepseek_v2-complex": ("deepseek_v2", "DeepseekV2RotaryEmbedding", None, {}, {}),
+    # vision towers: (2, n) position ids, recomposed by the module
+    "qwen2_vl-vision": ("qwen2_vl", "Qwen2VLVisionRotaryEmbedding", "vision_config", {}, {}),
+}
+
+
+def _call(module: Any, dtype: Any) -> Any:
+    x = torch.zeros(1, dtype=dtype)
+    pos = torch.arange(FAR, FAR + 8)[None]
+    if callable(getattr(module, "recomposition_frequencies", None)):
+        vision = "Vision" in type(module).__name__
+        pos = torch.cat([pos + 3 * i for i in range(2 if vision else 3)])
+        pos = pos if vision else pos[:, None]
+    args = (x, pos)
+    if isinstance(module.rope_type, dict):
+        args = (x, pos, sorted(module.rope_type)[0])
+    with torch.no_grad():
+        out = module(*args)
+    return (out.real, out.imag) if isinstance(out, torch.Tensor) else out
+
+
+def _float64(build: Any) -> Any:
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with Float64Mode():
+            module = build()
+            return _call(module, torch.float64)
+    finally:
+        torch.set_default_dtype(previous)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_family_module_is_patched_exactly(case: str) -> None:
+    model_type, cls, sub, settings, kwargs = CASES[case]
+
+    def build() -> Any:
+        return _module(model_type, cls, _config(model_type, sub, **settings), **kwargs)
+
+    module = build()
+    before = _call(module, torch.float32)
+    want = _float64(build)
+    patch_rotary_embeddings(module)
+    got = _call(module, torch.float32)
+    err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+    unpatched = max(float((b.double() - w).abs().max()) for b, w in zip(before, want, strict=True))
+    assert err <= EXACT, (case, err)
+    assert unpatched > 10 * err  # the check sees the float32 error it removes
+    for g, b in zip(got, before, strict=True):
+        assert g.shape == b.shape and g.dtype == b.dtype
+    unpatch_rotary_embeddings(module)
+    again = _call(module, torch.float32)
+    for a, b in zip(again, before, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_llama4_scaling_beta_and_refusals_name_the_module() -> None:
+    """A rope dict key pe_core does not know (besides the ignored attention-side ones)
+    refuses the module by name, never a bare config error."""
+    config = _config("ministral3", None)
+    module = _module("ministral3", "Ministral3RotaryEmbedding", config)
+    module.config.rope_parameters = {**module.config.rope_parameters, "mystery_key": 1.0}
+    module.original_inv_freq.mul_(1.01)
+    with pytest.raises(ValueError, match=r"Ministral3RotaryEmbedding at '<model>'"):
+        patch_rotary_embeddings(module)
+    assert "forward" not in vars(module)
+
+
+def test_whole_qwen2_vl_in_one_call() -> None:
+    """A vision-language model, vision tower included, patched in one call; its outputs
+    at ordinary inputs are the unpatched model's within float32 rounding."""
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = Qwen2VLConfig(
+        text_config={
+            "vocab_size": 160,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 1e4,
+                "mrope_section": [2, 3, 3],
+            },
+        },
+        vision_config={
+            "depth": 1,
+            "embed_dim": 32,
+            "hidden_size": 32,
+            "num_heads": 2,
+            "mlp_ratio": 2,
+            "patch_size": 2,
+            "spatial_merge_size": 1,
+            "temporal_patch_size": 1,
+        },
+        image_token_id=150,
+        video_token_id=151,
+        vision_start_token_id=152,
+    )
+    model = Qwen2VLForConditionalGeneration(config).eval()
+    pixels = torch.randn(16, 3 * 2 * 2)
+    grid = torch.tensor([[1, 4, 4]])
+    ids = torch.tensor([[5, 152] + [150] * 16 + [7, 9]])
+    kinds = (ids == 150).int()  # mm_token_type_ids: 1 for image tokens
+    inputs = dict(input_ids=ids, pixel_values=pixels, image_grid_thw=grid, mm_token_type_ids=kinds)
+    with torch.no_grad():
+        before = model(**inputs).logits
+        patch_rotary_embeddings(model)
+        after = model(**inputs).logits
+    patched = [m for m in model.modules() if "forward" in vars(m)]
+    names = sorted(type(m).__name__ for m in patched)
+    assert names == ["Qwen2VLRotaryEmbedding", "Qwen2VLVisionRotaryEmbedding"]
+    torch.testing.assert_close(after, before, rtol=0.0, atol=1e-4)
+
+
+def test_compiled_fullgraph_after_the_new_layouts() -> None:
+    """An interleaved (Cohere) module patched runs under torch.compile(fullgraph=True)."""
+    module = _module("cohere", "CohereRotaryEmbedding", _config("cohere", None))
+    patch_rotary_embeddings(module)
+    x = torch.zeros(1)
+    pos = torch.arange(FAR, FAR + 4)[None]
+    eager = module(x, pos)
+    compiled = torch.compile(module, fullgraph=True, backend="eager")(x, pos)
+    for a, b in zip(compiled, eager, strict=True):
+        torch.testing.assert_close(a, b, rtol=0.0, atol=0.0)
+
+
+def test_coverage_script_enumerates_the_families() -> None:
+    """benchmarks/hf_coverage.py finds every model type with a rotary class (one per
+    modeling folder), Llama and Qwen2-VL among them."""
+    hf_coverage = pytest.importorskip("benchmarks.hf_coverage")
+    found = dict(hf_coverage.families())
+    assert len(found) >= 150
+    assert {"llama", "qwen2_vl", "cohere"} <= set(found)
