@@ -234,6 +234,8 @@ def few_spec_positions(pos: Any, d: Any, spec: Spec) -> Any | None:
     values, xp = host_view(pos)
     if values is None or values.dtype.kind not in "iuf" or not 0 < values.size <= FEW_POSITIONS:
         return None
+    if values.dtype == np.float16:  # the general route warns about their precision
+        return None
     if type(d) is not int or d < 2 or d % 2 or spec.offset != 0:
         return None
     if values.dtype.kind != "f" and values.size <= 8:  # Python's max: quicker here

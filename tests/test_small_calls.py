@@ -121,6 +121,7 @@ def test_spec_lane_equals_the_general_route(
         (np.array([np.nan]), 8),  # refused by the general route
         (np.array([3]), 7),  # odd d
         (np.array([True]), 8),  # not numbers
+        (np.array([3.0], np.float16), 8),  # low precision: the general route warns
     ],
 )
 def test_other_inputs_leave_the_spec_lane(pos: np.ndarray, d: int) -> None:
