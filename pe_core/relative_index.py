@@ -591,7 +591,7 @@ def deberta_log_bucket(
     """
     mid = _check_deberta(bucket_size, max_position, arithmetic)
     xp, _ = choose_backend(None, backend, source=backend_of(relative_pos))
-    rel = _place.as_integers(relative_pos, xp, "relative_pos")
+    rel = _place.as_integers(relative_pos, xp, "relative_pos", uint64=True)
     return deberta_buckets(xp, rel, mid, int(max_position), arithmetic)
 
 
