@@ -408,6 +408,7 @@ def navit_bucket_table(
     m = positive_int(max_patches, "max_patches")
     rule = choice(rule, "rule", NAVIT_RULES)  # type: ignore[assignment]
     width = _vector_width(vector_width)
+    check_request_size((m + 1) * m, "int64", what="navit_bucket_table", extra_bytes=8 * m)
     return np.array(navit.navit_table(n, m, rule, width), dtype=np.int64)
 
 
@@ -499,6 +500,5 @@ def from_patch_attention_mask(
     check_rank(mask, "patch_attention_mask", (3,), "(batch, max_h, max_w)")
     if host is not None:
         check_binary(host, "patch_attention_mask")
-    if wide == "int32":
-        check_fits(xp, wide, "the largest position id", n * n - 1)
+    check_fits(xp, wide, "the largest position id", n * n - 1)
     return navit.patch_ids(xp, mask, kind, n, rule, width, wide, dtype)

@@ -499,6 +499,8 @@ def esmfold_relative_bins(
     index = _place.as_integers(residue_index, xp, "residue_index")
     if len(index.shape) < 1:
         raise ValueError("residue_index must have at least one axis (..., L). Received a scalar")
+    pairs = int(np.prod([n or 1 for n in index.shape])) * int(index.shape[-1] or 1)
+    _place.check_size(pairs, "esmfold_relative_bins")
     mask = None if mask is None else _place.as_mask(mask, xp, index)
     return esmfold_bins(xp, index, size, mask)
 
