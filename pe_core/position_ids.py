@@ -28,6 +28,7 @@ from static shapes, so the functions run under ``jax.jit``, ``torch.compile`` an
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -363,10 +364,11 @@ def from_table_cells(
     if cap is not None:
         cap = positive_int(cap, "max_position_embeddings") - 1
     if xp.numpy_arrays and not xp.is_tracing():
-        return rules.table_cell_ids_host(types, cap, dtype)
+        return rules.table_cell_ids_host(types, cap, dtype)  # type: ignore[return-value]
     seq = int(shape[-2])
-    pairs = seq * seq * int(np.prod([n or 1 for n in shape[:-2]]))
-    check_request_size(pairs, "int64", what="from_table_cells", extra_bytes=2 * pairs)
+    if not xp.is_tracing():  # (sizes may be symbolic under torch.compile)
+        pairs = seq * seq * math.prod(int(n or 1) for n in shape[:-2])
+        check_request_size(pairs, "int64", what="from_table_cells", extra_bytes=2 * pairs)
     return rules.table_cell_ids(xp, types, seq, cap, dtype)
 
 

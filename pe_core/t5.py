@@ -165,7 +165,8 @@ def t5_relative_bucket(
         after it (``r > 0``). ``False`` (decoders): keys after the query (``r > 0``)
         share bucket 0 with ``r = 0``.
     num_buckets : int
-        Buckets in all (T5: 32): at least 4 when bidirectional, 2 otherwise.
+        Buckets in all (T5: 32): at least 4 when bidirectional, 2 otherwise; at most
+        1024 per side (``MAX_BUCKETS_PER_SIDE``), 2048 in all when bidirectional.
     max_distance : int
         Distances at or beyond it share the last bucket of their side (T5: 128); must
         exceed ``max_exact``, a quarter of ``num_buckets`` when bidirectional (half

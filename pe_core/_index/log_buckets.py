@@ -154,8 +154,12 @@ def _deberta_float32_thresholds(mid: int, max_position: int, limit: int) -> tupl
     floor_bits = np.array(np.float32(mid)).view(np.uint32)  # 0 steps
     top_bits = top.view(np.uint32)[0]  # >= every step
     real = mid * np.exp((steps - 1) * (math.log((max_position - 1) / mid) / (mid - 1)))
-    lo = np.clip(np.float32(real * (1 - 1e-4)).view(np.uint32), floor_bits, top_bits)
-    hi = np.clip(np.float32(real * (1 + 1e-4)).view(np.uint32), floor_bits, top_bits)
+    lo: np.ndarray = np.clip(
+        (real * (1 - 1e-4)).astype(np.float32).view(np.uint32), floor_bits, top_bits
+    )
+    hi: np.ndarray = np.clip(
+        (real * (1 + 1e-4)).astype(np.float32).view(np.uint32), floor_bits, top_bits
+    )
     reached = _deberta_float32_steps(hi.view(np.float32), mid, max_position) >= steps
     hi = np.where(reached, hi, top_bits)
     early = _deberta_float32_steps(lo.view(np.float32), mid, max_position) >= steps
@@ -261,8 +265,8 @@ def deberta_exact_steps(a: np.ndarray, mid: int, max_position: int) -> np.ndarra
     top = max_position - 1
     if mid == 1 or a.size == 0:  # k = 0: x = 0
         return np.zeros(a.shape, np.int64)
-    wf = _WIDE_FLOAT
-    ratio = (a - np.uint64(mid)).astype(wf) / wf(mid)
+    wf: Any = _WIDE_FLOAT
+    ratio = (a - np.uint64(mid)).astype(wf) / np.array(mid, wf)
     x = _scale(mid, top) * np.log1p(ratio)
     nearest = np.rint(x)
     unsure = np.abs(x - nearest) <= 64 * np.finfo(wf).eps * x + np.finfo(wf).tiny
