@@ -28,12 +28,21 @@ from static shapes, so the functions run under ``jax.jit``, ``torch.compile`` an
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
 
+from pe_core._kernel.inputs import check_request_size
 from pe_core._position_ids import navit, rules
-from pe_core._position_ids.inputs import allow, check_binary, check_fits, check_rank, inputs
+from pe_core._position_ids.inputs import (
+    allow,
+    check_binary,
+    check_fits,
+    check_rank,
+    check_tokens,
+    inputs,
+)
 from pe_core.typing import BackendArrayT, BackendLike, HostData
 from pe_core.validation import choice, integer, positive_int
 
@@ -118,8 +127,7 @@ def from_attention_mask(
         check_rank(mask, "attention_mask", 1, "(..., seq)")
     if host is not None:
         check_binary(host, "attention_mask")
-    if wide == "int32":
-        check_fits(xp, wide, "padding_value", padding_value)
+    check_fits(xp, wide, "padding_value", padding_value)
     return rules.attention_mask_ids(xp, mask, kind, padding_value, dtype)
 
 
@@ -204,12 +212,13 @@ def from_cu_seqlens(
     cu_seqlens : array of int, shape (n + 1,)
         Starting at 0 and non-decreasing (an empty sequence repeats a value).
     total_length : int, optional
-        The number of tokens, the output's length: required for framework arrays (it
-        sizes the output, and pe_core does not read ``cu_seqlens[-1]`` back from a
-        device; pass the packed input's ``shape[0]``); ``cu_seqlens[-1]`` by default
-        for NumPy and Python input. Tokens from ``cu_seqlens[-1]`` on (trailing
-        padding) count as one more sequence; a shorter ``total_length`` keeps the first
-        ``total_length`` ids.
+        The number of tokens, the output's length; ``cu_seqlens[-1]`` by default. For
+        an eager framework array that default reads ``cu_seqlens[-1]`` back from the
+        device: one synchronisation per call, as ``torch.repeat_interleave`` without
+        ``output_size`` (pass the packed input's ``shape[0]`` to avoid it). Traced
+        calls (``jax.jit``, ``torch.compile``, ``tf.function``) must pass it. Tokens
+        from ``cu_seqlens[-1]`` on (trailing padding) count as one more sequence; a
+        shorter ``total_length`` keeps the first ``total_length`` ids.
     backend : str, optional
         As for :func:`from_attention_mask`.
 
@@ -221,11 +230,14 @@ def from_cu_seqlens(
     Raises
     ------
     TypeError
-        Non-integer ``cu_seqlens`` or ``total_length``; a framework array without
+        Non-integer ``cu_seqlens`` or ``total_length``; a traced array without
         ``total_length``.
     ValueError
-        Not 1-D or empty; for NumPy and Python input, a first value other than 0 or a
-        decrease (the value and its index are named).
+        Not 1-D or empty; for NumPy and Python input, a first value other than 0, a
+        decrease or a value beyond int64 (the value and its index are named); a
+        ``total_length`` beyond the output dtype, or whose output and working memory
+        (about 32 bytes a token) exceed the available memory (refused before any work,
+        the size named).
 
     Notes
     -----
@@ -247,6 +259,12 @@ def from_cu_seqlens(
     if shape[0] == 0:
         raise ValueError("cu_seqlens must hold at least one value (its leading 0). Received: []")
     if host is not None:
+        if host.dtype == np.uint64 and host.max() > np.iinfo(np.int64).max:
+            k = int(np.argmax(host > np.iinfo(np.int64).max))
+            raise ValueError(
+                f"cu_seqlens must fit in int64 (at most {2**63 - 1}). Received: "
+                f"{int(host[k])} at index {k}"
+            )
         values = host.astype(np.int64, copy=False)
         if values[0] != 0:
             raise ValueError(f"cu_seqlens must start at 0. Received: {values[0]} at index 0")
@@ -260,14 +278,18 @@ def from_cu_seqlens(
         if total_length is None:
             total_length = int(values[-1])
     elif total_length is None:
-        raise TypeError(
-            f"from_cu_seqlens needs total_length= for a {xp.name} array: it sizes the "
-            "output, and pe_core does not read cu_seqlens[-1] back from the device. Pass "
-            "the packed input's length (its shape[0])."
-        )
+        if xp.is_tracing() or xp.is_traced(cu):
+            raise TypeError(
+                f"from_cu_seqlens needs total_length= for a traced {xp.name} array (under "
+                "jit, compile or tf.function): it sizes the output, and a traced "
+                "cu_seqlens[-1] has no value yet. Pass the packed input's length (its "
+                "shape[0])."
+            )
+        # eager: the one synchronisation, as torch.repeat_interleave without output_size
+        total_length = int(xp.to_numpy(cu[-1]))
     total = positive_int(total_length, "total_length", minimum=0)
-    if wide == "int32":
-        check_fits(xp, wide, "total_length", total)
+    check_fits(xp, wide, "total_length", total)
+    check_tokens(total, "from_cu_seqlens")
     return rules.cu_seqlens_ids(xp, cu, total, wide, dtype, host is not None)
 
 
@@ -317,8 +339,12 @@ def from_table_cells(
 
     Notes
     -----
-    Cells are found by comparing every pair of tokens of a sequence, ``(..., seq,
-    seq)`` booleans: 262 144 per sequence of TAPAS's 512 tokens.
+    For NumPy, cells are gathered by a stable sort of each sequence's (column, row)
+    ids: memory and time proportional to the output. On the other backends they are
+    found by comparing every pair of tokens of a sequence, ``(..., seq, seq)``
+    booleans (262 144 per sequence of TAPAS's 512 tokens); a request whose pairs
+    (about 10 bytes each) exceed the available memory is refused before any work,
+    its size named.
 
     Examples
     --------
@@ -337,7 +363,13 @@ def from_table_cells(
     cap = max_position_embeddings
     if cap is not None:
         cap = positive_int(cap, "max_position_embeddings") - 1
-    return rules.table_cell_ids(xp, types, int(shape[-2]), cap, dtype)
+    if xp.numpy_arrays and not xp.is_tracing():
+        return rules.table_cell_ids_host(types, cap, dtype)  # type: ignore[return-value]
+    seq = int(shape[-2])
+    if not xp.is_tracing():  # (sizes may be symbolic under torch.compile)
+        pairs = seq * seq * math.prod(int(n or 1) for n in shape[:-2])
+        check_request_size(pairs, "int64", what="from_table_cells", extra_bytes=2 * pairs)
+    return rules.table_cell_ids(xp, types, seq, cap, dtype)
 
 
 # --------------------------------------------------------------------------- NaViT buckets
@@ -378,6 +410,7 @@ def navit_bucket_table(
     m = positive_int(max_patches, "max_patches")
     rule = choice(rule, "rule", NAVIT_RULES)  # type: ignore[assignment]
     width = _vector_width(vector_width)
+    check_request_size((m + 1) * m, "int64", what="navit_bucket_table", extra_bytes=8 * m)
     return np.array(navit.navit_table(n, m, rule, width), dtype=np.int64)
 
 
@@ -469,6 +502,5 @@ def from_patch_attention_mask(
     check_rank(mask, "patch_attention_mask", (3,), "(batch, max_h, max_w)")
     if host is not None:
         check_binary(host, "patch_attention_mask")
-    if wide == "int32":
-        check_fits(xp, wide, "the largest position id", n * n - 1)
+    check_fits(xp, wide, "the largest position id", n * n - 1)
     return navit.patch_ids(xp, mask, kind, n, rule, width, wide, dtype)

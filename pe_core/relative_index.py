@@ -28,6 +28,7 @@ backend asked for (int64; int32 on JAX without x64, the widest integer it has):
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -499,6 +500,9 @@ def esmfold_relative_bins(
     index = _place.as_integers(residue_index, xp, "residue_index")
     if len(index.shape) < 1:
         raise ValueError("residue_index must have at least one axis (..., L). Received a scalar")
+    if not xp.is_tracing():  # (sizes may be symbolic under torch.compile)
+        pairs = math.prod(int(n or 1) for n in index.shape) * int(index.shape[-1] or 1)
+        _place.check_size(pairs, "esmfold_relative_bins")
     mask = None if mask is None else _place.as_mask(mask, xp, index)
     return esmfold_bins(xp, index, size, mask)
 
@@ -591,7 +595,7 @@ def deberta_log_bucket(
     """
     mid = _check_deberta(bucket_size, max_position, arithmetic)
     xp, _ = choose_backend(None, backend, source=backend_of(relative_pos))
-    rel = _place.as_integers(relative_pos, xp, "relative_pos")
+    rel = _place.as_integers(relative_pos, xp, "relative_pos", uint64=True)
     return deberta_buckets(xp, rel, mid, int(max_position), arithmetic)
 
 

@@ -31,6 +31,7 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
+from pe_core._index import place as _place
 from pe_core._index import t5 as _t5
 from pe_core._index.log_buckets import SEARCHED as _SEARCHED
 from pe_core._index.log_buckets import t5_thresholds
@@ -69,6 +70,10 @@ Arithmetic = Literal["float32", "exact"]
 ARITHMETICS: tuple[str, ...] = ("float32", "exact")
 
 
+#: The most buckets per side (after halving when bidirectional): T5 uses 16 (32 in all).
+MAX_BUCKETS_PER_SIDE = 1024
+
+
 def _config(
     bidirectional: Any, num_buckets: Any, max_distance: Any, arithmetic: Any
 ) -> tuple[int, int, int, str, bool]:
@@ -82,6 +87,12 @@ def _config(
         raise ValueError(
             f"num_buckets must be at least {2 * side} when bidirectional={bool(bidirectional)} "
             f"(at least one exact bucket per side). Received: {num_buckets!r}"
+        )
+    if n > MAX_BUCKETS_PER_SIDE:
+        raise ValueError(
+            f"num_buckets must give at most {MAX_BUCKETS_PER_SIDE} buckets per side (the "
+            "thresholds are found in exact integer arithmetic, and the kernel compares "
+            f"each distance with each of them). Received: {num_buckets!r} ({n} per side)"
         )
     max_exact = n // 2
     if not is_integer(max_distance):
@@ -154,7 +165,8 @@ def t5_relative_bucket(
         after it (``r > 0``). ``False`` (decoders): keys after the query (``r > 0``)
         share bucket 0 with ``r = 0``.
     num_buckets : int
-        Buckets in all (T5: 32): at least 4 when bidirectional, 2 otherwise.
+        Buckets in all (T5: 32): at least 4 when bidirectional, 2 otherwise; at most
+        1024 per side (``MAX_BUCKETS_PER_SIDE``), 2048 in all when bidirectional.
     max_distance : int
         Distances at or beyond it share the last bucket of their side (T5: 128); must
         exceed ``max_exact``, a quarter of ``num_buckets`` when bidirectional (half
@@ -314,6 +326,7 @@ def t5_bucket_matrix(
     like_backend = backend_of(like) if like is not None else None
     xp, _ = choose_backend(None, backend, source=like_backend or offset_source)
     anchor = like if like_backend == xp.name else None
+    _place.check_size(q_len * k_len, "t5_bucket_matrix")
     buckets = _t5.diagonal_buckets(xp, q_len, k_len, offset, offset_source, anchor, config)
     return xp.expand_diagonals(buckets, q_len, k_len, like=anchor)
 

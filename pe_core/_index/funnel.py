@@ -28,7 +28,23 @@ def int_list(value: object, name: str) -> tuple[int, ...]:
             raise TypeError(message)
     if not items:
         raise ValueError(message)
-    return tuple(int(item) for item in items)
+    values = tuple(int(item) for item in items)
+    if not -(2**63) <= min(values) <= max(values) < 2**63:
+        raise ValueError(
+            f"{name} must fit in int64 (from {-(2**63)} to {2**63 - 1}). Received values from "
+            f"{min(values)} to {max(values)}"
+        )
+    return values
+
+
+def check_block(block: int, separate_cls: bool) -> None:
+    """With ``separate_cls`` the class token of block ``b`` sits at ``1 - 2**b``, which
+    must fit in int64: ``b <= 63``."""
+    if separate_cls and block > 63:
+        raise ValueError(
+            "block_index must be at most 63 with separate_cls=True (the class token's "
+            f"position 1 - 2**block_index must fit in int64). Received: {block}"
+        )
 
 
 def pool(pos: tuple[int, ...], block: int, separate_cls: bool, truncate: bool) -> tuple[int, ...]:
@@ -43,6 +59,8 @@ def block_positions(n: int, block: int, sep: bool, trunc: bool) -> tuple[int, ..
     """``range(n)`` pooled once per block up to ``block``."""
     pos = tuple(range(n))
     for b in range(1, block + 1):
+        if not sep and len(pos) == 1:
+            break  # [0] pools to itself
         pos = pool(pos, b, sep, trunc)
     return pos
 

@@ -149,9 +149,21 @@ def _deberta_float32_thresholds(mid: int, max_position: int, limit: int) -> tupl
     if count <= 0:
         return ()
     steps = np.arange(1, count + 1)
-    # Positive float32 values are ordered as their bit patterns: search those.
-    lo = np.full(count, np.array(np.float32(mid)).view(np.uint32))  # 0 steps
-    hi = np.full(count, top.view(np.uint32)[0])  # >= every step
+    # Positive float32 values are ordered as their bit patterns: search those, from a
+    # window around the real-number threshold (the whole range where it misses).
+    floor_bits = np.array(np.float32(mid)).view(np.uint32)  # 0 steps
+    top_bits = top.view(np.uint32)[0]  # >= every step
+    real = mid * np.exp((steps - 1) * (math.log((max_position - 1) / mid) / (mid - 1)))
+    lo: np.ndarray = np.clip(
+        (real * (1 - 1e-4)).astype(np.float32).view(np.uint32), floor_bits, top_bits
+    )
+    hi: np.ndarray = np.clip(
+        (real * (1 + 1e-4)).astype(np.float32).view(np.uint32), floor_bits, top_bits
+    )
+    reached = _deberta_float32_steps(hi.view(np.float32), mid, max_position) >= steps
+    hi = np.where(reached, hi, top_bits)
+    early = _deberta_float32_steps(lo.view(np.float32), mid, max_position) >= steps
+    lo = np.where(early & (lo > floor_bits), floor_bits, lo)
     while (live := hi - lo > 1).any():
         middle = lo + (hi - lo) // 2
         reached = _deberta_float32_steps(middle.view(np.float32), mid, max_position) >= steps
@@ -170,34 +182,177 @@ def _deberta_float32_thresholds(mid: int, max_position: int, limit: int) -> tupl
     return tuple(thresholds)
 
 
-def _deberta_exact_thresholds(mid: int, max_position: int, limit: int) -> tuple[int, ...]:
-    """Smallest ``a`` with ``ceil(x(a)) >= n + 1`` for ``n = 0, 1, ...`` (``a <= limit``),
-    ``x(a) = (mid - 1) log(a / mid) / log((max_position - 1) / mid)``: the real
-    threshold ``mid r ** (n / (mid - 1))`` from 45-digit Decimals, exact checks when it
-    is within 1e-20 of an integer (``x(a) > n`` is ``a ** (mid - 1) * mid ** n >
-    (max_position - 1) ** n * mid ** (mid - 1)`` in integers)."""
+# Exact arithmetic: ``x(a) = k log(a / mid) / log(top / mid)`` with ``k = mid - 1`` and
+# ``top = max_position - 1``; DeBERTa's step count of a distance ``a > mid`` is
+# ``ceil(x(a))``.
+
+
+def _powers_equal(p: int, e1: int, u: int, e2: int) -> bool:
+    """``p ** e1 == u ** e2`` for integers ``p, u >= 1`` and ``e1, e2 >= 0``, without
+    forming the powers (the exponents may be ~2**50)."""
+    if e1 == 0 or p == 1:
+        return e2 == 0 or u == 1
+    if e2 == 0 or u == 1:
+        return False
+    g = math.gcd(e1, e2)
+    e1, e2 = e1 // g, e2 // g  # coprime: p = c ** e2, u = c ** e1 for an integer c >= 2
+    if e2 >= p.bit_length() or e1 >= u.bit_length():
+        return False  # c >= 2 would make c ** e2 > p (or c ** e1 > u)
+    c = round(p ** (1.0 / e2))
+    return any(r >= 2 and r**e2 == p and r**e1 == u for r in (c - 1, c, c + 1))
+
+
+def _tie(a: int, m: int, mid: int, top: int) -> bool:
+    """``x(a) == m`` exactly: ``(a / mid) ** k == (top / mid) ** m`` in reduced fractions."""
     k = mid - 1
+    g1, g2 = math.gcd(a, mid), math.gcd(top, mid)
+    p, q, u, v = a // g1, mid // g1, top // g2, mid // g2
+    return _powers_equal(p, k, u, m) and _powers_equal(q, k, v, m)
+
+
+def _sign(a: int, m: int, mid: int, top: int) -> int:
+    """The sign of ``x(a) - m``, exactly (Decimals of growing precision; ties in
+    integers, so the loop ends)."""
+    if _tie(a, m, mid, top):
+        return 0
+    prec = 40 + len(str(m))
+    while True:
+        with decimal.localcontext() as ctx:
+            ctx.prec = prec
+            d_mid = decimal.Decimal(mid)
+            first = (mid - 1) * (decimal.Decimal(a) / d_mid).ln()
+            second = m * (decimal.Decimal(top) / d_mid).ln()
+            diff = first - second
+            bound = (abs(first) + abs(second) + 1) * decimal.Decimal(10) ** (4 - prec)
+        if abs(diff) > bound:
+            return 1 if diff > 0 else -1
+        prec *= 2
+
+
+def _steps_one(a: int, mid: int, top: int) -> int:
+    """``ceil(x(a))`` of one distance ``a > mid``, exactly."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        d_mid = decimal.Decimal(mid)
+        x = (mid - 1) * (decimal.Decimal(a) / d_mid).ln() / (decimal.Decimal(top) / d_mid).ln()
+        m = int(x.to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
+        if abs(x - m) > decimal.Decimal("1e-20"):  # x is within ~1e-40 of its Decimal
+            return int(x.to_integral_value(rounding=decimal.ROUND_CEILING))
+    return m if _sign(a, m, mid, top) <= 0 else m + 1
+
+
+#: The float type of the vectorised estimate: x87's 64-bit significand where NumPy has it.
+_WIDE_FLOAT = np.longdouble if np.finfo(np.longdouble).nmant >= 63 else np.float64
+
+
+@functools.lru_cache(maxsize=64)
+def _scale(mid: int, top: int) -> Any:
+    """``k / log(top / mid)``, correctly rounded to :data:`_WIDE_FLOAT`."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 40
+        value = (mid - 1) / (decimal.Decimal(top) / decimal.Decimal(mid)).ln()
+    return _WIDE_FLOAT(str(value))
+
+
+def deberta_exact_steps(a: np.ndarray, mid: int, max_position: int) -> np.ndarray:
+    """``ceil(x(a))`` of the distances ``a > mid`` (uint64), exactly, as int64.
+
+    A vectorised estimate in :data:`_WIDE_FLOAT` (relative error below ``8 eps``)
+    decides every distance whose ``x`` is not within ``64 eps |x|`` of an integer; the
+    others (rare: where the real value nearly meets an integer) are decided one by one
+    in Decimals and integers. Time and memory are proportional to ``a.size``.
+    """
+    top = max_position - 1
+    if mid == 1 or a.size == 0:  # k = 0: x = 0
+        return np.zeros(a.shape, np.int64)
+    wf: Any = _WIDE_FLOAT
+    ratio = (a - np.uint64(mid)).astype(wf) / np.array(mid, wf)
+    x = _scale(mid, top) * np.log1p(ratio)
+    nearest = np.rint(x)
+    unsure = np.abs(x - nearest) <= 64 * np.finfo(wf).eps * x + np.finfo(wf).tiny
+    steps = np.ceil(x).astype(np.int64)
+    flat_a, flat_steps = a.reshape(-1), steps.reshape(-1)
+    for i in np.flatnonzero(unsure.reshape(-1)).tolist():
+        flat_steps[i] = _steps_one(int(flat_a[i]), mid, top)
+    return flat_steps.reshape(a.shape)
+
+
+def deberta_float32_steps(a: np.ndarray, mid: int, max_position: int) -> np.ndarray:
+    """transformers' float32 step count of the distances ``a > mid`` (uint64), as int64."""
+    return _deberta_float32_steps(a.astype(np.float32), mid, max_position)
+
+
+def deberta_host_buckets(
+    rel: np.ndarray, mid: int, max_position: int, arithmetic: str
+) -> np.ndarray:
+    """DeBERTa's buckets of host integers (any integer dtype, uint64 included), int64,
+    each computed directly: time and memory proportional to ``rel.size``."""
+    rel = np.asarray(rel)
+    if rel.dtype.kind == "u":
+        size, negative = rel.astype(np.uint64), np.zeros(rel.shape, bool)
+    else:
+        wide = rel.astype(np.int64)
+        negative = wide < 0
+        size = np.where(negative, -(wide + 1), wide).astype(np.uint64)  # |r| - 1 if r < 0
+        size = size + negative.astype(np.uint64)  # |r|, 2**63 included
+    out = np.zeros(rel.shape, np.int64)
+    small = size <= np.uint64(mid)
+    out[small] = size[small].astype(np.int64)
+    large = ~small
+    steps = (deberta_exact_steps if arithmetic == "exact" else deberta_float32_steps)(
+        size[large], mid, max_position
+    )
+    out[large] = steps + mid
+    return np.where(negative, -out, out)
+
+
+#: The most thresholds built for a framework array (whose values pe_core does not read):
+#: 2**18 (2 MiB of int64; at most a few seconds to build, once per configuration).
+MAX_THRESHOLDS = 2**18
+
+
+def deberta_threshold_count(mid: int, max_position: int, arithmetic: str, limit: int) -> int:
+    """How many thresholds lie at or below ``limit`` (the step count of ``limit``)."""
+    if limit <= mid:
+        return 0
+    a = np.array([limit], np.uint64)
+    if arithmetic == "exact":
+        return int(deberta_exact_steps(a, mid, max_position)[0])
+    return max(int(deberta_float32_steps(a, mid, max_position)[0]), 0)
+
+
+def _deberta_exact_thresholds(mid: int, max_position: int, limit: int) -> tuple[int, ...]:
+    """Smallest ``a`` with ``ceil(x(a)) >= s + 1`` for ``s = 0, 1, ...`` (``a <= limit``):
+    ``floor(y_s) + 1`` with ``y_s = mid (top / mid) ** (s / k)``, walked in 256-bit
+    fixed point (``y_{s+1} = y_s rho``), exact decisions where ``y_s`` nearly meets an
+    integer. One big-integer product per threshold."""
+    k, top = mid - 1, max_position - 1
     if k == 0:
         return ()
-    thresholds = []
+    bits = 256
     with decimal.localcontext() as ctx:
-        ctx.prec = 45
-        log_ratio = (decimal.Decimal(max_position - 1) / decimal.Decimal(mid)).ln()
-        near = decimal.Decimal("1e-20")
-        steps = 0
-        while True:
-            real = decimal.Decimal(mid) * (log_ratio * steps / k).exp()
-            whole = int(real)
-            if real - whole < near or whole + 1 - real < near:
-                first = max(whole - 1, mid)
-                while not first**k * mid**steps > (max_position - 1) ** steps * mid**k:
-                    first += 1
-            else:
-                first = whole + 1
-            if first > limit:
-                break
-            thresholds.append(first)
-            steps += 1
+        ctx.prec = 120
+        rho = ((decimal.Decimal(top) / decimal.Decimal(mid)).ln() / k).exp()
+        rho_fp = int(rho * (decimal.Decimal(2) ** bits))
+    one = 1 << bits
+    y = mid << bits
+    thresholds = []
+    s = 0
+    while True:
+        whole = y >> bits
+        frac = y - (whole << bits)
+        error = (s + 2) << 140  # accumulated rounding, far above the true error
+        if error < frac < one - error:
+            floor = whole
+        else:  # y_s is next to the integer c: floor is c where y_s >= c, i.e. x(c) <= s
+            c = whole + 1 if frac >= one - error else whole
+            floor = c if _sign(c, s, mid, top) <= 0 else c - 1
+        first = floor + 1
+        if first > limit:
+            break
+        thresholds.append(first)
+        s += 1
+        y = (y * rho_fp) >> bits
     return tuple(thresholds)
 
 
@@ -205,6 +360,9 @@ def _deberta_exact_thresholds(mid: int, max_position: int, limit: int) -> tuple[
 def _deberta_thresholds(
     mid: int, max_position: int, arithmetic: str, limit: int
 ) -> tuple[int, ...]:
+    count = deberta_threshold_count(mid, max_position, arithmetic, limit)
+    if count > MAX_THRESHOLDS:  # deberta_buckets refuses first, with the whole story
+        raise ValueError(f"{count} thresholds asked for, at most {MAX_THRESHOLDS}")
     if arithmetic == "exact":
         return _deberta_exact_thresholds(mid, max_position, limit)
     return _deberta_float32_thresholds(mid, max_position, limit)
@@ -245,9 +403,29 @@ def _deberta_kernel(xp: Any, rel: Any, negated: Any, mid: int, count: int) -> An
 
 
 def deberta_buckets(xp: Any, rel: Any, mid: int, max_position: int, arithmetic: str) -> Any:
-    """DeBERTa's buckets of the int32 or int64 array ``rel`` of namespace ``xp``."""
+    """DeBERTa's buckets of the int32 or int64 array ``rel`` of namespace ``xp``: each
+    computed directly for NumPy, a binary search among the thresholds otherwise."""
     name = xp.dtype_of(rel)
-    config = (mid, max_position, arithmetic, 2**63 if name == "int64" else 2**31)
+    if xp.numpy_arrays and not xp.is_tracing():
+        out = deberta_host_buckets(rel, mid, max_position, arithmetic)
+        return out if name == "uint64" else out.astype(name)
+    limit = 2**63 if name == "int64" else 2**31
+    config = (mid, max_position, arithmetic, limit)
+    needed = xp.host_constant(deberta_threshold_count, *config)
+    if needed > MAX_THRESHOLDS:
+        raise ValueError(
+            f"deberta_log_bucket of a {xp.name} {name} array with bucket_size={2 * mid} (or "
+            f"{2 * mid + 1}), max_position={max_position} needs {needed} thresholds for the "
+            f"{name} range (at most {MAX_THRESHOLDS}: pe_core does not read the positions "
+            "back from the device to compute each bucket directly). Pass the positions as "
+            "a NumPy array, or choose a larger max_position."
+        )
+    if name == "int32" and mid + needed >= 2**31:  # the largest bucket must fit in int32
+        raise ValueError(
+            f"deberta_log_bucket of int32 positions with bucket_size={2 * mid} (or "
+            f"{2 * mid + 1}), max_position={max_position} reaches bucket {mid + needed}, "
+            "beyond int32: pass int64 positions."
+        )
     if xp.is_tracing():  # torch.compile: the thresholds are built outside the trace
         values = xp.host_constant(deberta_negated, *config)
         negated = xp.asarray(values, dtype=xp.dtype(name), like=rel)
@@ -264,11 +442,9 @@ def deberta_buckets(xp: Any, rel: Any, mid: int, max_position: int, arithmetic: 
 def deberta_host(
     q_len: int, k_len: int, mid: int, max_position: int, arithmetic: str, limit: int
 ) -> np.ndarray:
-    """DeBERTa's ``query - key`` table, log-bucketed when ``mid``."""
-    distance = np.arange(q_len)[:, None] - np.arange(k_len)[None, :]
+    """DeBERTa's ``query - key`` table, log-bucketed when ``mid``: the buckets of the
+    ``q_len + k_len - 1`` distances, each computed directly, then gathered."""
+    distances = np.arange(-(k_len - 1), q_len)  # query - key, ascending
     if mid:  # log buckets
-        thresholds = _deberta_thresholds(mid, max_position, arithmetic, limit)
-        size = np.abs(distance)
-        steps = np.searchsorted(np.array(thresholds, np.int64), size, side="right")
-        distance = np.where(size <= mid, distance, np.sign(distance) * (mid + steps))
-    return distance
+        distances = deberta_host_buckets(distances, mid, max_position, arithmetic)
+    return distances[np.arange(q_len)[:, None] - np.arange(k_len)[None, :] + (k_len - 1)]

@@ -117,9 +117,24 @@ def _holds_bool(obj: Any) -> bool:
     return isinstance(obj, (list, tuple)) and any(_holds_bool(v) for v in obj)
 
 
-def as_integers(obj: Any, xp: Any, what: str) -> Any:
+def _check_unsigned(values: np.ndarray, what: str) -> None:
+    """Host unsigned integers must fit in int64 (named otherwise, not wrapped)."""
+    if values.dtype == np.uint64 and values.size and values.max() > np.iinfo(np.int64).max:
+        raise ValueError(
+            f"{what} must fit in int64 (at most {2**63 - 1}). Received a value of "
+            f"{values.max()} ({values.dtype})"
+        )
+
+
+def as_integers(obj: Any, xp: Any, what: str, *, uint64: bool = False) -> Any:
     """``obj`` (Python integers, NumPy or any backend's integer array) as an integer
-    array of ``xp``: int32 or int64 (int64 for host input, int32 on JAX without x64)."""
+    array of ``xp``: int32 or int64 (int64 for host input, int32 on JAX without x64).
+
+    Host values that do not fit are refused with the value named, never wrapped;
+    ``uint64=True`` keeps NumPy uint64 values (from 2**63 on) as uint64 for a NumPy
+    ``xp`` (for callers that compute them exactly). A framework's unsigned array that
+    the result dtype might not hold (uint64; uint32 where the widest is int32) is
+    refused: its values are not read back to check them."""
     source = backend_of(obj)
     if source is None:
         array = np.asarray(obj)
@@ -127,20 +142,39 @@ def as_integers(obj: Any, xp: Any, what: str) -> Any:
             raise TypeError(f"{what} must be integers, not booleans. Received: {obj!r}")
         if array.size == 0:
             array = array.astype(np.int64)
+        if array.dtype == object and all(is_integer(v) for v in array.reshape(-1).tolist()):
+            raise ValueError(
+                f"{what} must fit in int64 (from {-(2**63)} to {2**63 - 1}). Received "
+                f"values from {min(array.reshape(-1).tolist())} to "
+                f"{max(array.reshape(-1).tolist())}"
+            )
         if array.dtype.kind not in "iu":
             raise TypeError(f"{what} must be integers. Received dtype: {array.dtype}")
-        if array.dtype == np.uint64 and array.size and array.max() > np.iinfo(np.int64).max:
-            raise ValueError(f"{what} must fit in int64. Received a value of {array.max()}")
-        return place(xp, array.astype(np.int64), what=what)
-    if source != xp.name:
-        values = _host_numpy(obj, source, what)
+        source = "numpy"
+        obj = array
+    if source != xp.name or xp.numpy_arrays:
+        values = _host_numpy(obj, source, what) if source != "numpy" else np.asarray(obj)
         if values.dtype.kind not in "iu":
             raise TypeError(f"{what} must be integers. Received dtype: {values.dtype}")
+        if uint64 and xp.numpy_arrays and values.dtype == np.uint64:
+            return values
+        _check_unsigned(values, what)
+        if xp.numpy_arrays and values.dtype in (np.int32, np.int64) and source == "numpy":
+            return values
         return place(xp, values.astype(np.int64), what=what)
     name = xp.dtype_of(obj)
     if xp.kind(name) != "int":
         raise TypeError(f"{what} must be integers. Received dtype: {name}")
-    return obj if name in ("int32", "int64") else xp.astype(obj, xp.dtype(wide(xp)))
+    if name in ("int32", "int64"):
+        return obj
+    if name == "uint64" or (name == "uint32" and wide(xp) == "int32"):
+        raise TypeError(
+            f"{what} must be signed integers (or unsigned ones narrower than "
+            f"{wide(xp)}) on backend {xp.name!r}: a {name} array may hold values beyond "
+            f"{wide(xp)}, which pe_core does not read back from the device to check. "
+            f"Convert it to {wide(xp)}."
+        )
+    return xp.astype(obj, xp.dtype(wide(xp)))
 
 
 def as_mask(mask: Any, xp: Any, index: Any) -> Any:

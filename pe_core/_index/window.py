@@ -72,10 +72,17 @@ def levit_host(res: int, step: int, out: int) -> np.ndarray:
 
 def esmfold_bins(xp: Any, index: Any, size: int, mask: Any) -> Any:
     """``clip(r_j - r_i, -size, size) + size + 1``, 0 where ``mask`` (bools of ``xp``,
-    or ``None``) excludes either residue."""
-    diff = xp.expand_dims(index, -2) - xp.expand_dims(index, -1)
-    diff = xp.where(diff < -size, xp.zeros_like(diff) - size, diff)
-    diff = xp.where(diff > size, xp.zeros_like(diff) + size, diff) + (size + 1)
+    or ``None``) excludes either residue.
+
+    The difference is taken in the indices' dtype, where it wraps beyond its range; the
+    direction comes from comparing the indices, so a wrapped difference (which then has
+    the wrong sign) is clipped to the right end."""
+    right, left = xp.expand_dims(index, -2), xp.expand_dims(index, -1)
+    diff = right - left  # wraps only where |r_j - r_i| leaves the dtype: beyond size
+    limit = xp.zeros_like(diff) + size
+    above = xp.where((diff > 0) & (diff < size), diff, limit)  # r_j > r_i
+    below = xp.where((diff < 0) & (diff > -size), diff, -limit)  # r_j < r_i
+    diff = xp.where(right > left, above, xp.where(right < left, below, diff)) + (size + 1)
     if mask is None:
         return diff
     keep = xp.expand_dims(mask, -2) & xp.expand_dims(mask, -1)
