@@ -494,7 +494,7 @@ def tex_to_mathml(tex: str, display: bool = False) -> str:
     command or environment the converter does not know), so no page shows raw TeX.
     """
     if latex_to_mathml is None:
-        raise PluginError('The formulas need latex2mathml: pip install "pe-core[docs]".')
+        raise PluginError("The formulas need latex2mathml: pip install '.[docs]'.")
     source = re.sub(r"\\(begin|end)\{aligned\}", r"\\\1{split}", tex)  # same layout
     source = _SIZED_COMMAND.sub(_sized_delimiter, source)
     source = _TEXT_ARGUMENT.sub(lambda m: m[1] + _TEXT_ESCAPE.sub(r"\1", m[2]) + "}", source)

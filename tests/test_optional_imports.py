@@ -35,7 +35,7 @@ def _pyproject() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
-def _modules_of(requirement: str) -> set[str]:
+def modules_of(requirement: str) -> set[str]:
     """The top-level modules a requirement installs (the normalised name when it is not
     installed here)."""
     match = _NAME.match(requirement)
@@ -61,7 +61,7 @@ def always_there() -> frozenset[str]:
     project = _pyproject()
     modules = set(sys.stdlib_module_names) | LOCAL | {"__future__"}
     for requirement in project["dependencies"] + project["optional-dependencies"]["test"]:
-        modules |= _modules_of(requirement)
+        modules |= modules_of(requirement)
     return frozenset(modules)
 
 
@@ -148,7 +148,7 @@ def test_the_extras_are_optional() -> None:
     extras = _pyproject()["optional-dependencies"]
     for extra in ("jax", "torch", "flax", "keras", "plot", "docs", "parity"):
         for requirement in set(extras[extra]) - set(extras["test"]):
-            assert not _modules_of(requirement) <= always, (extra, requirement)
+            assert not modules_of(requirement) <= always, (extra, requirement)
 
 
 # -- files loaded by path --------------------------------------------------------------
