@@ -19,9 +19,12 @@ Nothing computed is committed; every build draws and measures again with the lib
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import html
+import importlib.util
 import io
+import logging
 import math
 import re
 import time
@@ -38,12 +41,15 @@ from pe_core import plots
 from pe_core._kernel.routes import route_table_markdown
 from pe_core.analysis import ResolutionReport, resolution_report
 from pe_core.presets import preset_table_markdown
+from pe_core_backends._registry import REGISTRY
 
 try:  # the docs extra; the hooks' other functions work without it
     from latex2mathml.converter import convert as latex_to_mathml
     from latex2mathml.symbols_parser import convert_symbol
 except ImportError:  # pragma: no cover - the site build then stops at the first formula
     latex_to_mathml = convert_symbol = None
+
+log = logging.getLogger("mkdocs.hooks.pe_core")
 
 # -- figures --------------------------------------------------------------------------
 
@@ -364,6 +370,7 @@ def render(markdown: str, page_name: str = "page") -> str:
     out: list[str] = []
     namespace: dict[str, Any] = {"__name__": f"docs_{page_name}"}
     pending: list[str] = []  # python blocks not run yet
+    missing: list[str] = []  # what this build lacks for the page's code, from there on
     language: str | None = None  # inside a fenced block: its language
     block: list[str] = []
     for line in markdown.split("\n"):
@@ -387,7 +394,8 @@ def render(markdown: str, page_name: str = "page") -> str:
             continue
         name = match.group(1)
         if name == "output":
-            out.append(_run(pending, namespace, page_name))
+            missing = missing or _missing(pending)
+            out.append(_not_run(missing) if missing else _run(pending, namespace, page_name))
             pending = []
         elif name in SNIPPETS:
             out.append(SNIPPETS[name]())
@@ -397,6 +405,46 @@ def render(markdown: str, page_name: str = "page") -> str:
                 f"Expected one of: output, {', '.join(sorted(SNIPPETS))}."
             )
     return "\n".join(out)
+
+
+#: The packages a page's code may need beyond the ``docs`` extra: the frameworks and the
+#: peers it is compared with. A build without one shows, in place of each output from the
+#: first block that needs it to the end of the page, a note naming it (the later blocks
+#: may use the earlier ones' names); the full build (tests/test_docs.py) has them all and
+#: shows every output. Any other module a block lacks stops the build.
+OPTIONAL_FOR_PAGES = frozenset(
+    {"torch", "jax", "flax", "tensorflow", "keras", "keras_hub", "transformers", "diffusers"}
+)
+_BACKEND_ARGUMENT = re.compile(r"""backend\s*=\s*["'](\w+)["']""")
+
+
+def needed_modules(code: str) -> set[str]:
+    """The top-level modules ``code`` imports or asks for with ``backend="..."``."""
+    needed = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            needed |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            needed.add(node.module.split(".")[0])
+    for name in _BACKEND_ARGUMENT.findall(code):
+        if name in REGISTRY.by_alias:  # an unknown name (an error example) needs nothing
+            needed.add(REGISTRY.by_name[REGISTRY.by_alias[name]].framework)
+    return needed
+
+
+def _missing(blocks: list[str]) -> list[str]:
+    """The optional packages ``blocks`` need that this build does not have."""
+    needed = set().union(*(needed_modules(code) for code in blocks))
+    return sorted(m for m in needed & OPTIONAL_FOR_PAGES if importlib.util.find_spec(m) is None)
+
+
+def _not_run(missing: list[str]) -> str:
+    names = ", ".join(missing)
+    log.info("docs hooks: an output not run: this build lacks %s", names)
+    return (
+        f"```text\n(not run when these pages were built: the code needs {names}, "
+        "which was not installed; run it to see its output)\n```"
+    )
 
 
 def _run(blocks: list[str], namespace: dict[str, Any], page_name: str) -> str:
@@ -446,7 +494,7 @@ def tex_to_mathml(tex: str, display: bool = False) -> str:
     command or environment the converter does not know), so no page shows raw TeX.
     """
     if latex_to_mathml is None:
-        raise PluginError('The formulas need latex2mathml: pip install "pe-core[docs]".')
+        raise PluginError("The formulas need latex2mathml: pip install '.[docs]'.")
     source = re.sub(r"\\(begin|end)\{aligned\}", r"\\\1{split}", tex)  # same layout
     source = _SIZED_COMMAND.sub(_sized_delimiter, source)
     source = _TEXT_ARGUMENT.sub(lambda m: m[1] + _TEXT_ESCAPE.sub(r"\1", m[2]) + "}", source)

@@ -12,7 +12,8 @@ without it the call raises :class:`ImportError` naming the extra to install
 * :func:`plot_grid_similarity`: the similarity of one patch to every patch of a 2-D grid;
 * :func:`plot_similarity_by_distance`: similarity against distance for several ``d``
   and bases;
-* :func:`plot_spectrum`: the wavelength of every sin/cos pair;
+* :func:`plot_spectrum`: the wavelength of every sin/cos pair, and how far other specs'
+  wavelengths are from the first's;
 * :func:`plot_long_distance`: the cosine similarity over a long range, with the
   near-collision :func:`~pe_core.analysis.resolution_report` finds;
 * :func:`plot_normalized`: positions normalized to [0, 1] for several lengths;
@@ -229,6 +230,11 @@ def plot_similarity_by_distance(
 def plot_spectrum(d: int = 512, specs: Sequence[Spec | PresetLike] | None = None) -> Figure:
     """The wavelength ``2 pi / w_i`` (in positions) of every sin/cos pair ``i``.
 
+    With several specs a second panel shows how far each one's wavelengths are from the
+    first spec's, in percent: on the log scale of the first panel, schedules as close as
+    ``2i/d`` and ``i/(d/2 - 1)`` lie on top of each other (3.7% apart at most for
+    ``d = 512``).
+
     Parameters
     ----------
     d : int
@@ -246,6 +252,9 @@ def plot_spectrum(d: int = 512, specs: Sequence[Spec | PresetLike] | None = None
     >>> fig = plot_spectrum(16, ["vaswani"])
     >>> [round(float(v), 2) for v in fig.axes[0].lines[0].get_ydata()[:2]]  # 2*pi, 2*pi*10**0.5
     [6.28, 19.87]
+    >>> fig = plot_spectrum(512)  # vaswani, and tensor2tensor's difference from it below
+    >>> [round(float(v), 2) for v in fig.axes[1].lines[0].get_ydata()[[0, -1]]]  # percent
+    [0.0, 3.66]
     """
     chosen = [resolve_spec(s) for s in (specs or ("vaswani", "tensor2tensor"))]
     if not chosen:

@@ -201,10 +201,13 @@ def test_site_has_every_figure(site, hooks):
 
 
 def test_pages_show_existing_figures_and_no_markers(site, hooks):
+    # Built with every framework the pages' code needs, every output is shown.
+    complete = all(_installed(name) for name in hooks.OPTIONAL_FOR_PAGES)
     shown = set()
     for page in site.rglob("*.html"):
         html = page.read_text()
         assert "<!-- computed:" not in html, page
+        assert not complete or "not run when these pages were built" not in html, page
         for src in re.findall(r'<img[^>]+src="([^"]+\.png)"', html):
             target = (page.parent / src).resolve()
             assert target.is_file(), f"{page}: {src}"
@@ -248,6 +251,30 @@ def test_render_replaces_markers_and_runs_code(hooks):
     assert "(nothing printed)" in hooks.render(other)  # only python blocks run
     with pytest.raises(Exception, match="unknown marker <!-- computed: nope -->"):
         hooks.render("<!-- computed: nope -->")
+
+
+def test_outputs_needing_a_missing_framework_say_so(hooks, monkeypatch):
+    """A build without a framework a page's code needs (the ``docs`` extra alone) shows a
+    note in place of each output from there on; any other missing module stops it."""
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        hooks.importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "torch" else find_spec(name, *args),
+    )
+    page = (
+        "```python\nprint(1)\n```\n<!-- computed: output -->\n"
+        "```python\nimport torch\nprint(2)\n```\n<!-- computed: output -->\n"
+        "```python\nprint(3)\n```\n<!-- computed: output -->"
+    )
+    rendered = hooks.render(page, "page.md")
+    assert "```text\n1\n```" in rendered
+    note = "(not run when these pages were built: the code needs torch, which was not installed"
+    assert rendered.count(note) == 2  # the later blocks may use the skipped one's names
+    code = 'import pe_core\npe_core.encode([0], 8, backend="jax")'
+    assert hooks.needed_modules(code) == {"pe_core", "jax"}
+    with pytest.raises(Exception, match="No module named 'pe_core_no_such_module'"):
+        hooks.render("```python\nimport pe_core_no_such_module\n```\n<!-- computed: output -->")
 
 
 def test_api_reference_shows_the_signature_defaults(hooks):

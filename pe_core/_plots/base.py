@@ -12,14 +12,16 @@ PLOT_EXTRA = "pip install 'pe-core[plot]'"
 DIVERGING = "RdBu_r"
 
 
-def new_figure(ncols: int = 1, *, width: float = 6.4, height: float = 4.4) -> Any:
-    """A new Figure and its axes (without pyplot)."""
+def new_figure(
+    ncols: int = 1, *, nrows: int = 1, width: float = 6.4, height: float = 4.4, **kwargs: Any
+) -> Any:
+    """A new Figure and its axes (without pyplot); ``kwargs`` go to ``Figure.subplots``."""
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:
         raise ImportError(f"pe_core.plots needs matplotlib: {PLOT_EXTRA}") from exc
     fig = Figure(figsize=(width, height), layout="constrained")
-    return fig, fig.subplots(1, ncols)
+    return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
 def integer_ticks(ax: Any) -> None:

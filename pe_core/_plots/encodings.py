@@ -113,25 +113,62 @@ def draw_similarity_by_distance(
     return fig
 
 
+def _wavelengths(d: int, spec: Spec) -> np.ndarray:
+    w = frequencies(d, spec)
+    with np.errstate(divide="ignore"):
+        return np.where(w > 0, 2 * math.pi / np.where(w > 0, w, 1.0), np.inf)
+
+
 def draw_spectrum(d: int, chosen: list[Spec]) -> Any:
-    fig, ax = new_figure(width=7.0)
+    """The wavelengths of each spec (top) and, below, how far each differs from the
+    first spec's, in percent: on a log scale schedules like ``2i/d`` and
+    ``i/(d/2 - 1)`` lie on top of each other, so the difference gets its own panel."""
+    compare = len(chosen) > 1
+    if compare:
+        fig, axes = new_figure(nrows=2, width=7.0, height=6.2, sharex=True, height_ratios=(3, 2))
+    else:
+        fig, ax = new_figure(width=7.0)
+        axes = [ax]
+    ax = axes[0]
     markers = ["o", "s", "^", "v", "D"]
-    for index, spec in enumerate(chosen):
-        w = frequencies(d, spec)
-        with np.errstate(divide="ignore"):
-            wavelength = np.where(w > 0, 2 * math.pi / np.where(w > 0, w, 1.0), np.inf)
-        style = {"marker": markers[index % len(markers)], "markersize": 3 if w.size > 64 else 4}
+    styles = ["-", "--", "-.", ":"]
+    waves = [_wavelengths(d, spec) for spec in chosen]
+    for index, (spec, wavelength) in enumerate(zip(chosen, waves, strict=True)):
+        every = max(1, wavelength.size // 16)  # the specs' markers side by side, not stacked
+        style = {
+            "marker": markers[index % len(markers)],
+            "markersize": 4,
+            "markevery": (index * every // len(chosen), every),
+            "linestyle": styles[index % len(styles)],
+            "color": f"C{index}",
+        }
         label = f"{spec_label(spec)} (slowest {wavelength[-1]:,.0f})"
-        ax.plot(np.arange(w.size), wavelength, linewidth=1, label=label, **style)
+        ax.plot(np.arange(wavelength.size), wavelength, linewidth=1.2, label=label, **style)
     ax.set_yscale("log")
-    ax.set(
-        xlabel="pair i (features 2i and 2i+1 in the interleaved layout)",
-        ylabel="wavelength 2π/ω_i (positions)",
-        title=f"Wavelength of each sin/cos pair, d={d}",
-    )
+    ax.set(ylabel="wavelength 2π/ω_i (positions)", title=f"Wavelength of each sin/cos pair, d={d}")
     ax.axhline(2 * math.pi, color="0.6", linewidth=0.8, linestyle=":")
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3, which="both")
+    if compare:
+        first = waves[0]
+        below = axes[1]
+        for index in range(1, len(chosen)):
+            other = waves[index]  # d // 2 pairs for every spec
+            with np.errstate(invalid="ignore"):
+                percent = 100.0 * (other / first - 1.0)
+            below.plot(
+                np.arange(other.size),
+                percent,
+                linewidth=1.2,
+                linestyle=styles[index % len(styles)],
+                color=f"C{index}",
+                label=f"{spec_label(chosen[index])} (up to {np.nanmax(np.abs(percent)):.2g}%)",
+            )
+        below.axhline(0.0, color="C0", linewidth=1.0, label=spec_label(chosen[0]))
+        below.set(ylabel=f"difference from {spec_label(chosen[0])} (%)")
+        below.legend(fontsize="small")
+        below.grid(alpha=0.3)
+    axes[-1].set(xlabel="pair i (features 2i and 2i+1 in the interleaved layout)")
     return fig
 
 
