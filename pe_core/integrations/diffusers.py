@@ -227,11 +227,7 @@ _EXACT["get_3d_rotary_pos_embed"] = (
 
 def _exact_globals(function: Callable[..., Any]) -> dict[str, Any]:
     found = function.__globals__
-    return {
-        name: exact
-        for name, (theirs, exact) in _EXACT.items()
-        if found.get(name) is theirs
-    }
+    return {name: exact for name, (theirs, exact) in _EXACT.items() if found.get(name) is theirs}
 
 
 # -- GaussianFourierProjection ---------------------------------------------------------
@@ -430,30 +426,50 @@ def _is_positional(module: nn.Module) -> bool:
 
 # -- patching --------------------------------------------------------------------------
 
-_MISSING = object()
-
 
 @dataclass
 class _Patch:
-    """What a patch replaced on one module: instance attributes (their previous values,
-    or ``_MISSING``) and buffers (the original tensors)."""
+    """What a patch replaced on one module: instance attributes (their previous values;
+    ``absent``: those the instance did not have) and buffers (the original tensors)."""
 
     attributes: dict[str, Any] = field(default_factory=dict)
+    absent: set[str] = field(default_factory=set)
     buffers: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
+class _ExactMethod:
+    """A method of a patched module run with the exact helpers (or written here): a
+    plain object (copied by ``copy.deepcopy``, pickled with the module by rebuilding it),
+    never a parameter or buffer."""
+
+    def __init__(self, module: nn.Module, name: str) -> None:
+        self.module = module
+        self.name = name
+        self.function = _exact_function(type(module), name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(self.module, *args, **kwargs)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_ExactMethod, (self.module, self.name))
+
+
+def _exact_function(cls: type, name: str) -> Any:
+    """``cls.name`` run with pe_core's exact helpers, or this module's own forward."""
+    own = _FORWARDS.get(_key(cls))
+    if own is not None and name == "forward":
+        return own
+    function = getattr(cls, name)
+    if hasattr(function, "__wrapped__"):
+        raise ValueError(f"its {name} is wrapped by a decorator")
+    replacements = _exact_globals(function)
+    if not replacements:
+        raise ValueError(f"its {name} calls none of diffusers' positional helpers")
+    return _rebind(function, replacements)
+
+
 def _plan_methods(module: nn.Module, names: tuple[str, ...]) -> dict[str, Any]:
-    cls = type(module)
-    bound = {}
-    for name in names:
-        function = getattr(cls, name)
-        if hasattr(function, "__wrapped__"):
-            raise ValueError(f"its {name} is wrapped by a decorator")
-        replacements = _exact_globals(function)
-        if not replacements:
-            raise ValueError(f"its {name} calls none of diffusers' positional helpers")
-        bound[name] = types.MethodType(_rebind(function, replacements), module)
-    return bound
+    return {name: _ExactMethod(module, name) for name in names}
 
 
 def _table_tolerance(module: nn.Module) -> float:
@@ -500,7 +516,7 @@ def _plan(module: nn.Module) -> tuple[str, dict[str, Any]]:
         values.update({name: None for name in caches})
         return "attributes", values
     if key in _FORWARDS:
-        return "attributes", {"forward": types.MethodType(_FORWARDS[key], module)}
+        return "attributes", _plan_methods(module, ("forward",))
     if key in _TABLES:
         return "tables", _plan_tables(module, _TABLES[key])
     bases = [_key(b) for b in type(module).__mro__[1:]]
@@ -517,7 +533,10 @@ def _apply(module: nn.Module, kind: str, values: dict[str, Any]) -> None:
             patch.buffers[name] = module._buffers[name]  # type: ignore[assignment]
             module._buffers[name] = value
         else:
-            patch.attributes[name] = vars(module).get(name, _MISSING)
+            if name in vars(module):
+                patch.attributes[name] = vars(module)[name]
+            else:
+                patch.absent.add(name)
             object.__setattr__(module, name, value)
     object.__setattr__(module, _PATCH, patch)
 
@@ -526,11 +545,10 @@ def _restore(module: nn.Module) -> None:
     patch = vars(module).pop(_PATCH, None)
     if patch is None:
         return
+    for name in patch.absent:
+        vars(module).pop(name, None)
     for name, old in patch.attributes.items():
-        if old is _MISSING:
-            vars(module).pop(name, None)
-        else:
-            object.__setattr__(module, name, old)
+        object.__setattr__(module, name, old)
     for name, old in patch.buffers.items():
         now = module._buffers.get(name)
         if now is not None and (now.device != old.device or now.dtype != old.dtype):
@@ -685,4 +703,3 @@ def patched_positional_embeddings(model_or_pipeline: T, *, strict: bool = True) 
     finally:
         for module in patched:
             _restore(module)
-
