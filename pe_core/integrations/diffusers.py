@@ -40,7 +40,7 @@ import types
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import torch
@@ -275,10 +275,10 @@ def _log_pair(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     p_err = ((sh * bh - p) + sh * bl + sl * bh) + sl * bl  # s_hi * b_hi - p, exactly
     s_lo = (((a - p) - p_err) - s_hi * b_lo) / b_hi
     u = s_hi * s_hi
-    tail = _ATANH[-1]
+    series = torch.full_like(u, _ATANH[-1])
     for c in reversed(_ATANH[:-1]):
-        tail = c + u * tail
-    tail = s_hi * u * tail
+        series = c + u * series
+    tail = s_hi * u * series
     hi, err = _two_sum(e * _LN2_HI, 2.0 * s_hi)
     lo = err + (2.0 * s_lo + (tail + e * _LN2_LO))
     nan = torch.full_like(x, float("nan"))
@@ -289,7 +289,7 @@ def _gaussian_fourier_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
     """``GaussianFourierProjection.forward`` with exactly reduced angles."""
     weight = self.weight
     dtype = torch.promote_types(x.dtype, weight.dtype)
-    order = "cos_sin" if self.flip_sin_to_cos else "sin_cos"
+    order: Literal["sin_cos", "cos_sin"] = "cos_sin" if self.flip_sin_to_cos else "sin_cos"
     if self.log and x.dtype == torch.float64:
         coords, freqs = torch.log(x), weight.double()
     elif self.log:
@@ -418,7 +418,14 @@ def covered_classes() -> tuple[str, ...]:
 
 
 def _is_positional(module: nn.Module) -> bool:
-    cls = type(module)
+    return _positional_class(type(module))
+
+
+def _positional_class(cls: type) -> bool:
+    """A diffusers class this integration patches, or one with a positional name
+    (patched or refused)."""
+    if _key(cls) in _METHODS or _key(cls) in _TABLES or _key(cls) in _FORWARDS:
+        return True
     return cls.__module__.startswith("diffusers.") and any(
         word in cls.__name__ for word in _POSITIONAL_NAMES
     )
