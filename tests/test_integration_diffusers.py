@@ -1,0 +1,428 @@
+"""``pe_core.integrations.diffusers``: diffusers' Timesteps, GaussianFourierProjection and
+rotary embeddings made exact in place.
+
+Each module is checked against a float64 restatement of diffusers' own formula (within
+1e-6, at ``scale=1000`` timesteps and rotary ids to 1e4, where the unpatched modules are
+off by up to 0.08), tiny models built in code (nothing downloaded) against their
+unpatched outputs (float32 tolerance), and unpatching against the original outputs
+(bitwise).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("diffusers")
+
+from diffusers.models.embeddings import (  # noqa: E402
+    GaussianFourierProjection,
+    Timesteps,
+    get_1d_rotary_pos_embed,
+)
+from diffusers.models.transformers.transformer_flux import FluxPosEmbed  # noqa: E402
+from diffusers.models.transformers.transformer_hunyuan_video import (  # noqa: E402
+    HunyuanVideoRotaryPosEmbed,
+)
+from diffusers.models.transformers.transformer_qwenimage import QwenEmbedRope  # noqa: E402
+from diffusers.models.transformers.transformer_wan import WanRotaryPosEmbed  # noqa: E402
+
+from pe_core.host_reads import forbid_host_reads  # noqa: E402
+from pe_core.integrations.diffusers import (  # noqa: E402
+    covered_classes,
+    exact_get_1d_rotary_pos_embed,
+    patch_positional_embeddings,
+    patched_positional_embeddings,
+    unpatch_positional_embeddings,
+)
+
+TOL = 1e-6
+
+
+# -- float64 restatements of diffusers' formulas ----------------------------------------
+
+
+def timesteps64(t, dim, flip, shift, scale, max_period=10000.0):
+    half = dim // 2
+    w = np.exp(-math.log(max_period) * np.arange(half) / (half - shift))
+    angle = scale * np.asarray(t, np.float64)[:, None] * w
+    emb = np.concatenate([np.sin(angle), np.cos(angle)], -1)
+    if flip:
+        emb = np.concatenate([emb[:, half:], emb[:, :half]], -1)
+    return np.pad(emb, ((0, 0), (0, dim % 2)))
+
+
+def rotary64(dim, pos, theta, interleave=True):
+    w = 1.0 / theta ** (np.arange(0, dim, 2) / dim)
+    angle = np.outer(np.asarray(pos, np.float64), w)
+    if interleave:
+        return np.repeat(np.cos(angle), 2, -1), np.repeat(np.sin(angle), 2, -1)
+    return np.concatenate([np.cos(angle)] * 2, -1), np.concatenate([np.sin(angle)] * 2, -1)
+
+
+def gap(a, b) -> float:
+    return float(np.abs(np.asarray(a.detach().double()) - b).max())
+
+
+IDS = np.concatenate([np.arange(0, 10_001, 97), [9_999.0, 10_000.0]])
+
+
+# -- modules against float64 ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dim", "flip", "shift", "scale"),
+    [(256, True, 0, 1000), (320, True, 0, 1), (255, False, 1, 1), (64, True, 1, 1000)],
+)
+def test_timesteps_are_exact_and_unpatch_restores(dim, flip, shift, scale) -> None:
+    t = torch.tensor(np.linspace(0.0, 1000.0, 129), dtype=torch.float32)
+    module = Timesteps(dim, flip, shift, scale=scale)
+    before = module(t)
+    ref = timesteps64(t.double().numpy(), dim, flip, shift, scale)
+    patch_positional_embeddings(module)
+    after = module(t)
+    assert after.dtype == before.dtype == torch.float32
+    assert after.shape == before.shape
+    assert gap(after, ref) < TOL
+    if scale == 1000:
+        assert gap(before, ref) > 1e-3  # what the patch fixes
+    unpatch_positional_embeddings(module)
+    assert torch.equal(module(t), before)
+    assert "forward" not in vars(module)
+
+
+def test_timesteps_keep_diffusers_max_period() -> None:
+    """diffusers' Timesteps never passes max_period: the default 10000 applies."""
+    module = Timesteps(16, True, 0)
+    t = torch.tensor([3.0, 500.0])
+    patch_positional_embeddings(module)
+    assert gap(module(t), timesteps64(t.numpy(), 16, True, 0, 1)) < TOL
+    with pytest.raises(ValueError, match="1-D"):
+        module(torch.tensor(3.0))
+
+
+@pytest.mark.parametrize("freqs_dtype", ["float32", "float64"])
+@pytest.mark.parametrize("real", ["interleave", "cat", "complex"])
+def test_rotary_helper_is_exact_to_ids_1e4(freqs_dtype, real) -> None:
+    dtype = getattr(torch, freqs_dtype)
+    pos = torch.tensor(IDS, dtype=torch.float32)
+    kwargs = {"use_real": real != "complex", "repeat_interleave_real": real == "interleave"}
+    ours = exact_get_1d_rotary_pos_embed(56, pos, 10000.0, freqs_dtype=dtype, **kwargs)
+    theirs = get_1d_rotary_pos_embed(56, pos, 10000.0, freqs_dtype=dtype, **kwargs)
+    cos, sin = rotary64(56, IDS, 10000.0, interleave=real != "cat")
+    if real == "complex":
+        assert ours.dtype == theirs.dtype
+        half = slice(None, None, 2)
+        assert gap(ours.real, cos[:, half]) < TOL
+        assert gap(ours.imag, sin[:, half]) < TOL
+        return
+    for got, want, ref in zip(ours, theirs, (cos, sin), strict=True):
+        assert got.dtype == want.dtype == torch.float32
+        assert got.shape == want.shape
+        assert gap(got, ref) < TOL
+        if freqs_dtype == "float32":
+            assert gap(want, ref) > 1e-4  # diffusers' float32 angles
+
+
+def test_rotary_helper_linear_and_ntk_factors() -> None:
+    pos = torch.tensor(IDS, dtype=torch.float32)
+    cos, sin = exact_get_1d_rotary_pos_embed(
+        16, pos, 500.0, use_real=True, linear_factor=2.0, ntk_factor=3.0
+    )
+    w = 1.0 / 1500.0 ** (np.arange(0, 16, 2) / 16) / 2.0
+    angle = np.repeat(np.outer(IDS, w), 2, -1)
+    assert gap(cos, np.cos(angle)) < TOL
+    assert gap(sin, np.sin(angle)) < TOL
+    with pytest.raises(TypeError, match="theta"):
+        exact_get_1d_rotary_pos_embed(16, pos, torch.tensor(500.0), use_real=True)
+    with pytest.raises(ValueError, match="even"):
+        exact_get_1d_rotary_pos_embed(15, pos)
+
+
+def flux_ids() -> torch.Tensor:
+    rows = torch.tensor(IDS[::4], dtype=torch.float32)
+    return torch.stack((torch.zeros_like(rows), rows, rows.flip(0)), dim=-1)
+
+
+def test_flux_pos_embed_is_exact() -> None:
+    module = FluxPosEmbed(theta=10000, axes_dim=[16, 56, 56])
+    ids = flux_ids()
+    patch_positional_embeddings(module)
+    cos, sin = module(ids)
+    parts = [rotary64(d, ids[:, i].double().numpy(), 10000.0) for i, d in enumerate((16, 56, 56))]
+    assert gap(cos, np.concatenate([p[0] for p in parts], -1)) < TOL
+    assert gap(sin, np.concatenate([p[1] for p in parts], -1)) < TOL
+
+
+def test_hunyuan_video_rotary_is_exact_where_diffusers_uses_float32() -> None:
+    module = HunyuanVideoRotaryPosEmbed(1, 1, [16, 56, 56], theta=256.0)
+    hidden = torch.zeros(1, 1, 2, 3, 300)
+    before = module(hidden)
+    patch_positional_embeddings(module)
+    cos, sin = module(hidden)
+    grid = np.stack(np.meshgrid(np.arange(2), np.arange(3), np.arange(300), indexing="ij"))
+    parts = [rotary64(d, grid[i].reshape(-1), 256.0) for i, d in enumerate((16, 56, 56))]
+    ref_cos = np.concatenate([p[0] for p in parts], -1)
+    assert gap(cos, ref_cos) < TOL
+    assert gap(sin, np.concatenate([p[1] for p in parts], -1)) < TOL
+    assert gap(before[0], ref_cos) > TOL  # diffusers' float32 frequencies
+    unpatch_positional_embeddings(module)
+    assert all(torch.equal(a, b) for a, b in zip(module(hidden), before, strict=True))
+
+
+def test_wan_tables_are_exact_and_restored() -> None:
+    module = WanRotaryPosEmbed(36, (1, 1, 1), max_seq_len=10_001)
+    originals = (module.freqs_cos, module.freqs_sin)
+    hidden = torch.zeros(1, 1, 1, 1, 10_001)
+    patch_positional_embeddings(module)
+    cos, sin = module(hidden)
+    assert "freqs_cos" not in module.state_dict()
+    dims = (12, 12, 12)
+    width = rotary64(dims[2], np.arange(10_001), 10000.0)
+    assert gap(cos[0, :, 0, -dims[2] :], width[0]) < TOL
+    assert gap(sin[0, :, 0, -dims[2] :], width[1]) < TOL
+    unpatch_positional_embeddings(module)
+    assert module.freqs_cos is originals[0] and module.freqs_sin is originals[1]
+
+
+def test_wan_tables_of_another_theta_are_refused() -> None:
+    module = WanRotaryPosEmbed(36, (1, 1, 1), max_seq_len=64, theta=500.0)
+    with pytest.raises(ValueError, match="theta"):
+        patch_positional_embeddings(module)
+    assert "_pe_core_exact_positional" not in vars(module)
+
+
+@pytest.mark.parametrize(("log", "flip"), [(True, False), (False, True)])
+def test_gaussian_fourier_projection_is_exact(log, flip) -> None:
+    torch.manual_seed(0)
+    module = GaussianFourierProjection(64, scale=16, log=log, flip_sin_to_cos=flip)
+    x = torch.tensor(np.geomspace(0.002, 380.0, 201) if log else np.linspace(-5, 5, 201))
+    x = x.float()
+    before = module(x)
+    xs = np.log(x.double().numpy()) if log else x.double().numpy()
+    angle = np.outer(xs, module.weight.double().numpy()) * 2 * np.pi
+    parts = [np.sin(angle), np.cos(angle)]
+    ref = np.concatenate(parts[::-1] if flip else parts, -1)
+    patch_positional_embeddings(module)
+    after = module(x)
+    assert after.dtype == torch.float32
+    assert gap(after, ref) < TOL
+    assert gap(before, ref) > 1e-5
+    assert list(module.state_dict()) == ["weight"]
+    unpatch_positional_embeddings(module)
+    assert torch.equal(module(x), before)
+
+
+def test_gaussian_fourier_log_of_bad_inputs_is_nan() -> None:
+    module = GaussianFourierProjection(8, scale=16)
+    patch_positional_embeddings(module)
+    x = torch.tensor([0.0, -1.0, float("inf"), 1e-40, 1.0])  # 1e-40: subnormal
+    out = module(x)
+    assert torch.isnan(out[:3]).all()
+    ref = np.outer(np.log(x[3:].double().numpy()), module.weight.double().numpy()) * 2 * np.pi
+    assert gap(out[3:, :8], np.sin(ref)) < TOL
+
+
+# -- whole models ---------------------------------------------------------------------------
+
+
+def tiny_unet():
+    from diffusers import UNet2DModel
+
+    torch.manual_seed(0)
+    return UNet2DModel(
+        sample_size=8,
+        in_channels=1,
+        out_channels=1,
+        block_out_channels=(8, 8),
+        layers_per_block=1,
+        norm_num_groups=4,
+        down_block_types=("DownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "UpBlock2D"),
+    ).eval()
+
+
+def tiny_flux():
+    from diffusers import FluxTransformer2DModel
+
+    torch.manual_seed(0)
+    model = FluxTransformer2DModel(
+        patch_size=1,
+        in_channels=4,
+        num_layers=1,
+        num_single_layers=1,
+        attention_head_dim=16,
+        num_attention_heads=2,
+        joint_attention_dim=8,
+        pooled_projection_dim=8,
+        guidance_embeds=True,
+        axes_dims_rope=(4, 6, 6),
+    ).eval()
+    img_ids = torch.stack(
+        torch.meshgrid(torch.zeros(1), torch.arange(3.0), torch.arange(4.0), indexing="ij"), -1
+    ).reshape(-1, 3)
+    inputs = {
+        "hidden_states": torch.randn(1, 12, 4),
+        "encoder_hidden_states": torch.randn(1, 3, 8),
+        "pooled_projections": torch.randn(1, 8),
+        "timestep": torch.tensor([0.73]),
+        "img_ids": img_ids,
+        "txt_ids": torch.zeros(3, 3),
+        "guidance": torch.tensor([3.5]),
+    }
+    return model, inputs
+
+
+def tiny_wan():
+    from diffusers import WanTransformer3DModel
+
+    torch.manual_seed(0)
+    model = WanTransformer3DModel(
+        patch_size=(1, 2, 2),
+        num_attention_heads=2,
+        attention_head_dim=12,
+        in_channels=2,
+        out_channels=2,
+        text_dim=8,
+        freq_dim=16,
+        ffn_dim=16,
+        num_layers=1,
+        rope_max_seq_len=64,
+    ).eval()
+    inputs = {
+        "hidden_states": torch.randn(1, 2, 2, 4, 4),
+        "timestep": torch.tensor([917.0]),
+        "encoder_hidden_states": torch.randn(1, 3, 8),
+    }
+    return model, inputs
+
+
+def test_unet_step_agrees_and_unpatch_is_bitwise() -> None:
+    unet = tiny_unet()
+    x = torch.randn(2, 1, 8, 8)
+    t = torch.tensor([999, 17])
+    state = {k: v.clone() for k, v in unet.state_dict().items()}
+    with torch.no_grad():
+        before = unet(x, t).sample
+        patch_positional_embeddings(unet)
+        assert unet.state_dict().keys() == state.keys()
+        after = unet(x, t).sample
+        assert torch.allclose(after, before, rtol=1e-4, atol=1e-5)
+        unpatch_positional_embeddings(unet)
+        assert torch.equal(unet(x, t).sample, before)
+    assert all(torch.equal(v, state[k]) for k, v in unet.state_dict().items())
+
+
+@pytest.mark.parametrize("build", [tiny_flux, tiny_wan], ids=["flux", "wan"])
+def test_transformer_step_agrees_and_unpatch_is_bitwise(build) -> None:
+    model, inputs = build()
+    keys = set(model.state_dict())
+    with torch.no_grad():
+        before = model(**inputs).sample
+        patch_positional_embeddings(model)
+        assert set(model.state_dict()) == keys
+        after = model(**inputs).sample
+        assert torch.allclose(after, before, rtol=1e-4, atol=1e-5)
+        unpatch_positional_embeddings(model)
+        assert torch.equal(model(**inputs).sample, before)
+
+
+def test_pipeline_patches_every_model() -> None:
+    from diffusers import DDPMPipeline, DDPMScheduler
+
+    pipe = DDPMPipeline(unet=tiny_unet(), scheduler=DDPMScheduler(num_train_timesteps=10))
+    assert patch_positional_embeddings(pipe) is pipe
+    assert "forward" in vars(pipe.unet.time_proj)
+    unpatch_positional_embeddings(pipe)
+    assert "forward" not in vars(pipe.unet.time_proj)
+
+
+def test_patching_twice_patches_once_and_context_manager_restores() -> None:
+    module = Timesteps(8, True, 0, scale=1000)
+    patch_positional_embeddings(module)
+    forward = vars(module)["forward"]
+    patch_positional_embeddings(module)
+    assert vars(module)["forward"] is forward
+    unpatch_positional_embeddings(module)
+    with patched_positional_embeddings(module) as same:
+        assert same is module and "forward" in vars(module)
+    assert "forward" not in vars(module)
+
+
+def test_copies_and_pickles_keep_the_patch() -> None:
+    unet = patch_positional_embeddings(tiny_unet())
+    t = torch.tensor([999.5])
+    want = unet.time_proj(t)
+    for clone in (copy.deepcopy(unet), pickle.loads(pickle.dumps(unet))):
+        assert clone.time_proj.forward.module is clone.time_proj
+        assert torch.equal(clone.time_proj(t), want)
+        unpatch_positional_embeddings(clone)
+        assert "forward" not in vars(clone.time_proj)
+
+
+def test_model_without_positional_modules_is_refused_naming_its_class() -> None:
+    with pytest.raises(ValueError, match="Sequential"):
+        patch_positional_embeddings(torch.nn.Sequential(torch.nn.Linear(2, 2)))
+    with pytest.raises(TypeError, match="pipeline"):
+        patch_positional_embeddings(object())
+
+
+def test_uncovered_rotary_is_refused_or_skipped_with_a_warning() -> None:
+    model = torch.nn.ModuleDict(
+        {"time": Timesteps(8, True, 0), "rope": QwenEmbedRope(10000, [4, 6, 6], True)}
+    )
+    with pytest.raises(ValueError, match="QwenEmbedRope at 'rope'"):
+        patch_positional_embeddings(model)
+    assert "forward" not in vars(model["time"])
+    with pytest.warns(UserWarning, match="QwenEmbedRope"):
+        patch_positional_embeddings(model, strict=False)
+    assert "forward" in vars(model["time"])
+
+
+def test_patched_modules_read_nothing_back() -> None:
+    """On an accelerator (the meta device stands in for one) the patched modules
+    never read their inputs back to the host."""
+    t = torch.tensor([999.5, 0.25], device="meta")
+    ids = torch.zeros(5, 3, device="meta")
+    timesteps = patch_positional_embeddings(Timesteps(32, True, 0, scale=1000))
+    flux = patch_positional_embeddings(FluxPosEmbed(theta=10000, axes_dim=[4, 6, 6]))
+    gfp = patch_positional_embeddings(GaussianFourierProjection(8, scale=16)).to("meta")
+    with forbid_host_reads("torch"):
+        assert timesteps(t).shape == (2, 32)
+        assert flux(ids)[0].shape == (5, 16)
+        assert gfp(t).shape == (2, 16)
+
+
+@pytest.mark.slow
+def test_torch_compile_fullgraph() -> None:
+    """Each kind of patched module compiles with fullgraph=True (backend "eager")."""
+    t = torch.tensor([999.5, 0.25])
+    cases = [
+        (Timesteps(32, True, 0, scale=1000), t),
+        (FluxPosEmbed(theta=10000, axes_dim=[4, 6, 6]), flux_ids()),
+        (GaussianFourierProjection(8, scale=16), t),
+        (WanRotaryPosEmbed(12, (1, 2, 2), max_seq_len=64), torch.zeros(1, 1, 2, 4, 4)),
+    ]
+    for module, x in cases:
+        patch_positional_embeddings(module)
+        eager = module(x)
+        compiled = torch.compile(module, backend="eager", fullgraph=True)(x)
+        for a, b in zip(
+            torch.utils._pytree.tree_leaves(compiled),
+            torch.utils._pytree.tree_leaves(eager),
+            strict=True,
+        ):
+            assert torch.allclose(a, b, atol=1e-6), type(module).__name__
+
+
+def test_covered_classes_are_importable_diffusers_classes() -> None:
+    import importlib
+
+    for key in covered_classes():
+        module, _, name = key.rpartition(".")
+        assert isinstance(getattr(importlib.import_module(module), name), type), key
