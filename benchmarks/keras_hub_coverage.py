@@ -53,7 +53,7 @@ TINY: dict[str, Any] = {
 _USES_ROPE = re.compile(r"[Rr]otary|rope_(theta|wavelength|max_wavelength|scaling)")
 
 
-def rotary_backbones() -> list[type]:
+def rotary_backbones() -> list[tuple[str, type]]:
     import keras_hub
     from keras_hub.src.models.backbone import Backbone
 
@@ -67,7 +67,7 @@ def rotary_backbones() -> list[type]:
             open(os.path.join(folder, f)).read() for f in os.listdir(folder) if f.endswith(".py")
         )
         if _USES_ROPE.search(text):
-            found.append(cls)
+            found.append((name, cls))  # aliases (ESM2Backbone) under their own name
     return found
 
 
@@ -112,7 +112,8 @@ def classify(cls: type) -> tuple[str, str]:
     try:
         before = run()
     except Exception as exc:
-        return "not built", f"unpatched call: {type(exc).__name__}: {str(exc)[:80]}"
+        first = str(exc).strip().splitlines()[0][:80]
+        return "not built", f"unpatched call: {type(exc).__name__}: {first}"
     try:
         patch_rotary_embeddings(model)
     except ValueError as exc:
@@ -189,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     load = loadavg()
     import keras
 
-    rows = [[cls.__name__, *classify(cls)] for cls in rotary_backbones()]
+    rows = [[name, *classify(cls)] for name, cls in rotary_backbones()]
     counts: dict[str, int] = {}
     for row in rows:
         counts[row[1]] = counts.get(row[1], 0) + 1

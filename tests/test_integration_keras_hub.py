@@ -241,3 +241,8 @@ def test_refusals() -> None:
     with pytest.raises(ValueError, match="Odd overrides"):
         patch_rotary_embeddings(model)
     assert "_pe_core_exact_rope" not in vars(model.fine)  # nothing patched
+    # Qwen 3.5 forms its M-RoPE angles from its rotary layer's frequencies itself
+    qwen = keras_hub.models.Qwen3_5Backbone(vocabulary_size=64, num_layers=4, num_query_heads=2,
+        num_key_value_heads=1, head_dim=8, hidden_dim=16, intermediate_dim=32)  # fmt: skip
+    with pytest.raises(ValueError, match="Qwen3_5Attention forms its M-RoPE angles"):
+        patch_rotary_embeddings(qwen)

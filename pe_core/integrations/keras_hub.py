@@ -271,6 +271,25 @@ def _rotary_layers(model: Any) -> list[tuple[str, Any]]:
     return found
 
 
+#: Layers whose own code forms angles from their rotary layer's frequencies, outside
+#: the layer's cos/sin (a patch would leave that path float32): module, attribute.
+_OUTSIDE = (("qwen3_5", "rotary_embedding_layer"),)
+
+
+def _used_outside(model: Any) -> list[str]:
+    """Refusals for rotary layers whose frequencies their owner uses itself."""
+    refused = []
+    for owner in model._flatten_layers(include_self=True, recursive=True):
+        for module, attribute in _OUTSIDE:
+            if module in type(owner).__module__ and hasattr(owner, attribute):
+                refused.append(
+                    f"{owner.path} ({type(owner).__name__} forms its M-RoPE angles from "
+                    f"{attribute}'s frequencies itself, in float32: not reproduced by "
+                    "pe_core.integrations.keras_hub)"
+                )
+    return refused
+
+
 def patch_rotary_embeddings(model: ModelT) -> ModelT:
     """Make every rotary layer of a keras-hub model compute exact cos/sin, in place.
 
@@ -307,7 +326,7 @@ def patch_rotary_embeddings(model: ModelT) -> ModelT:
             f"{type(model).__name__} has no rotary embedding layer: nothing to patch "
             "(pe_core.integrations.keras_hub patches keras_hub RotaryEmbedding layers)."
         )
-    patches, refused = [], []
+    patches, refused = [], _used_outside(model)
     for path, layer in layers:
         exact, reason = _exact_method(layer)
         if exact is None:
