@@ -30,8 +30,12 @@ from pe_core_backends._registry import REGISTRY
 
 ROOT = Path(__file__).resolve().parent
 PACKAGES = (ROOT / "pe_core", ROOT / "pe_core_backends")
-#: The backends' frameworks (the registry's rows; NumPy is always there) and the layers'.
-FRAMEWORKS = (*(row.framework for row in REGISTRY.rows if row.name != "numpy"), "flax", "keras")
+#: The backends' frameworks (the registry's rows; NumPy is always there), the layers',
+#: and the libraries the integrations import.
+FRAMEWORKS = (
+    *(row.framework for row in REGISTRY.rows if row.name != "numpy"),
+    *("flax", "keras", "keras_hub", "transformers", "diffusers"),
+)
 #: Backend name or alias -> the framework it needs.
 _BACKEND_NAMES = {key: REGISTRY.by_name[name].framework for key, name in REGISTRY.by_alias.items()}
 _DOCTEST_IMPORT = re.compile(r"^\s*(?:from|import)\s+(\w+)")

@@ -45,6 +45,7 @@ from pe_core.rope_layout import rope_permutation
 from pe_core.rope_nd import mrope_position_ids, rope_sections
 from pe_core.rope_scaling import ntk_aware_base, rope_frequencies, xpos_scale
 from pe_core.rope_spec import RopeSpec
+from pe_core.rope_tables import rope_cos_sin
 from pe_core.rope_variants import llama4_attention_scales, vjepa2_rope
 from pe_core.spec import Spec
 from pe_core.t5 import t5_bucket_matrix, t5_relative_bias, t5_relative_bucket
@@ -94,6 +95,7 @@ __all__ = [
     "relative_position_index",
     "resample_pos_embed",
     "rope_angles",
+    "rope_cos_sin",
     "rope_frequencies",
     "rope_mixed_angles",
     "rope_permutation",

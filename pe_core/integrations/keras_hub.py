@@ -1,0 +1,360 @@
+"""Make a keras-hub model compute its rotary cos/sin exactly, on every Keras backend.
+
+keras-hub's ``RotaryEmbedding`` (Llama, Mistral, Qwen, Gemma, Phi-3, GPT-NeoX, ...) forms
+``positions * inverse_freq`` in float32 from float32 frequencies: at position ``1e5``
+the fastest pairs are off by milliradians. :func:`patch_rotary_embeddings` gives every
+rotary layer of a model, in place, a ``_compute_cos_sin_embedding`` that returns the cos
+and sin of the *same formula* (the layer class's own inverse frequencies, restated in
+float64: keras-hub's ``rope_type`` ``"linear"``, ``"dynamic"`` and ``"yarn"``,
+``denominator_dim``, ``LlamaRotaryEmbedding``'s Llama 3.1 smoothing, which ignores
+``position_scaling_factor``, Phi-3's su-scaled short/long factors and its embedding
+scale, ESM's scaled frequencies), reduced exactly by pe_core's kernel
+(:func:`pe_core.rope_cos_sin`'s engine) on the backend's own arrays: eager, under
+``jax.jit`` and ``tf.function(jit_compile=True)``, with no host read of traced or
+device positions. The layer keeps its class, config and weights;
+:func:`unpatch_rotary_embeddings` removes the patch.
+
+A model whose rotary layers include one whose formula is not reproduced here (a
+layer class that overrides what it computes, or a model-specific rotary layer that
+does not derive from ``RotaryEmbedding``: SAM 3's and Qwen3.5's vision rotaries,
+SmolLM3's, Moonshine's angle table) is refused with an error that names each such
+layer: nothing is patched then.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import keras
+import numpy as np
+from keras import ops
+from keras_hub.src.layers.modeling.rotary_embedding import RotaryEmbedding
+from keras_hub.src.models.esm.esm_attention import ESMRotaryEmbedding
+from keras_hub.src.models.llama.llama_rotary_embedding import LlamaRotaryEmbedding
+from keras_hub.src.models.phi3.phi3_rotary_embedding import Phi3SuScaledRotaryEmbedding
+
+from pe_core._rope_tables import frequency_tables
+from pe_core_backends import backend_of, get_namespace
+
+__all__ = ["patch_rotary_embeddings", "unpatch_rotary_embeddings"]
+
+ModelT = TypeVar("ModelT", bound=keras.layers.Layer)
+
+#: The instance attribute a patched layer keeps its patch in (never saved: not in the
+#: config, not a weight, not tracked).
+_PATCH = "_pe_core_exact_rope"
+_METHOD = "_compute_cos_sin_embedding"
+
+#: Layer classes whose name says they are rotary position embeddings.
+_ROTARY_NAME = re.compile(r"rotary|rope", re.IGNORECASE)
+
+
+# ---------------------------------------------------------------- the classes' formulas
+
+
+def _base_inverse_freq(layer: Any, rotary_dim: int) -> np.ndarray:
+    """``RotaryEmbedding._get_inverse_freq``, in float64."""
+    idx = np.arange(0, rotary_dim, 2, dtype=np.float64)
+    denominator = layer.denominator_dim if layer.denominator_dim is not None else rotary_dim
+    inv = float(layer.max_wavelength) ** (-(idx / float(denominator)))
+    factor = float(layer.scaling_factor)
+    if layer.rope_type == "linear":
+        return inv / factor
+    if layer.rope_type == "dynamic":
+        return inv / factor ** (rotary_dim / max(1, rotary_dim - 2))
+    if layer.rope_type == "yarn":
+        return _yarn_inverse_freq(layer, rotary_dim)
+    return inv
+
+
+def _yarn_inverse_freq(layer: Any, rotary_dim: int) -> np.ndarray:
+    """``RotaryEmbedding._get_yarn_inverse_freq``, in float64."""
+    base = float(layer.max_wavelength)
+    pos_freqs = base ** (np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim)
+    extrapolation = 1.0 / pos_freqs
+    interpolation = 1.0 / (float(layer.scaling_factor) * pos_freqs)
+    max_pos = float(layer.original_max_position_embeddings)
+
+    def correction_dim(rotations: float) -> float:
+        return rotary_dim * math.log(max_pos / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = correction_dim(float(layer.beta_fast)), correction_dim(float(layer.beta_slow))
+    if layer.truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0.0), min(high, rotary_dim - 1.0)
+    ramp = np.clip((np.arange(rotary_dim // 2) - low) / max(high - low, 0.001), 0.0, 1.0)
+    extrapolation_factor = 1.0 - ramp
+    return interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor
+
+
+def _llama_inverse_freq(layer: Any, rotary_dim: int) -> np.ndarray:
+    """``LlamaRotaryEmbedding._get_inverse_freq`` (``position_scaling_factor`` unused),
+    in float64."""
+    freq_range = np.arange(0, rotary_dim, 2, dtype=np.float64) / rotary_dim
+    inv = 1.0 / (float(layer.max_wavelength) ** freq_range)
+    if layer.low_freq_factor is None:
+        return inv
+    length = float(layer.pretraining_sequence_length)
+    low, high = float(layer.low_freq_factor), float(layer.high_freq_factor)
+    adjustment = float(layer.frequency_adjustment_factor)
+    wavelen = 2 * math.pi / inv
+    inv = np.where(wavelen > length / low, inv / adjustment, inv)
+    smooth = (length / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * (inv / adjustment) + smooth * inv
+    medium = (wavelen >= length / high) & (wavelen <= length / low)
+    return np.where(medium, smoothed, inv)
+
+
+def _yarn_factor(layer: Any) -> float:
+    """The cos/sin factor of ``RotaryEmbedding._compute_cos_sin_embedding``."""
+    if layer.rope_type == "yarn":
+        return 0.1 * math.log(float(layer.scaling_factor)) + 1.0
+    return 1.0
+
+
+_INVERSE_FREQ: dict[Any, Callable[[Any, int], np.ndarray]] = {
+    RotaryEmbedding._get_inverse_freq: _base_inverse_freq,
+    LlamaRotaryEmbedding._get_inverse_freq: _llama_inverse_freq,
+}
+
+
+# ---------------------------------------------------------------- exact cos/sin
+
+
+def _tables(
+    positions: Any, inv_freq: np.ndarray, factor: float, dtype: str = "float32"
+) -> tuple[Any, Any]:
+    """``factor * cos`` and ``factor * sin`` (``cat(f, f)``) of backend positions."""
+    xp = get_namespace(backend_of(positions) or "numpy")
+    omegas = tuple(float(w) for w in inv_freq)
+    cos, sin = frequency_tables(xp, positions, omegas, float(factor), "half", dtype)
+    return cos, sin
+
+
+def _positions(inputs: Any, start_index: Any) -> Any:
+    """``arange(seq_len) + start_index`` as integers when ``start_index`` is one (exact
+    at any position), else in float32 as keras-hub forms them."""
+    seq_len = ops.shape(inputs)[1]
+    if isinstance(start_index, (int, np.integer)) and not isinstance(start_index, bool):
+        return ops.arange(seq_len, dtype="int32") + int(start_index)
+    if not isinstance(start_index, float) and "int" in str(ops.dtype(start_index)):
+        return ops.arange(seq_len, dtype="int32") + ops.cast(start_index, "int32")
+    return ops.arange(seq_len, dtype="float32") + ops.cast(start_index, "float32")
+
+
+def _given(positions: Any) -> Any:
+    """Positions passed to the layer: integers kept, floats as keras-hub's float32."""
+    positions = ops.convert_to_tensor(positions)
+    if "int" in str(ops.dtype(positions)):
+        return positions
+    return ops.cast(positions, "float32")
+
+
+def _broadcast(embedding: Any, rank: int, keep: tuple[int, ...]) -> Any:
+    for axis in range(rank):
+        if axis not in keep:
+            embedding = ops.expand_dims(embedding, axis)
+    return embedding
+
+
+@dataclass
+class _ExactBase:
+    """``RotaryEmbedding._compute_cos_sin_embedding`` with exact cos/sin."""
+
+    layer: Any
+    inverse_freq: Callable[[Any, int], np.ndarray]
+
+    def __call__(self, inputs: Any, start_index: Any = 0, positions: Any = None) -> Any:
+        layer = self.layer
+        rank = len(inputs.shape)
+        rotary_dim = int(inputs.shape[-1])
+        if positions is None:
+            positions = ops.expand_dims(_positions(inputs, start_index), 0)
+        else:
+            positions = _given(positions)
+            if len(ops.shape(positions)) == 1:
+                positions = ops.expand_dims(positions, 0)
+        inv_freq = self.inverse_freq(layer, rotary_dim)
+        cos, sin = _tables(positions, inv_freq, _yarn_factor(layer))
+        cos, sin = _broadcast(cos, rank, (0, 1, rank - 1)), _broadcast(sin, rank, (0, 1, rank - 1))
+        return ops.cast(cos, layer.compute_dtype), ops.cast(sin, layer.compute_dtype)
+
+
+@dataclass
+class _ExactPhi3:
+    """``Phi3SuScaledRotaryEmbedding._compute_cos_sin_embedding`` with exact cos/sin."""
+
+    layer: Any
+
+    def __call__(self, inputs: Any, start_index: Any = 0, positions: Any = None) -> Any:
+        layer = self.layer
+        rank = len(inputs.shape)
+        rotary_dim = int(inputs.shape[-1])
+        inv = _base_inverse_freq(layer, rotary_dim)
+        short = inv / np.asarray(layer.inverese_freq_short_factor, np.float64)
+        long = inv / np.asarray(layer.inverese_freq_long_factor, np.float64)
+        seq_len = ops.shape(inputs)[1]
+        use_long = start_index + seq_len > layer.pretraining_sequence_length
+        positions = _positions(inputs, start_index) if positions is None else _given(positions)
+        scale = float(layer.embedding_scaling_factor)
+        if isinstance(use_long, (bool, np.bool_)):  # known now: one table
+            cos, sin = _tables(positions, long if use_long else short, scale)
+        else:  # a traced start index: both, chosen on the device
+            cos_s, sin_s = _tables(positions, short, scale)
+            cos_l, sin_l = _tables(positions, long, scale)
+            cos, sin = ops.where(use_long, cos_l, cos_s), ops.where(use_long, sin_l, sin_s)
+        cos, sin = _broadcast(cos, rank, (1, rank - 1)), _broadcast(sin, rank, (1, rank - 1))
+        return ops.cast(cos, layer.compute_dtype), ops.cast(sin, layer.compute_dtype)
+
+
+@dataclass
+class _ExactESM:
+    """``ESMRotaryEmbedding._compute_cos_sin_embedding`` with exact cos/sin."""
+
+    layer: Any
+
+    def __call__(self, x: Any, position: int = 1) -> Any:
+        layer = self.layer
+        dim = int(x.shape[-1])
+        idx = np.arange(0, dim, 2, dtype=np.float64) / dim
+        inv_freq = float(layer.scaling_factor) / float(layer.max_wavelength) ** idx
+        t = ops.arange(ops.shape(x)[position], dtype="int32")
+        cos, sin = _tables(t, inv_freq, 1.0, str(ops.dtype(x)))
+        return cos[None, :, None, :], sin[None, :, None, :]
+
+
+# ---------------------------------------------------------------- which layers
+
+
+def _own(layer: Any, name: str) -> Any:
+    return getattr(type(layer), name)
+
+
+def _exact_method(layer: Any) -> tuple[Any, str | None]:
+    """The exact ``_compute_cos_sin_embedding`` of ``layer``, or ``None`` and why not."""
+    name = type(layer).__name__
+    if not isinstance(layer, RotaryEmbedding):
+        return None, (
+            f"{name} does not derive from keras_hub's RotaryEmbedding: its formula is not "
+            "reproduced by pe_core.integrations.keras_hub"
+        )
+    compute = _own(layer, _METHOD)
+    if compute is ESMRotaryEmbedding._compute_cos_sin_embedding:
+        if _own(layer, "call") is ESMRotaryEmbedding.call:
+            return _ExactESM(layer), None
+    elif compute is Phi3SuScaledRotaryEmbedding._compute_cos_sin_embedding:
+        if _own(layer, "_get_inverse_freq") is RotaryEmbedding._get_inverse_freq:
+            if _own(layer, "_compute_positions") is RotaryEmbedding._compute_positions:
+                return _ExactPhi3(layer), None
+    elif compute is RotaryEmbedding._compute_cos_sin_embedding:
+        inverse_freq = _INVERSE_FREQ.get(_own(layer, "_get_inverse_freq"))
+        positions_ok = _own(layer, "_compute_positions") is RotaryEmbedding._compute_positions
+        if inverse_freq is not None and positions_ok:
+            if _own(layer, "call") is RotaryEmbedding.call:
+                return _ExactBase(layer, inverse_freq), None
+    return None, (
+        f"{name} overrides what keras_hub's RotaryEmbedding computes (its call, "
+        "positions, inverse frequencies or cos/sin): its formula is not reproduced by "
+        "pe_core.integrations.keras_hub"
+    )
+
+
+def _rotary_layers(model: Any) -> list[tuple[str, Any]]:
+    found = []
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        if isinstance(layer, RotaryEmbedding) or _ROTARY_NAME.search(type(layer).__name__):
+            found.append((layer.path if hasattr(layer, "path") else layer.name, layer))
+    return found
+
+
+#: Layers whose own code forms angles from their rotary layer's frequencies, outside
+#: the layer's cos/sin (a patch would leave that path float32): module, attribute.
+_OUTSIDE = (("qwen3_5", "rotary_embedding_layer"),)
+
+
+def _used_outside(model: Any) -> list[str]:
+    """Refusals for rotary layers whose frequencies their owner uses itself."""
+    refused = []
+    for owner in model._flatten_layers(include_self=True, recursive=True):
+        for module, attribute in _OUTSIDE:
+            if module in type(owner).__module__ and hasattr(owner, attribute):
+                refused.append(
+                    f"{owner.path} ({type(owner).__name__} forms its M-RoPE angles from "
+                    f"{attribute}'s frequencies itself, in float32: not reproduced by "
+                    "pe_core.integrations.keras_hub)"
+                )
+    return refused
+
+
+def patch_rotary_embeddings(model: ModelT) -> ModelT:
+    """Make every rotary layer of a keras-hub model compute exact cos/sin, in place.
+
+    Parameters
+    ----------
+    model : keras.layers.Layer
+        A keras-hub ``Backbone`` or task model (or any Keras layer holding keras-hub
+        rotary layers).
+
+    Returns
+    -------
+    keras.layers.Layer
+        ``model`` itself. Layers patched already stay patched (once).
+
+    Raises
+    ------
+    ValueError
+        ``model`` has no rotary layer (the error names its class), or one of its
+        rotary layers computes a formula reproduced nowhere here (the error names each
+        such layer and why; nothing is patched).
+
+    Examples
+    --------
+    >>> import keras_hub  # doctest: +SKIP
+    >>> backbone = keras_hub.models.LlamaBackbone(vocabulary_size=64, num_layers=1,
+    ...     num_query_heads=2, num_key_value_heads=1, hidden_dim=16,
+    ...     intermediate_dim=32)  # doctest: +SKIP
+    >>> patch_rotary_embeddings(backbone) is backbone  # doctest: +SKIP
+    True
+    """
+    layers = _rotary_layers(model)
+    if not layers:
+        raise ValueError(
+            f"{type(model).__name__} has no rotary embedding layer: nothing to patch "
+            "(pe_core.integrations.keras_hub patches keras_hub RotaryEmbedding layers)."
+        )
+    patches, refused = [], _used_outside(model)
+    for path, layer in layers:
+        exact, reason = _exact_method(layer)
+        if exact is None:
+            refused.append(f"{path} ({reason})")
+        else:
+            patches.append((layer, exact))
+    if refused:
+        raise ValueError(
+            f"{type(model).__name__} has rotary layers pe_core cannot make exact; nothing "
+            "was patched: " + "; ".join(refused)
+        )
+    for layer, exact in patches:
+        if _PATCH not in vars(layer):
+            object.__setattr__(layer, _METHOD, exact)
+            object.__setattr__(layer, _PATCH, True)
+    return model
+
+
+def unpatch_rotary_embeddings(model: ModelT) -> ModelT:
+    """Give every patched rotary layer of ``model`` its own cos/sin back; returns ``model``.
+
+    Layers that were never patched are left alone.
+
+    >>> unpatch_rotary_embeddings(backbone) is backbone  # doctest: +SKIP
+    True
+    """
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        state = vars(layer)
+        if state.pop(_PATCH, None) is not None:
+            state.pop(_METHOD, None)
+    return model

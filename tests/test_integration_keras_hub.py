@@ -1,0 +1,248 @@
+"""pe_core.integrations.keras_hub on the JAX, TensorFlow and PyTorch Keras backends.
+
+Keras picks its backend once per process: each backend runs this file's ``inner`` tests
+in a subprocess with ``KERAS_BACKEND`` set. By hand:
+``PE_CORE_KERAS_HUB_INNER=jax KERAS_BACKEND=jax pytest tests/test_integration_keras_hub.py``.
+
+References: keras-hub's own (unpatched) layers at short positions, their float32
+inverse frequencies (the restated float64 ones agree to float32 rounding), and mpmath
+cos/sin of the restated frequencies at position 1e5.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import mpmath
+import numpy as np
+import pytest
+from conftest import HANG_TIMEOUT
+
+INNER = os.environ.get("PE_CORE_KERAS_HUB_INNER")
+BACKENDS = ("jax", "tensorflow", "torch")
+
+inner = pytest.mark.skipif(not INNER, reason="runs in the per-backend subprocess")
+
+
+@pytest.mark.slow  # a subprocess per Keras backend
+@pytest.mark.skipif(bool(INNER), reason="the outer test")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backend(backend: str) -> None:
+    if find_spec("keras_hub") is None or find_spec(backend) is None:
+        pytest.skip(f"needs keras_hub and {backend}")
+    env = {**os.environ, "KERAS_BACKEND": backend, "PE_CORE_KERAS_HUB_INNER": backend}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:xdist", __file__]
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        command, env=env, cwd=root, capture_output=True, text=True, timeout=HANG_TIMEOUT
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    assert " passed" in result.stdout
+
+
+# --------------------------------------------------------------------------- inner tests
+
+if INNER:
+    import keras
+    import keras_hub
+    from keras import ops
+    from keras_hub.src.layers.modeling.rotary_embedding import RotaryEmbedding
+    from keras_hub.src.models.esm.esm_attention import ESMRotaryEmbedding
+    from keras_hub.src.models.llama.llama_rotary_embedding import LlamaRotaryEmbedding
+    from keras_hub.src.models.phi3.phi3_rotary_embedding import Phi3SuScaledRotaryEmbedding
+
+    from pe_core.integrations import keras_hub as integration
+    from pe_core.integrations.keras_hub import (
+        patch_rotary_embeddings,
+        unpatch_rotary_embeddings,
+    )
+
+
+def numpy_of(x: Any) -> np.ndarray:
+    return np.asarray(ops.convert_to_numpy(ops.cast(x, "float32")), dtype=np.float64)
+
+
+def layers() -> dict[str, Any]:
+    llama31 = {
+        "frequency_adjustment_factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "pretraining_sequence_length": 64,
+    }
+    return {
+        "linear": RotaryEmbedding(max_wavelength=10000, scaling_factor=2.0),
+        "dynamic": RotaryEmbedding(rope_type="dynamic", scaling_factor=4.0),
+        "yarn": RotaryEmbedding(
+            rope_type="yarn", scaling_factor=4.0, original_max_position_embeddings=64
+        ),
+        "denominator_dim": RotaryEmbedding(max_wavelength=1e6, denominator_dim=32),
+        "llama": LlamaRotaryEmbedding(max_wavelength=5e5, position_scaling_factor=3.0),
+        "llama3.1": LlamaRotaryEmbedding(max_wavelength=5e5, **llama31),
+        "phi3": Phi3SuScaledRotaryEmbedding(
+            inverese_freq_short_factor=[1.0 + 0.1 * i for i in range(8)],
+            inverese_freq_long_factor=[1.5 + 0.3 * i for i in range(8)],
+            max_sequence_length=256,
+            pretraining_sequence_length=64,
+        ),
+    }
+
+
+def cos_sin(layer: Any, x: Any, start: Any) -> tuple[np.ndarray, np.ndarray]:
+    cos, sin = layer._compute_cos_sin_embedding(x, start)
+    return numpy_of(cos), numpy_of(sin)
+
+
+X = np.random.default_rng(0).standard_normal((1, 5, 2, 16)).astype("float32")
+
+
+@inner
+@pytest.mark.parametrize("name", ["linear", "dynamic", "yarn", "denominator_dim", "llama",
+                                  "llama3.1", "phi3"])  # fmt: skip
+def test_layers_agree_short_and_exact_at_1e5(name: str) -> None:
+    layer = layers()[name]
+    x = ops.convert_to_tensor(X)
+    short = cos_sin(layer, x, 3)
+    keras_inv = numpy_of(layer._get_inverse_freq(16))
+    far = cos_sin(layer, x, 100_000)
+    patch_rotary_embeddings(layer)
+    got_short, got_far = cos_sin(layer, x, 3), cos_sin(layer, x, 100_000)
+    for got, want in zip(got_short, short, strict=True):  # float32 rounding apart
+        np.testing.assert_allclose(got, want, atol=3e-6)
+    # the restated frequencies are keras-hub's, to float32 rounding
+    restated = integration._INVERSE_FREQ.get(type(layer)._get_inverse_freq)
+    if restated is not None:
+        np.testing.assert_allclose(restated(layer, 16), keras_inv, rtol=2e-6)
+    # exact at 1e5 (the float32 formula is off by far more)
+    exact = reference(layer, 100_000 + np.arange(5))
+    for got, want, before in zip(got_far, exact, far, strict=True):
+        got = got.reshape(5, 16)
+        np.testing.assert_allclose(got, want, atol=1e-6)
+        assert np.abs(before.reshape(5, 16) - want).max() > 1e-4
+    unpatch_rotary_embeddings(layer)
+    for got, want in zip(cos_sin(layer, x, 100_000), far, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def reference(layer: Any, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """mpmath cos/sin of the restated float64 frequencies, times the layer's factor."""
+    if isinstance(layer, Phi3SuScaledRotaryEmbedding):
+        inv = integration._base_inverse_freq(layer, 16)
+        inv = inv / np.asarray(layer.inverese_freq_long_factor)
+        factor = layer.embedding_scaling_factor
+    else:
+        inv = integration._INVERSE_FREQ[type(layer)._get_inverse_freq](layer, 16)
+        factor = integration._yarn_factor(layer)
+    c = np.empty((len(positions), 8))
+    s = np.empty_like(c)
+    with mpmath.workdps(40):
+        for i, p in enumerate(positions.tolist()):
+            for j, w in enumerate(inv.tolist()):
+                angle = mpmath.mpf(p) * mpmath.mpf(w)
+                c[i, j], s[i, j] = float(mpmath.cos(angle)), float(mpmath.sin(angle))
+    c, s = np.concatenate([c, c], -1) * factor, np.concatenate([s, s], -1) * factor
+    return c, s
+
+
+@inner
+def test_esm_layer() -> None:
+    layer = ESMRotaryEmbedding(max_wavelength=10000)
+    q = ops.convert_to_tensor(X)
+    want = layer(q, q)
+    patch_rotary_embeddings(layer)
+    got = layer(q, q)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(numpy_of(g), numpy_of(w), atol=3e-6)
+
+
+def tiny_backbones() -> dict[str, Any]:
+    common = {"vocabulary_size": 64, "num_layers": 1, "hidden_dim": 16, "intermediate_dim": 32}
+    return {
+        "llama": lambda: keras_hub.models.LlamaBackbone(
+            num_query_heads=2, num_key_value_heads=1, **common
+        ),
+        "llama3-scaled": lambda: keras_hub.models.Llama3Backbone(
+            num_query_heads=2,
+            num_key_value_heads=1,
+            rope_frequency_adjustment_factor=8.0,
+            rope_low_freq_factor=1.0,
+            rope_high_freq_factor=4.0,
+            rope_pretraining_sequence_length=32,
+            **common,
+        ),
+        "gemma": lambda: keras_hub.models.GemmaBackbone(
+            num_query_heads=2, num_key_value_heads=1, head_dim=8, **common
+        ),
+        "phi3": lambda: keras_hub.models.Phi3Backbone(
+            num_query_heads=2, num_key_value_heads=1, **common
+        ),
+    }
+
+
+@inner
+@pytest.mark.parametrize("name", ["llama", "llama3-scaled", "gemma", "phi3"])
+def test_backbones_patch_and_unpatch(name: str, tmp_path: Path) -> None:
+    keras.utils.set_random_seed(0)
+    backbone = tiny_backbones()[name]()
+    inputs = {
+        "token_ids": np.arange(12).reshape(1, 12) % 64,
+        "padding_mask": np.ones((1, 12), "int32"),
+    }
+    before = numpy_of(backbone(inputs))
+    assert patch_rotary_embeddings(backbone) is backbone
+    patched = numpy_of(backbone(inputs))
+    np.testing.assert_allclose(patched, before, atol=2e-5, rtol=1e-5)
+    if INNER == "jax":
+        import jax
+
+        def call(trainable: Any, other: Any, ids: Any, mask: Any) -> Any:
+            data = {"token_ids": ids, "padding_mask": mask}
+            return backbone.stateless_call(trainable, other, data)[0]
+
+        trainable = [v.value for v in backbone.trainable_variables]
+        other = [v.value for v in backbone.non_trainable_variables]
+        jitted = jax.jit(call)(trainable, other, inputs["token_ids"], inputs["padding_mask"])
+        np.testing.assert_allclose(numpy_of(jitted), patched, atol=2e-5, rtol=1e-5)
+    if INNER == "tensorflow":
+        import tensorflow as tf
+
+        fn = tf.function(lambda t, m: backbone({"token_ids": t, "padding_mask": m}),
+                         jit_compile=True)  # fmt: skip
+        compiled = fn(tf.constant(inputs["token_ids"]), tf.constant(inputs["padding_mask"]))
+        np.testing.assert_allclose(numpy_of(compiled), patched, atol=2e-5, rtol=1e-5)
+    path = tmp_path / "model.keras"
+    backbone.save(path)
+    with zipfile.ZipFile(path) as archive:
+        for member in archive.namelist():
+            assert b"pe_core" not in archive.read(member), member
+    unpatch_rotary_embeddings(backbone)
+    np.testing.assert_array_equal(numpy_of(backbone(inputs)), before)
+
+
+@inner
+def test_refusals() -> None:
+    plain = keras.Sequential([keras.layers.Dense(4)])
+    with pytest.raises(ValueError, match="Sequential has no rotary"):
+        patch_rotary_embeddings(plain)
+
+    class Odd(RotaryEmbedding):
+        def _get_inverse_freq(self, rotary_dim: int) -> Any:
+            return super()._get_inverse_freq(rotary_dim) * 2
+
+    model = keras.layers.Layer()
+    model.odd, model.fine = Odd(), RotaryEmbedding()
+    with pytest.raises(ValueError, match="Odd overrides"):
+        patch_rotary_embeddings(model)
+    assert "_pe_core_exact_rope" not in vars(model.fine)  # nothing patched
+    # Qwen 3.5 forms its M-RoPE angles from its rotary layer's frequencies itself
+    qwen = keras_hub.models.Qwen3_5Backbone(vocabulary_size=64, num_layers=4, num_query_heads=2,
+        num_key_value_heads=1, head_dim=8, hidden_dim=16, intermediate_dim=32)  # fmt: skip
+    with pytest.raises(ValueError, match="Qwen3_5Attention forms its M-RoPE angles"):
+        patch_rotary_embeddings(qwen)
