@@ -2,6 +2,8 @@
 
 * :mod:`pe_core.integrations.transformers`: make a Hugging Face transformers model use
   pe_core's exact RoPE cos/sin (``patch_rotary_embeddings(model)``).
+* :mod:`pe_core.integrations.keras_hub`: make a keras-hub model compute exact rotary
+  cos/sin on every Keras backend (``patch_rotary_embeddings(model)``).
 * :mod:`pe_core.integrations.diffusers`: make a diffusers model or pipeline use exact
   timestep, Fourier and rotary embeddings (``patch_positional_embeddings(model)``).
 
