@@ -39,7 +39,9 @@ axis, exactly as for 1-D RoPE; the rotation is the same
 Helpers: :func:`rope_sections` reads ``mrope_section`` and ``mrope_interleaved`` from a
 Qwen2-VL / Qwen2.5-VL / Qwen3-VL config; :func:`mrope_position_ids` builds the
 ``(t, h, w)`` position ids of a text + image + video prompt as transformers'
-``get_rope_index`` does; :func:`pair_axes` tells which axis each pair follows.
+``get_rope_index`` does; :func:`pair_axes` tells which axis each pair follows;
+:func:`allegro_frequencies` folds Allegro's interpolation scales into the per-axis
+frequencies.
 
 >>> import numpy as np
 >>> from pe_core.rope import apply_rope
