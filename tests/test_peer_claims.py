@@ -63,7 +63,11 @@ def test_allegro_matches_the_diffusers_pipeline_at_its_defaults():
         sample_frames=4,
     )
     config = model.config
-    scales = (config.interpolation_scale_t, config.interpolation_scale_h, config.interpolation_scale_w)
+    scales = (
+        config.interpolation_scale_t,
+        config.interpolation_scale_h,
+        config.interpolation_scale_w,
+    )
     assert scales == ALLEGRO_INTERPOLATION_SCALE  # the helper's default is diffusers'
     pipeline = types.SimpleNamespace(vae_scale_factor_spatial=8, transformer=model)
     tables, grids = AllegroPipeline._prepare_rotary_positional_embeddings(
@@ -218,5 +222,5 @@ def test_swinv2_height_one_is_unnormalised():
 
 
 def test_swinv2_refuses_an_unknown_convention():
-    with pytest.raises(ValueError, match="convention.*'hf'"):
+    with pytest.raises(ValueError, match=r"convention.*'hf'"):
         swinv2_coords_table((1, 4), convention="hf")

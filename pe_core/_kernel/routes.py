@@ -164,7 +164,7 @@ ROUTES: tuple[Route, ...] = (
         _HOST,
         "gather",
         f"integer positions, at least {GATHER_MIN_ROWS} rows and {GATHER_MIN_PAIRS} pairs, "
-        f"spread narrowly enough for two small tables; a mutable backend",
+        f"spread narrowly enough for two small tables (built by NumPy for every backend)",
         "gather.gathered_unit_complex",
     ),
     Route(_HOST, "exact_kernel", "everything else", "host_tables.host_turns"),
