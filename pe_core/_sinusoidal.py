@@ -291,7 +291,7 @@ def _host_encode(
         return xp.copy_into(out, table) if out is not None else table
     values, max_abs = positions.host, positions.max_abs
     assert values is not None and max_abs is not None
-    # torch and TensorFlow build large tables with their own (threaded) kernels
+    # torch builds large run tables with its own (threaded) kernels; other tables are NumPy's
     builds = xp.builds_tables and values.size * len(freqs) >= BUILDS_MIN_PAIRS
     table = host_sin_cos(
         values,

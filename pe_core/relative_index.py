@@ -265,6 +265,7 @@ def swinv2_coords_table(
     window_size: Window,
     *,
     pretrained_window_size: Window | None = None,
+    convention: str = "transformers",
     backend: BackendLike | None = None,
     like: BackendArrayT | None = None,
     dtype: str = "float32",
@@ -276,6 +277,13 @@ def swinv2_coords_table(
     log2(8)`` and ``P`` the pretrained window (the window itself by default): the pretraining
     window's offsets span ``[-log2(9) / 3, log2(9) / 3]``, about ``[-1.057, 1.057]``.
 
+    Without ``pretrained_window_size``, a window of height 1 is where the codebases part:
+    transformers' ``Swinv2SelfAttention`` normalises neither axis then (its ``elif
+    window_size[0] > 1``), so ``(1, Ww)`` gets ``f(8 dx)``; timm's
+    ``swin_transformer_v2.WindowAttention`` (and the original SwinV2 code) divides each
+    axis by its own ``W - 1``, so ``(1, Ww)`` gets ``f(8 dx / (Ww - 1))``. ``convention``
+    chooses. Windows of height > 1, and any ``pretrained_window_size``, agree.
+
     Parameters
     ----------
     window_size : int or (int, int)
@@ -283,6 +291,10 @@ def swinv2_coords_table(
     pretrained_window_size : int or (int, int), optional
         The window the model was pretrained with (SwinV2's ``pretrained_window_size``,
         ``0`` there meaning none), each >= 2; the window itself when ``None``.
+    convention : {"transformers", "timm"}
+        Whose rule normalises a window of height 1 without ``pretrained_window_size``:
+        transformers' (neither axis, the default) or timm's (each axis of size > 1 by
+        its own ``W - 1``).
     backend, like
         Where to return the table, as for :func:`relative_position_index`.
     dtype : {"float32", "float64"}
@@ -295,7 +307,8 @@ def swinv2_coords_table(
         (``Swinv2SelfAttention``). Its row ``dy + Wh - 1``, column ``dx + Ww - 1`` is
         the row ``relative_position_index`` gathers for that offset, once flattened.
         An axis of size 1 has the single offset 0, whose coordinate is 0 (transformers
-        divides by ``Ww - 1 = 0`` there when ``Wh > 1`` and gets NaN).
+        divides ``0`` by ``Ww - 1 = 0`` there when ``Wh > 1`` and gets NaN; timm does on
+        either axis of size 1).
 
     Examples
     --------
@@ -303,10 +316,18 @@ def swinv2_coords_table(
     [-1.0566, 0.0, 1.0566]
     >>> round(float(swinv2_coords_table(3, pretrained_window_size=5)[0, 0, 0]), 6)
     -0.773976
+    >>> swinv2_coords_table((1, 3), dtype="float64")[0, :, 1].round(4).tolist()  # f(8 dx)
+    [-1.3625, -1.0566, 0.0, 1.0566, 1.3625]
+    >>> timm = swinv2_coords_table((1, 3), convention="timm", dtype="float64")
+    >>> timm[0, :, 1].round(4).tolist()  # f(8 dx / 2)
+    [-1.0566, -0.774, 0.0, 0.774, 1.0566]
     """
     height, width = _place.window(window_size)
+    convention = choice(convention, "convention", ("transformers", "timm"))
     if pretrained_window_size is None:
-        scale = (height, width)
+        # the divisors (1: none); transformers' `elif window_size[0] > 1` skips both axes
+        flat = convention == "transformers" and height == 1
+        scale = (1, 1) if flat else (height, width)
     else:
         scale = _place.window(pretrained_window_size, "pretrained_window_size")
         if min(scale) < 2:

@@ -39,7 +39,9 @@ axis, exactly as for 1-D RoPE; the rotation is the same
 Helpers: :func:`rope_sections` reads ``mrope_section`` and ``mrope_interleaved`` from a
 Qwen2-VL / Qwen2.5-VL / Qwen3-VL config; :func:`mrope_position_ids` builds the
 ``(t, h, w)`` position ids of a text + image + video prompt as transformers'
-``get_rope_index`` does; :func:`pair_axes` tells which axis each pair follows.
+``get_rope_index`` does; :func:`pair_axes` tells which axis each pair follows;
+:func:`allegro_frequencies` folds Allegro's interpolation scales into the per-axis
+frequencies.
 
 >>> import numpy as np
 >>> from pe_core.rope import apply_rope
@@ -75,8 +77,10 @@ from pe_core.validation import choice, finite_real, is_integer, positive_int
 from pe_core_backends import backend_of
 
 __all__ = [
+    "ALLEGRO_INTERPOLATION_SCALE",
     "SECTION_LAYOUTS",
     "RopeSections",
+    "allegro_frequencies",
     "apply_rope_nd",
     "mrope_position_ids",
     "pair_axes",
@@ -89,6 +93,11 @@ SECTION_LAYOUTS: tuple[str, ...] = ("contiguous", "interleaved", "blocks")
 
 #: The frequency schedules ``frequencies=`` names.
 _NAMED_FREQUENCIES = ("per_axis",)
+
+#: diffusers' ``AllegroTransformer3DModel`` defaults ``(interpolation_scale_t,
+#: interpolation_scale_h, interpolation_scale_w)``, the scales its pipeline divides the
+#: grid indices by.
+ALLEGRO_INTERPOLATION_SCALE: tuple[float, float, float] = (2.2, 2.0, 2.0)
 
 #: Qwen2-VL's token ids of image and video placeholders (also Qwen2.5-VL, Qwen3-VL).
 QWEN2_VL_IMAGE_TOKEN_ID = 151655
@@ -198,6 +207,82 @@ def pixel_frequencies(
         raise ValueError(str(exc)) from None
     per_axis = [iter(np.linspace(1.0, max_freq / 2, s) * math.pi) for s in sections]
     return tuple(float(next(per_axis[a])) for a in axes)
+
+
+def allegro_frequencies(
+    head_dim: int,
+    interpolation_scale: Sequence[float] = ALLEGRO_INTERPOLATION_SCALE,
+    base: float = 10000.0,
+) -> tuple[float, ...]:
+    """Allegro's rotary frequencies, with its interpolation scales folded in.
+
+    diffusers' ``AllegroPipeline`` builds its cos/sin tables at ``grid / scale`` per axis
+    (``get_3d_rotary_pos_embed_allegro`` with the transformer's ``interpolation_scale_t,
+    _h, _w``, ``(2.2, 2.0, 2.0)`` by default) and gathers them at the integer grid
+    indices ``(t, h, w)``. Pair ``i`` of axis ``a`` thus turns by
+    ``(index_a / scale_a) * base ** (-i / s)`` with ``s = head_dim // 6`` pairs per axis;
+    this returns ``base ** (-i / s) / scale_a`` for every pair in pair order, so that
+    ``apply_rope(x, pos, sections=(head_dim // 6,) * 3, section_layout="blocks",
+    frequencies=allegro_frequencies(head_dim))`` at the integer grid indices ``pos``
+    (diffusers' own position ids, stacked on a last axis) gives diffusers' rotation.
+
+    Parameters
+    ----------
+    head_dim : int
+        The attention head dimension (diffusers' ``attention_head_dim``), a multiple of 6:
+        each of ``t``, ``h``, ``w`` rotates a block of ``head_dim / 3`` features.
+    interpolation_scale : sequence of 3 floats
+        ``(interpolation_scale_t, interpolation_scale_h, interpolation_scale_w)`` of the
+        transformer's config, each finite and > 0; ``(1, 1, 1)`` gives the plain
+        ``frequencies="per_axis"`` schedule.
+    base : float
+        ``theta`` (10000 in Allegro).
+
+    Returns
+    -------
+    tuple of float
+        ``head_dim / 2`` angular frequencies in pair order (``t``'s, then ``h``'s, then
+        ``w``'s).
+
+    Raises
+    ------
+    ValueError
+        ``head_dim`` not a positive multiple of 6; ``interpolation_scale`` not three
+        finite numbers > 0; ``base`` not finite and > 1.
+    TypeError
+        ``head_dim`` not an integer; ``interpolation_scale`` or ``base`` not numbers.
+
+    Examples
+    --------
+    >>> w = allegro_frequencies(12)              # 2 pairs per axis
+    >>> [round(v, 4) for v in w]
+    [0.4545, 0.0045, 0.5, 0.005, 0.5, 0.005]
+    >>> allegro_frequencies(12, (1, 1, 1))[:2]   # the per-axis schedule
+    (1.0, 0.01)
+    """
+    head_dim = positive_int(head_dim, "head_dim")
+    if head_dim % 6:
+        raise ValueError(
+            "head_dim must be a multiple of 6 (three blocks of head_dim / 3 features, each "
+            f"an even number). Received: {head_dim}"
+        )
+    if isinstance(interpolation_scale, (str, bytes)) or not isinstance(
+        interpolation_scale, Sequence
+    ):
+        raise TypeError(
+            "interpolation_scale must be a sequence of three numbers (t, h, w). "
+            f"Received: {interpolation_scale!r}"
+        )
+    if len(interpolation_scale) != 3:
+        raise ValueError(
+            "interpolation_scale must hold three numbers (t, h, w). "
+            f"Received: {tuple(interpolation_scale)!r}"
+        )
+    scales = [finite_real(v, "interpolation_scale", greater_than=0) for v in interpolation_scale]
+    base = call.check_base(base)
+    sections = (head_dim // 6,) * 3
+    per_axis, _ = plans.per_axis_frequencies(None, base, sections)
+    return tuple(w / scale for values, scale in zip(per_axis, scales, strict=True) for w in values)
 
 
 # --------------------------------------------------------------------------- config

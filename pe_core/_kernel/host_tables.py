@@ -17,7 +17,8 @@ float32 and exact to float64 rounding in float64:
   pass, so each row holds that pass's numbers (:func:`rows_sin_cos`).
 * **runs of consecutive positions**: :mod:`pe_core._kernel.tables` (angle addition, one
   complex product per element).
-* **any other integer positions**: :mod:`pe_core._kernel.gather` (angle addition by lookup).
+* **any other integer positions**: :mod:`pe_core._kernel.gather` (angle addition by lookup),
+  in NumPy whichever backend asks.
 * **the rest** (large fractional inputs, float64 tables): the exact per-element
   kernel of :mod:`pe_core._kernel.angles`, evaluated in NumPy; the positions it cannot take
   (floats beyond ``2**63``, fractional positions at frequencies above half a turn
@@ -314,9 +315,11 @@ def host_sin_cos(
     max_abs : float
         ``max |values|`` (already known to the caller).
     xp, like : optional
-        A backend that builds large tables itself (``Namespace.builds_tables``:
-        torch, TensorFlow), on the device of ``like``; NumPy by default. Small calls
-        and the per-element kernel are always NumPy.
+        A backend that builds large run tables itself (``Namespace.builds_tables``:
+        torch), on the device of ``like``; NumPy by default. Every other route (small
+        calls, the lookup of other integer positions, the per-element kernel) is
+        always NumPy, so positions that are not a run give the same bits whichever
+        backend asks.
 
     Returns
     -------
@@ -342,7 +345,7 @@ def host_sin_cos(
         working=working,
         max_abs=max_abs,
         rounded_once=rounded_once,
-        mutable=xp.mutable,
+        mutable=HOST.mutable,  # the lookup is NumPy's whichever backend asks
     )
     if route == "small":
         return small_sin_cos(
@@ -356,10 +359,8 @@ def host_sin_cos(
         return table_sin_cos(
             xp, start, n_rows, omegas, offset=offset, layout=layout, working=working, like=like
         )
-    if route == "gather":
-        gathered = _gathered(
-            xp, values, omegas, offset=offset, layout=layout, working=working, like=like
-        )
+    if route == "gather":  # on the host: its complex product rounds as NumPy's does
+        gathered = _gathered(values, omegas, offset=offset, layout=layout, working=working)
         if gathered is not None:
             return gathered
     turns = host_turns(values.reshape(-1), omegas, offset=offset, working=working, max_abs=max_abs)
@@ -540,26 +541,24 @@ def _may_miss(omegas: tuple[float, ...], working: str, max_abs: float | None) ->
 
 
 def _gathered(
-    xp: Namespace,
     values: np.ndarray,
     omegas: tuple[float, ...],
     *,
     offset: int | float,
     layout: str,
     working: str,
-    like: Any,
-) -> Any:
-    """The lookup route of :mod:`pe_core._kernel.gather` (its plan already found by
-    :func:`host_route`), or None where it does not apply."""
-    target = xp.empty((values.size, 2 * len(omegas)), xp.dtype(working), like=like)
-    return gathered_unit_complex(
-        xp,
+) -> np.ndarray | None:
+    """The lookup route of :mod:`pe_core._kernel.gather` on the host (its plan already
+    found by :func:`host_route`), or None where it does not apply."""
+    target = np.empty((values.size, 2 * len(omegas)), np.dtype(working))
+    gathered: np.ndarray | None = gathered_unit_complex(
+        HOST,
         values,
         omegas,
         offset=offset,
         working=working,
         form="sin_cos",
         layout=layout,
-        like=like,
         out=target,
     )
+    return gathered

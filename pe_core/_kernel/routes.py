@@ -119,8 +119,9 @@ GATHER_MAX_ABS = 2**53
 
 # -- capabilities ----------------------------------------------------------------------
 
-#: Fewest pairs from which a backend that builds tables itself (torch, TensorFlow:
-#: ``Namespace.builds_tables``) builds a host run's table with its own threaded kernels.
+#: Fewest pairs from which a backend that builds tables itself (torch:
+#: ``Namespace.builds_tables``) builds a host run's table with its own threaded kernels
+#: (every other host table is NumPy's, so it has the same bits on every backend).
 BUILDS_MIN_PAIRS = 16_384
 
 #: Float positions from this size on are beyond the array kernel (floor to int64): on
@@ -186,7 +187,7 @@ ROUTES: tuple[Route, ...] = (
         _HOST,
         "gather",
         f"integer positions, at least {GATHER_MIN_ROWS} rows and {GATHER_MIN_PAIRS} pairs, "
-        f"spread narrowly enough for two small tables; a mutable backend",
+        f"spread narrowly enough for two small tables (built by NumPy for every backend)",
         "gather.gathered_unit_complex",
     ),
     Route(_HOST, "exact_kernel", "everything else", "host_tables.host_turns"),

@@ -91,7 +91,7 @@ def _pair_frequencies(
             "sum(sections) must be rotary_dim / 2 (rotary_dim is head_dim unless given)."
         )
     if frequencies == "per_axis":
-        per_axis, attention_factor = _per_axis_frequencies(frozen, base, sections)
+        per_axis, attention_factor = per_axis_frequencies(frozen, base, sections)
         # per_axis[a] is axis a's schedule: hand its entries out in pair order
         counters = [iter(values) for values in per_axis]
         return tuple(next(counters[a]) for a in axes), attention_factor
@@ -119,7 +119,7 @@ def _runs(axes: tuple[int, ...], k: int) -> tuple[tuple[int, int, int], ...]:
     return tuple(runs)
 
 
-def _per_axis_frequencies(
+def per_axis_frequencies(
     frozen: Any, base: float, sections: tuple[int, ...]
 ) -> tuple[list[tuple[float, ...]], float]:
     """Each axis's own 1-D schedule over ``2 * s_a`` features, and the attention factor."""
