@@ -169,7 +169,7 @@ def installed_backends() -> tuple[str, ...]:
 def backend_of(obj: Any) -> str | None:
     """Name the backend an array belongs to, or ``None`` for Python values.
 
-    Each class of ``type(obj).__mro__`` whose top-level module is one of a backend's
+    Each class of ``obj.__class__.__mro__`` whose top-level module is one of a backend's
     ``array_modules`` is checked against that backend's ``array_types``. Only frameworks
     already in :data:`sys.modules` are consulted, so this never imports one.
 
@@ -178,7 +178,9 @@ def backend_of(obj: Any) -> str | None:
     ('numpy', None)
     """
     by_module = _registry.REGISTRY.by_module
-    for klass in type(obj).__mro__:
+    # obj.__class__, not type(obj): torch.compile iterates the MRO of a tensor's
+    # __class__ but not of type() of a torch.Tensor subclass (a Parameter, a DTensor)
+    for klass in obj.__class__.__mro__:
         for row in by_module.get(klass.__module__.partition(".")[0], ()):
             if row.is_array(obj):
                 return row.name
