@@ -166,6 +166,11 @@ def installed_backends() -> tuple[str, ...]:
     return tuple(name for name in _registry.REGISTRY.names if is_installed(name))
 
 
+#: Python's own value types: never a backend's arrays (NumPy's scalars subclass some of
+#: them, but they are other classes).
+_PYTHON_TYPES = (int, float, bool, complex, range, list, tuple, dict, str, bytes, type(None))
+
+
 def backend_of(obj: Any) -> str | None:
     """Name the backend an array belongs to, or ``None`` for Python values.
 
@@ -177,6 +182,8 @@ def backend_of(obj: Any) -> str | None:
     >>> backend_of(np.arange(2)), backend_of([0, 1])
     ('numpy', None)
     """
+    if obj.__class__ in _PYTHON_TYPES:  # Python values (torch.compile cannot walk their MRO)
+        return None
     by_module = _registry.REGISTRY.by_module
     # obj.__class__, not type(obj): torch.compile iterates the MRO of a tensor's
     # __class__ but not of type() of a torch.Tensor subclass (a Parameter, a DTensor)
