@@ -45,7 +45,14 @@ from pe_core._kernel.routes import BUILDS_MIN_PAIRS, FEW_POSITIONS
 from pe_core._schedule import check_d, computed_width, omegas
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
-from pe_core_backends import HOST, Namespace, backend_of, get_namespace
+from pe_core_backends import (
+    HOST,
+    Namespace,
+    any_dtensor,
+    backend_of,
+    encode_on_shards,
+    get_namespace,
+)
 
 
 def encode_1d(
@@ -65,6 +72,14 @@ def encode_1d(
         table = few_spec_positions(pos, d, spec)
         if table is not None:
             return table
+    if any_dtensor(pos, out, like):  # torch.distributed.tensor: on the local shard
+        return encode_on_shards(
+            lambda p, lk: encode_1d(p, d, spec, backend, dtype, None, lk, check_values, what),
+            pos,
+            out=out,
+            like=like,
+            what=what,
+        )
     args = (pos, d, spec, backend, dtype, out, like, check_values, what)
     if spec.order == "sin_cos" and spec.odd_d != "truncate":
         return _run(_prepare(*args))

@@ -166,10 +166,15 @@ def installed_backends() -> tuple[str, ...]:
     return tuple(name for name in _registry.REGISTRY.names if is_installed(name))
 
 
+#: Python's own value types: never a backend's arrays (NumPy's scalars subclass some of
+#: them, but they are other classes).
+_PYTHON_TYPES = (int, float, bool, complex, range, list, tuple, dict, str, bytes, type(None))
+
+
 def backend_of(obj: Any) -> str | None:
     """Name the backend an array belongs to, or ``None`` for Python values.
 
-    Each class of ``type(obj).__mro__`` whose top-level module is one of a backend's
+    Each class of ``obj.__class__.__mro__`` whose top-level module is one of a backend's
     ``array_modules`` is checked against that backend's ``array_types``. Only frameworks
     already in :data:`sys.modules` are consulted, so this never imports one.
 
@@ -177,8 +182,12 @@ def backend_of(obj: Any) -> str | None:
     >>> backend_of(np.arange(2)), backend_of([0, 1])
     ('numpy', None)
     """
+    if obj.__class__ in _PYTHON_TYPES:  # Python values (torch.compile cannot walk their MRO)
+        return None
     by_module = _registry.REGISTRY.by_module
-    for klass in type(obj).__mro__:
+    # obj.__class__, not type(obj): torch.compile iterates the MRO of a tensor's
+    # __class__ but not of type() of a torch.Tensor subclass (a Parameter, a DTensor)
+    for klass in obj.__class__.__mro__:
         for row in by_module.get(klass.__module__.partition(".")[0], ()):
             if row.is_array(obj):
                 return row.name

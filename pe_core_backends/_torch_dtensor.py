@@ -154,30 +154,36 @@ def map_shards(fn: Callable[[Any, tuple[Range, ...]], Any], x: Any, what: str = 
 
 
 def encode_on_shards(
-    fn: Callable[[Any, Any], Any], pos: Any, *, out: Any = None, like: Any = None
+    fn: Callable[[Any, Any], Any],
+    pos: Any,
+    *,
+    out: Any = None,
+    like: Any = None,
+    what: str = "pos",
 ) -> Any:
     """``fn(local_pos, local_like)`` of DTensor positions, computed on the local shard: a
     DTensor placed like ``pos`` (its sharded dimensions keep their placement; the feature
-    axis is whole). A DTensor ``like`` is passed as its local tensor.
+    axis is whole). A DTensor ``like`` is passed as its local tensor; ``what`` names the
+    positions in errors (``"timesteps"``).
 
     Raises
     ------
     TypeError
-        ``pos`` is not a DTensor (another argument is), or ``out`` is a DTensor.
+        ``pos`` is not a DTensor (another argument is), or ``out`` is given.
     ValueError
         As :func:`shard_ranges`; ``pos`` sharded along the coordinate axis of an N-D spec.
     """
-    if out is not None and is_dtensor(out):
+    if out is not None:  # a DTensor, or a plain buffer the result could not be
         raise TypeError(
-            "out= cannot be a DTensor: leave it unset, and the result is a DTensor placed "
-            "like the positions."
+            f"out= cannot be used with DTensor {what}: leave it unset, and the result is a "
+            f"DTensor placed like {what}. Received out of type {type(out).__name__}."
         )
     if not is_dtensor(pos):
         raise TypeError(
-            "pe_core computes DTensor results from DTensor positions: pass the positions as "
+            f"pe_core computes DTensor results from DTensor positions: pass {what} as "
             "a DTensor on the mesh (or plain positions and a plain like=)."
         )
-    ranges = shard_ranges(pos, "pos")
+    ranges = shard_ranges(pos, what)
     # the dimensions whose local range is not the whole global extent
     sharded = [dim for dim, r in enumerate(ranges) if r != (0, int(pos.shape[dim]))]
     try:
@@ -185,7 +191,7 @@ def encode_on_shards(
     except ValueError as exc:
         if sharded and sharded[-1] == len(ranges) - 1:  # the error saw the local shape
             raise ValueError(
-                f"{exc} (pos is a DTensor sharded along its last axis, and this is its "
+                f"{exc} ({what} is a DTensor sharded along its last axis, and this is its "
                 f"local shard; its global shape is {tuple(pos.shape)}: an N-D spec's "
                 "coordinate axis must not be sharded)"
             ) from exc
@@ -194,12 +200,12 @@ def encode_on_shards(
     for dim in sharded:
         if dim >= len(shape) - 1:
             raise ValueError(
-                f"pos is sharded along dimension {dim}, the coordinate axis of an N-D spec; "
-                "shard the positions along their leading axes only. Received placements: "
-                f"{tuple(pos.placements)!r}"
+                f"{what} is sharded along dimension {dim}, the coordinate axis of an N-D "
+                "spec; shard the positions along their leading axes only. Received "
+                f"placements: {tuple(pos.placements)!r}"
             )
         shape[dim] = int(pos.shape[dim])
-    return _wrap(local, pos, shape, "pos")
+    return _wrap(local, pos, shape, what)
 
 
 def rope_on_shards(fn: Callable[[Any, Any], Any], x: Any, pos: Any) -> Any:

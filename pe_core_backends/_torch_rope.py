@@ -1,9 +1,19 @@
 """PyTorch rotary kernel: the rotation of :func:`pe_core.rope.apply_rope` in place.
 
 Used by :meth:`TorchNamespace.rotate_pairs` for eager calls without autograd on plain
-contiguous tensors: a preallocated output and in-place multiply-adds, and, for
-float16/bfloat16 on the CPU, cache-sized float32 blocks. Everything runs on the device
-of the input; the factors (``cos``, ``sin``) arrive as tensors there.
+tensors (any strides: transposed, sliced or broadcast views): a preallocated output and
+in-place products and sums, and, for contiguous float16/bfloat16 on the CPU,
+cache-sized float32 blocks. Everything runs on the device of the input; the factors
+(``cos``, ``sin``) arrive as tensors there.
+
+Every value is ``round(round(a * cos) - round(b * sin))`` and ``round(round(b * cos) +
+round(a * sin))``, each product and sum its own correctly rounded operation: the bits of
+the generic formula (:meth:`pe_core_backends.Namespace.rotate_pairs`, which autograd,
+``torch.compile`` and the other backends run), whatever the layout of ``x``, its shape
+or the CPU's vector width. A fused multiply-add (``torch.addcmul``) or a complex
+multiply (``x`` viewed as complex) would be faster, but both round differently in the
+vectorised body of a loop and in its scalar tail, so a transposed view, a shard or the
+key of a ``(q, k)`` pair would differ from the contiguous whole by an ulp.
 """
 
 from __future__ import annotations
@@ -21,35 +31,32 @@ _BLOCK_GROUPS = 16
 
 
 def fast_path_ok(x: Any) -> bool:
-    """The in-place path: eager, no autograd, a plain contiguous tensor."""
+    """The in-place path: eager, no autograd, a plain tensor (any strides)."""
     if torch.compiler.is_compiling() or type(x) is not torch.Tensor:
         return False
     if torch.is_grad_enabled() and x.requires_grad:
         return False
-    return x.dim() >= 1 and x.is_contiguous() and x.device.type != "meta"
+    return x.dim() >= 1 and x.device.type != "meta"
 
 
 def rotate(x: Any, cos: Any, sin: Any, layout: str, rotary_dim: int, working: str) -> Any:
     """The rotation with a preallocated output and in-place multiply-adds.
 
     ``cos`` and ``sin`` are tensors of shape ``P + (r/2,)`` in the working dtype on
-    ``x``'s device, ``P`` broadcasting against ``x.shape[:-1]``. Half layout:
-    ``out = x * [cos, cos]``, then ``out[:r/2] -= x[r/2:] * sin`` and ``out[r/2:] +=
-    x[:r/2] * sin`` (``torch.addcmul``): three passes, no full-size temporaries.
-    Interleaved layout: one complex multiply of ``x`` viewed as complex by
-    ``cos + i sin``. float16/bfloat16 inputs on the CPU are widened to float32 block by
-    block into scratch buffers that stay in cache (mixed-dtype kernels are slow on
-    CPU), so only the input and the output cross memory.
+    ``x``'s device, ``P`` broadcasting against ``x.shape[:-1]``. With ``(a, b)`` the
+    pair halves (``x[..., :r/2]`` and ``x[..., r/2:]`` for the half layout,
+    ``x[..., 0::2]`` and ``x[..., 1::2]`` for the interleaved one): ``out_a = a * cos``,
+    ``out_a -= b * sin``, ``out_b = b * cos``, ``out_b += a * sin``, with one scratch
+    buffer of half of ``x``'s size. The output has ``x``'s layout
+    (:func:`torch.empty_like`). Contiguous float16/bfloat16 inputs on the CPU are widened
+    to the working dtype block by block into scratch buffers that stay in cache
+    (mixed-dtype kernels are slow on CPU), so only the input and the output cross memory.
     """
     shape = tuple(x.shape)
     half = rotary_dim // 2
     pos_shape = tuple(cos.shape[:-1])
     pshape = (1,) * (len(shape) - 1 - len(pos_shape)) + pos_shape
-    cos, sin = cos.reshape(*pshape, half), sin.reshape(*pshape, half)
-    if layout == "half":
-        factors: tuple[Any, ...] = (torch.cat([cos, cos], dim=-1), sin)
-    else:
-        factors = (torch.complex(cos, sin),)
+    factors = (cos.reshape(*pshape, half), sin.reshape(*pshape, half))
     wdtype = getattr(torch, working)
     out = torch.empty_like(x)
     plan = _block_plan(x, pshape) if x.dtype != wdtype else None
@@ -99,20 +106,15 @@ def rotate_small(x: Any, factors: Any, layout: str, rotary_dim: int) -> Any:
         return None
     ndim, head_dim, half = x.dim(), x.shape[-1], rotary_dim // 2
     if layout == "half" and rotary_dim == head_dim:
-        # x * [cos, cos] + roll(x, r/2) * [-sin, sin]: two passes over contiguous
-        # tensors, the same products and sums (same rounding) as the general kernel
+        # x * [cos, cos] + roll(x, r/2) * [-sin, sin]: whole-tensor passes, the same
+        # products and sums (same rounding) as the general kernel
         cos, signed_sin = factors.converted(
             ("torch-half", ndim),
             lambda: tuple(torch.from_numpy(f) for f in factors.half_layout(ndim)),
         )
         out = torch.mul(x, cos)
-        out.addcmul_(torch.roll(x, half, -1), signed_sin)
-        return out
-    if layout == "half":
-        arrays: tuple[Any, ...] = (factors.doubled_cos(ndim), factors.sin(ndim))
-    else:
-        arrays = (factors.rotation(ndim),)
-    prepared = tuple(torch.from_numpy(a) for a in arrays)
+        return out.add_(torch.roll(x, half, -1).mul_(signed_sin))
+    prepared = tuple(torch.from_numpy(a) for a in (factors.cos(ndim), factors.sin(ndim)))
     out = torch.empty_like(x)
     _rotate_block(x, out, prepared, layout, rotary_dim, torch.float32, {})
     return out
@@ -129,6 +131,8 @@ def _block_plan(x: Any, pshape: tuple[int, ...]) -> tuple[Any, ...] | None:
     shape = tuple(x.shape)
     numel = x.numel()
     if x.device.type != "cpu" or len(shape) < 2 or numel <= 2 * _TORCH_BLOCK:
+        return None
+    if not x.is_contiguous():  # views are widened whole (the blocks view x's memory)
         return None
     n_lead = len(shape) - 2
     seq, dim = shape[-2], shape[-1]
@@ -174,19 +178,20 @@ def _rotate_block(
     widen = x.dtype != working
     if widen:
         x = _scratch(scratch, "x", x, working).copy_(x)
-    if layout == "interleaved":
-        (rotation,) = factors
-        z = torch.view_as_complex(x.unflatten(-1, (half, 2)))
-        if widen:
-            z.mul_(rotation)
-            out.copy_(x)
-        else:
-            torch.mul(z, rotation, out=torch.view_as_complex(out.unflatten(-1, (half, 2))))
-        return
-    cos2, sin = factors
     target = _scratch(scratch, "out", x, working) if widen else out
-    torch.mul(x, cos2, out=target)
-    target[..., :half].addcmul_(x[..., half:], sin, value=-1)
-    target[..., half:].addcmul_(x[..., :half], sin)
+    if layout == "half":
+        a, b = x[..., :half], x[..., half:]
+        out_a, out_b = target[..., :half], target[..., half:]
+    else:
+        a, b = x[..., 0::2], x[..., 1::2]
+        out_a, out_b = target[..., 0::2], target[..., 1::2]
+    cos, sin = factors
+    # each product and sum rounded on its own: no addcmul (a fused multiply-add in the
+    # vectorised body of the loop, not always in its tail), no complex multiply
+    product = _scratch(scratch, "product", a, working)
+    torch.mul(a, cos, out=out_a)
+    out_a.sub_(torch.mul(b, sin, out=product))
+    torch.mul(b, cos, out=out_b)
+    out_b.add_(torch.mul(a, sin, out=product))
     if widen:
         out.copy_(target)

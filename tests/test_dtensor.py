@@ -35,7 +35,7 @@ SCRIPT = textwrap.dedent(
     from torch.utils._python_dispatch import TorchDispatchMode
 
     import pe_core
-    from pe_core.layers.torch import RotaryEmbedding, SinusoidalEncoding
+    from pe_core.layers.torch import RotaryEmbedding, SinusoidalEncoding, Timesteps
 
     class CommCount(TorchDispatchMode):
         # what CommDebugMode counts: every c10d / functional-collective op dispatched
@@ -54,7 +54,7 @@ SCRIPT = textwrap.dedent(
         # the matching slice of a full tensor, split locally (no scatter)
         return distribute_tensor(full, mesh, placements, src_data_rank=None)
 
-    def check(name, got, full, mesh, placements):
+    def check(name, got, full, mesh, placements, exact=False):
         assert isinstance(got, DTensor), (name, type(got))
         assert tuple(got.placements) == tuple(placements), (name, got.placements)
         assert got.device_mesh == mesh, name
@@ -63,7 +63,9 @@ SCRIPT = textwrap.dedent(
         expected = shard(full, mesh, placements).to_local()
         local = got.to_local()
         assert local.shape == expected.shape, (name, local.shape, expected.shape)
-        # a shard may take another (equally exact) route than the whole call: 1 ulp
+        if exact:  # RoPE: each value its own products and sums, whatever the shard
+            assert torch.equal(local, expected), (name, (local - expected).abs().max())
+        # an encoding's shard may take another (equally exact) route than the whole call
         torch.testing.assert_close(local, expected, rtol=2e-7, atol=2e-7, msg=name)
         assert got.stride() == full.stride(), (name, got.stride(), full.stride())
 
@@ -119,20 +121,24 @@ SCRIPT = textwrap.dedent(
                 for label, pos in positions if world == 2 else positions[2:]:
                     plain = pos.full_tensor() if isinstance(pos, DTensor) else pos
                     check(f"rope {label} {placements}", pe_core.apply_rope(xd, pos),
-                          pe_core.apply_rope(x, plain), m, placements)
+                          pe_core.apply_rope(x, plain), m, placements, exact=True)
                     cases += 1
                 if world == 4:  # the layers and pairs: on two ranks
                     continue
-                qr, kr = pe_core.apply_rope((xd, kd), range(S), layout="interleaved")
-                qe, ke = pe_core.apply_rope((x, k), range(S), layout="interleaved")
-                check(f"rope pair {placements}", qr, qe, m, placements)
-                check(f"rope pair {placements}", kr, ke, m, placements)
+                for layout in ("interleaved", "half"):
+                    # the (q, k) form: the single form's bits, sharded or whole
+                    qr, kr = pe_core.apply_rope((xd, kd), range(S), layout=layout)
+                    qe, ke = pe_core.apply_rope((x, k), range(S), layout=layout)
+                    check(f"rope pair {placements}", qr, qe, m, placements, exact=True)
+                    check(f"rope pair {placements}", kr, ke, m, placements, exact=True)
+                    ks = pe_core.apply_rope(kd, range(S), layout=layout).to_local()
+                    assert torch.equal(kr.to_local(), ks), f"rope single k {placements}"
                 layer = RotaryEmbedding(D, scaling={"rope_type": "linear", "factor": 2.0})
                 lq, lk = layer(xd, kd, offset=5)
                 eq, ek = layer(x, k, offset=5)
-                check(f"RotaryEmbedding {placements}", lq, eq, m, placements)
-                check(f"RotaryEmbedding {placements}", lk, ek, m, placements)
-                cases += 3
+                check(f"RotaryEmbedding {placements}", lq, eq, m, placements, exact=True)
+                check(f"RotaryEmbedding {placements}", lk, ek, m, placements, exact=True)
+                cases += 5
 
         # sequence-sharded positions beside sequence-sharded x: used as they are
         pd = shard(steps, mesh, [Shard(0)])
@@ -150,6 +156,23 @@ SCRIPT = textwrap.dedent(
             cases += 1
         check("encode float64 like", pe_core.encode(pd, 4, dtype="float64", like=pd),
               pe_core.encode(steps, 4, dtype="float64"), mesh, [Shard(0)])
+        # timestep embeddings: on the shard, as encode (a negative scale, an odd width,
+        # 2-D timesteps sharded on either axis, the diffusers layer)
+        timesteps = per_example[:, 0] * 3 + 0.5  # (B, S) float timesteps
+        for ts, placements, options in [
+            (torch.arange(S) * 37, [Shard(0)], {}),
+            (torch.arange(S) * 37, [Replicate()], {"scale": -3.0, "flip_sin_to_cos": True}),
+            (timesteps, [Shard(1)], {"downscale_freq_shift": 0}),
+            (timesteps, [Shard(0)], {"scale": 1000.0}),
+        ]:
+            for width in (8, 7):
+                got = pe_core.timestep_embedding(shard(ts, mesh, placements), width, **options)
+                check(f"timestep_embedding {placements} {options}", got,
+                      pe_core.timestep_embedding(ts, width, **options), mesh, placements)
+                cases += 1
+        layer = Timesteps(16, flip_sin_to_cos=True, downscale_freq_shift=0)
+        check("Timesteps", layer(shard(steps * 50, mesh, [Shard(0)])), layer(steps * 50), mesh,
+              [Shard(0)])
         grid = pe_core.grid((S, 3))  # (S, 3, 2) coordinates, sharded on the rows
         check("encode N-D", pe_core.encode(shard(torch.as_tensor(grid), mesh, [Shard(0)]), 8,
                                            spec="mae_2d"),
@@ -182,6 +205,10 @@ SCRIPT = textwrap.dedent(
             partial = DTensor.from_local(torch.zeros(S), mesh, [Partial()], run_check=False)
             refuse("partial", ValueError, "Partial", lambda: pe_core.encode(partial, 4))
             refuse("out", TypeError, "out=", lambda: pe_core.encode(pd, 4, out=pd))
+            refuse("plain out", TypeError, "out=",
+                   lambda: pe_core.encode(pd, 4, out=torch.empty(S, 4)))
+            refuse("timesteps numpy", TypeError, "backend=",
+                   lambda: pe_core.timestep_embedding(pd, 4, backend="numpy"))
             refuse("numpy", TypeError, "backend=", lambda: pe_core.encode(pd, 4, backend="numpy"))
             refuse("coordinate axis", ValueError, "coordinate axis",
                    lambda: pe_core.encode(shard(torch.as_tensor(grid), mesh, [Shard(2)]), 8,
