@@ -31,6 +31,8 @@ The functions:
   params, a pure dict of an ``nnx.State``): the table at a key path resized, the rest kept.
 
 Every size is a Python integer (static); the tables stay where they are (no host read).
+NaFlex's ``spatial_shapes`` may also be a framework's integer array (transformers passes
+a torch ``LongTensor``): its values are the result's shape, so they are read on the host.
 
 >>> import numpy as np
 >>> table = np.arange(1 + 2 * 2, dtype=np.float32).reshape(1, 5, 1)  # a class row, 2x2 grid
@@ -245,14 +247,24 @@ def interpolate_pos_encoding(
 
 
 def _shapes(spatial_shapes: Any) -> list[tuple[int, int]]:
-    """Static ``(h, w)`` pairs from a sequence of pairs or a NumPy ``(B, 2)`` array."""
+    """Static ``(h, w)`` pairs from a sequence of pairs or an integer ``(B, 2)`` array of
+    any framework (read on the host: the sizes fix the output's shape)."""
     source = backend_of(spatial_shapes)
     if source is not None and not get_namespace(source).numpy_arrays:
-        raise TypeError(
-            "spatial_shapes must be static sizes: a sequence of (h, w) pairs or a NumPy "
-            f"array, not a {source} array (its values would be read from the device). "
-            f"Received: {type(spatial_shapes).__name__}"
-        )
+        xp = get_namespace(source)
+        values = xp.concrete(spatial_shapes)
+        if values is None:
+            raise TypeError(
+                f"spatial_shapes is a traced {source} value: the sizes fix the shape of the "
+                "result, so they must be known when the call is traced (pass Python "
+                "integers or a NumPy array inside compiled code)."
+            )
+        if values.dtype.kind not in "iu":
+            raise TypeError(
+                f"spatial_shapes must hold integers. Received a {xp.dtype_of(spatial_shapes)} "
+                f"{source} array"
+            )
+        spatial_shapes = values
     try:
         pairs = [tuple(p) for p in spatial_shapes]
     except TypeError:
@@ -284,8 +296,11 @@ def resize_naflex_pos_embed(
     ----------
     table : array
         ``(H, W, C)``.
-    spatial_shapes : sequence of (int, int) or NumPy array
-        ``(B, 2)``: each image's patch grid. Static sizes (not a framework array).
+    spatial_shapes : sequence of (int, int) or integer array
+        ``(B, 2)``: each image's patch grid. A framework array (the torch
+        ``LongTensor`` transformers passes) is read on the host: the sizes fix the
+        shape of the result, so an accelerator array costs one synchronisation (as
+        transformers' own loop over it does); a traced one is refused.
     max_length : int
         Rows per image, at least every ``h_i * w_i``.
     interpolation : {"bilinear", "bicubic"}

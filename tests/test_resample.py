@@ -572,9 +572,14 @@ def test_bad_input_is_refused_by_name(call, error, words: str) -> None:
         call(table)
 
 
-def test_framework_spatial_shapes_are_refused() -> None:
-    with pytest.raises(TypeError, match="spatial_shapes must be static"):
-        resample.resize_naflex_pos_embed(torch.ones(4, 4, 2), torch.tensor([[2, 2]]), 4)
+def test_framework_spatial_shapes_are_read_on_the_host() -> None:
+    """transformers passes a torch LongTensor: the same result as the pairs."""
+    table = torch.randn(4, 4, 2)
+    got = resample.resize_naflex_pos_embed(table, torch.tensor([[2, 2], [3, 1]]), 4)
+    want = resample.resize_naflex_pos_embed(table, [(2, 2), (3, 1)], 4)
+    assert_close(got, want, atol=0.0, backend="torch")
+    with pytest.raises(TypeError, match="spatial_shapes must hold integers"):
+        resample.resize_naflex_pos_embed(table, torch.tensor([[2.0, 2.0]]), 4)
 
 
 # -- the numbers of the resampling page -----------------------------------------------------
