@@ -166,7 +166,9 @@ def features(call: Call, order: str) -> Any:
         out, rows = _host_output(call, x, 2 * m)
         first = 0 if order == "sin_cos" else m
         for r, j in _blocks(rows.shape[0], x.shape[-1], m):
-            turns = reduced_turns(HOST, rows[r], (fh[:, j], fl[:, j], f[:, j]), "float64", host=True)
+            turns = reduced_turns(
+                HOST, rows[r], (fh[:, j], fl[:, j], f[:, j]), "float64", host=True
+            )
             sines, cosines = sin_cos(HOST, turns)
             out[r, first + j.start : first + j.stop] = sines
             out[r, m - first + j.start : m - first + j.stop] = cosines

@@ -47,6 +47,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pe_core import _resample
+from pe_core._kernel.inputs import check_request_size
+from pe_core._resample import MAX_SIDE
 from pe_core.typing import ArrayT, Interpolation
 from pe_core.validation import choice, flag, is_integer, positive_int
 from pe_core_backends import Namespace, backend_of, get_namespace
@@ -102,6 +104,40 @@ def _size(value: object, name: str) -> tuple[int, int]:
     if isinstance(value, (tuple, list)) and len(value) == 2:
         return positive_int(value[0], f"{name}[0]"), positive_int(value[1], f"{name}[1]")
     raise TypeError(f"{name} must be an integer or a pair (h, w) of integers. Received: {value!r}")
+
+
+def _check_request(
+    xp: Namespace,
+    table: Any,
+    sides: Sequence[tuple[int, int]],
+    mode: str,
+    antialias: bool,
+    out_elements: int,
+    what: str,
+) -> None:
+    """Refuse, before any work, a resize with a side beyond :data:`MAX_SIDE` or whose
+    result and working memory cannot fit in the memory available (host memory: for a
+    table on an accelerator only the host-side taps are counted, the device's own
+    allocator answers for the rest)."""
+    extra, taps_most = 0, 1
+    for size_in, size_out in sides:
+        for side in (size_in, size_out):
+            if side > MAX_SIDE:
+                raise ValueError(
+                    f"{what} resamples grid sides up to 2**20 = {MAX_SIDE}; a side of "
+                    f"{side} was asked for ({size_in} -> {size_out}). Resample in pieces "
+                    "or with fewer cells per side."
+                )
+        if size_in != size_out:
+            extra += _resample.tap_bytes(size_in, size_out, mode, antialias)
+            taps_most = max(
+                taps_most, _resample.tap_count_bound(size_in, size_out, mode, antialias)
+            )
+    on_host = not xp.on_accelerator(table)
+    name = xp.dtype_of(table)
+    if on_host:  # the gathered taps of a pass, in the working dtype
+        extra += out_elements * (taps_most + 1) * (8 if name == "float64" else 4)
+    check_request_size(out_elements, name, what=what, extra_bytes=extra, host_output=on_host)
 
 
 def _square_side(n: int, name: str, what: str) -> int:
@@ -203,6 +239,9 @@ def resample_pos_embed(
             )
     if old == new:
         return table
+    sides = ((old[0], new[0]), (old[1], new[1]))
+    size = n * (prefix + new[0] * new[1]) * channels
+    _check_request(xp, table, sides, mode, aa, size, "resample_pos_embed")
     return _resample.run(xp, _resample.pos_embed_kernel, (table,), (prefix, old, new, mode, aa))
 
 
@@ -322,12 +361,15 @@ def resize_naflex_pos_embed(
     >>> resize_naflex_pos_embed(table, [(8, 12), (16, 6)], 100).shape
     (2, 100, 4)
     """
-    xp, _ = _array(table, "table", 3)
+    xp, (height, width, channels) = _array(table, "table", 3)
     mode = choice(interpolation, "interpolation", INTERPOLATIONS)
     aa = flag(antialias, "antialias")
     pairs = _shapes(spatial_shapes)
     longest = max(h * w for h, w in pairs)
     length = positive_int(max_length, "max_length", minimum=longest, what="the largest h * w")
+    sides = [side for h, w in pairs for side in ((height, h), (width, w))]
+    size = len(pairs) * length * channels
+    _check_request(xp, table, sides, mode, aa, size, "resize_naflex_pos_embed")
     return _resample.run(xp, _resample.naflex_kernel, (table,), (tuple(pairs), length, mode, aa))
 
 
@@ -399,6 +441,9 @@ def resize_rel_pos_bias_table(
                 )
         if (src_h, src_w) == new:
             return table
+        sides = ((src_h, new[0]), (src_w, new[1]))
+        size = shape[0] * new[0] * new[1]
+        _check_request(xp, table, sides, mode, aa, size, "resize_rel_pos_bias_table")
         return _resample.run(xp, _resample.cube_bias_kernel, (table,), (new, mode, aa))
     rows = shape[0]
     if rows < extra:
@@ -419,6 +464,9 @@ def resize_rel_pos_bias_table(
             )
     if old == new:
         return table
+    sides = ((old[0], new[0]), (old[1], new[1]))
+    size = (new[0] * new[1] + extra) * shape[1]
+    _check_request(xp, table, sides, mode, aa, size, "resize_rel_pos_bias_table")
     return _resample.run(xp, _resample.flat_bias_kernel, (table,), (extra, old, new, mode, aa))
 
 
@@ -441,8 +489,19 @@ def get_rel_pos(q_size: int, k_size: int, rel_pos: ArrayT) -> ArrayT:
     """
     q = positive_int(q_size, "q_size")
     k = positive_int(k_size, "k_size")
-    xp, _ = _array(rel_pos, "rel_pos", 2)
+    xp, (length, channels) = _array(rel_pos, "rel_pos", 2)
+    _check_rel_request(xp, rel_pos, [(length, q, k)], q * k * channels, "get_rel_pos")
     return _resample.run(xp, _resample.rel_pos_kernel, (rel_pos,), (q, k))
+
+
+def _check_rel_request(
+    xp: Namespace, table: Any, axes: Sequence[tuple[int, int, int]], size: int, what: str
+) -> None:
+    """:func:`_check_request` for SAM's offsets: per axis ``(L, q, k)``, the table of
+    ``L`` offsets resized (linearly) to ``2 max(q, k) - 1``, and the ``q x k`` index."""
+    sides = [(length, 2 * max(q, k) - 1) for length, q, k in axes]
+    index = sum(q * k for _, q, k in axes)
+    _check_request(xp, table, sides, "bilinear", False, size + 3 * index, what)
 
 
 def decomposed_rel_pos(
@@ -484,6 +543,8 @@ def decomposed_rel_pos(
             f"Received: shape {(batch, n_query, dim)}"
         )
     _check_rel_pos(xp, query, dim, rel_pos_h, rel_pos_w)
+    axes = [(xp.shape(rel_pos_h)[0], qh, kh), (xp.shape(rel_pos_w)[0], qw, kw)]
+    _check_rel_request(xp, query, axes, batch * qh * qw * kh * kw, "decomposed_rel_pos")
     return _resample.run(
         xp, _resample.decomposed_kernel, (query, rel_pos_h, rel_pos_w), ((qh, qw), (kh, kw))
     )
@@ -538,6 +599,8 @@ def add_decomposed_rel_pos(
             f"{(q_batch, n_query, dim)}"
         )
     _check_rel_pos(xp, query, dim, rel_pos_h, rel_pos_w)
+    axes = [(xp.shape(rel_pos_h)[0], qh, kh), (xp.shape(rel_pos_w)[0], qw, kw)]
+    _check_rel_request(xp, attn, axes, 2 * batch * rows * cols, "add_decomposed_rel_pos")
     return _resample.run(
         xp,
         _resample.add_decomposed_kernel,
