@@ -1,11 +1,11 @@
 """The engine of :mod:`pe_core.resample`: PyTorch's interpolation weights, built on the
-host, applied as matrix products on any backend.
+host, applied as gathered and weighed taps on any backend.
 
 ``torch.nn.functional.interpolate(x, size, mode, align_corners=False, antialias)`` in
 ``"bilinear"`` and ``"bicubic"`` mode is separable: each output axis is a weighted sum
 along one input axis, with weights that depend only on the two sizes. This module
-writes those weights as a dense ``(out, in)`` matrix in float64, exactly as PyTorch's
-CPU kernels define them (``aten/src/ATen/native/UpSample.h`` and
+builds those weights in float64 (vectorised), exactly as PyTorch's CPU kernels define
+them (``aten/src/ATen/native/UpSample.h`` and
 ``cpu/UpSampleKernel.cpp``):
 
 * the scale is ``in / out`` (the ``size=`` semantics: no ``scale_factor``);
@@ -22,8 +22,11 @@ CPU kernels define them (``aten/src/ATen/native/UpSample.h`` and
   ``xmin = max(int(c - support + 0.5), 0) .. min(int(c + support + 0.5), in) - 1`` at
   ``(j - c + 0.5) / max(scale, 1)`` and normalised to sum to one.
 
-The matrices are cached per ``(in, out, mode, antialias)`` on the host, and placed on
-the table's device once through :mod:`pe_core.device_tables`.
+Each output keeps only its taps with a nonzero weight (:func:`taps`: indices clamped at
+a border merged into one), gathered from the input and weighed, so an infinite or NaN
+cell reaches exactly the outputs whose weights touch it (a dense product would compute
+``0 * inf`` everywhere). The taps are cached per ``(in, out, mode, antialias)`` on the
+host, and placed on the table's device once through :mod:`pe_core.device_tables`.
 """
 
 from __future__ import annotations
@@ -265,12 +268,17 @@ def _resize_axis(
         shape = (n, 1, w, c) if axis == 1 else (n, h, 1, c)
         x = xp.concat([x, xp.zeros(shape, xp.dtype(work), like=x)], axis=axis)
     taps_per = xp.shape(weight)[2]
-    gathered = xp.take(x, index, axis=axis)  # (N, out * T, W, C) or (N, H, out * T, C)
-    if axis == 1:
-        rows = xp.reshape(gathered, (n, size_out, taps_per, w * c))
+    if axis == 1:  # long rows: one product of (1, T) weights with (T, W * C) per output
+        rows = xp.take(xp.reshape(x, (n, -1, w * c)), index, axis=1)  # (N, out * T, W * C)
+        rows = xp.reshape(rows, (n, size_out, taps_per, w * c))
         return xp.reshape(xp.matmul(weight, rows), (n, size_out, w, c))
-    rows = xp.reshape(gathered, (n * h, size_out, taps_per, c))
-    return xp.reshape(xp.matmul(weight, rows), (n, h, size_out, c))
+    # short rows (C): tap by tap, each a scaled gather of (N * H, out, C)
+    rows = xp.take(xp.reshape(x, (n * h, -1, c)), index, axis=1)  # (N * H, out * T, C)
+    rows = xp.reshape(rows, (n * h, size_out, taps_per, c))
+    out = weight[:, 0, 0:1] * rows[:, :, 0]  # (out, 1) against (N * H, out, C)
+    for t in range(1, taps_per):
+        out = out + weight[:, 0, t : t + 1] * rows[:, :, t]
+    return xp.reshape(out, (n, h, size_out, c))
 
 
 # -- the kernels of pe_core.resample: kernel(xp, *arrays, *static sizes) -------------------

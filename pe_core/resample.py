@@ -7,7 +7,8 @@ A ViT trained at 224 px has a ``14 x 14`` table of learned position embeddings; 
 ``jax.image.resize`` or ``tf.image.resize``, which compute other numbers (the documentation's page
 "Resampling learned tables" measures how far). Here the resize is PyTorch's: its 1-D weights are
 built on the host in float64 from the static sizes (:mod:`pe_core._resample`) and
-applied to the table as two matrix products in the table's own framework, so NumPy,
+applied to the table axis by axis (the taps of each output gathered and weighed) in the
+table's own framework, so NumPy,
 JAX, PyTorch and TensorFlow give ``F.interpolate``'s values (``align_corners=False``,
 ``bilinear`` or ``bicubic``, ``antialias`` on or off) within float32 rounding, eager,
 traced (``jax.jit``, ``torch.compile``, ``tf.function``) and under autograd.
