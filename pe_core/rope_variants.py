@@ -201,13 +201,14 @@ def llama4_attention_scales(
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64'. Received: {dtype!r}")
     source = backend_of(positions)
-    if source is None or (backend is not None and canonical_backend(backend) != source):
-        values = _host_positions(positions, source)
+    on_host = source is None or get_namespace(source).numpy_arrays
+    if on_host or (backend is not None and canonical_backend(backend) != source):
+        values = _host_positions(positions, None if on_host else source)
         steps = _steps(HOST, values, floor_scale, _HOST_FLOAT)  # exact, rounded once
         scales = np.log1p(steps) * attn_scale + 1.0
         xp = HOST if backend is None else get_namespace(backend)
         return xp.asarray(scales.astype(dtype), dtype=xp.dtype(dtype))
-    xp = get_namespace(source)
+    xp = get_namespace(str(source))
     name = xp.dtype_of(positions)
     if xp.kind(name) != "int":
         raise TypeError(
@@ -248,26 +249,38 @@ def _framework_steps(xp: Any, positions: Any, name: str, floor_scale: int, dtype
     if floor_scale > 2**64:
         high = xp.zeros_like(low)
     elif floor_scale > 2**63:  # (2**64 + p + 1) // f is 1 from p = f - 1 - 2**64 on
-        high = xp.astype(p >= floor_scale - 1 - 2**64, out)
+        start = xp.asarray(np.asarray(floor_scale - 1 - 2**64, dtype=np.int64), like=p)
+        high = xp.astype(p >= start, out)
     else:  # 2**64 + p = q f + (r + p), with r + p in int64's range for p < 0
         q, r = divmod(2**64, floor_scale)
-        high = _steps(xp, p + r, floor_scale, out, _INT_MAX["int64"]) + float(q)
-    return xp.where(p < 0, high, low)
+        shifted = p + xp.asarray(np.asarray(r, dtype=np.int64), like=p)
+        high = _steps(xp, shifted, floor_scale, out, _INT_MAX["int64"]) + float(q)
+    return xp.where(p < xp.asarray(np.asarray(0, dtype=np.int64), like=p), high, low)
 
 
 def _steps(xp: Any, p: Any, floor_scale: int, out: Any, maximum: int | None = None) -> Any:
     """``floor((p + 1) / floor_scale)`` of integers ``p`` of at most ``maximum`` (their
     dtype's largest value), without forming ``p + 1``: ``q = p // f`` and the remainder
     ``r = p - q f`` in ``[0, f - 1]``, so ``(r + 1) // f`` is 0 or 1 and nothing wraps.
-    Returned as the float dtype ``out`` (``q`` rounded once where it is that large)."""
+    Exact for negative ``p`` too (the uint64 path needs them). Returned as the float
+    dtype ``out`` (``q`` rounded once where it is that large)."""
+    name = xp.dtype_of(p)
     if maximum is None:  # host positions: int64 or uint64 values >= 0
-        maximum = int(np.iinfo(p.dtype).max)
-    if floor_scale - 1 > maximum:  # p + 1 <= maximum + 1 < floor_scale
-        return xp.astype(xp.zeros_like(p), out)
-    if floor_scale - 1 == maximum:  # only p = maximum reaches floor_scale
-        return xp.astype(p == maximum, out)
-    q = p // floor_scale
-    carry = (p - q * floor_scale + 1) // floor_scale
+        maximum = int(np.iinfo(name).max)
+    signed = not name.startswith("u")
+
+    def const(value: int) -> Any:  # in p's dtype (JAX would read a Python int as int32)
+        return xp.asarray(np.asarray(value, dtype=name), like=p)
+
+    below = xp.astype(p < const(-1), out) if signed else None  # p + 1 < 0: floor is -1
+    if floor_scale - 1 >= maximum:  # p + 1 <= maximum + 1 <= floor_scale
+        steps = xp.astype(p == const(maximum), out) if floor_scale - 1 == maximum else None
+        if steps is None:
+            steps = xp.astype(xp.zeros_like(p), out)
+        return steps - below if signed else steps
+    f = const(floor_scale)
+    q = p // f
+    carry = (p - q * f + const(1)) // f
     return xp.astype(q, out) + xp.astype(carry, out)
 
 
