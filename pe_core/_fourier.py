@@ -103,8 +103,9 @@ def reduced_turns(
     """Turns ``coords @ frequencies`` reduced to ``[-1/2, 1/2]``, in ``working`` dtype.
 
     ``coords`` is a ``working`` array ``(..., k)``; ``frequencies`` ``(k, m)``: the
-    :func:`host_constants` of host frequencies (``host=True``: placed like ``coords``)
-    or an array of ``xp`` in ``working`` dtype (split where it lives).
+    :func:`host_constants` (or :func:`host_split` arrays) of host frequencies
+    (``host=True``: placed like ``coords``; a single row broadcasts against every
+    coordinate) or an array of ``xp`` in ``working`` dtype (split where it lives).
     ``contract=False`` skips the sum over ``k``: the result is ``(..., k, m)``, one row
     per coordinate.
     """
@@ -159,6 +160,19 @@ def features(call: Call, order: str) -> Any:
     xp, x = call.xp, call.x
     if call.vector:
         x = xp.expand_dims(x, -1)
+    if call.target is not None:  # on the host: in blocks, straight into the output
+        fh, fl, f = (np.asarray(part, dtype=np.float64) for part in call.freqs)
+        m = fh.shape[1]
+        out, rows = _host_output(call, x, 2 * m)
+        first = 0 if order == "sin_cos" else m
+        for r, j in _blocks(rows.shape[0], x.shape[-1], m):
+            turns = reduced_turns(
+                HOST, rows[r], (fh[:, j], fl[:, j], f[:, j]), "float64", host=True
+            )
+            sines, cosines = sin_cos(HOST, turns)
+            out[r, first + j.start : first + j.stop] = sines
+            out[r, m - first + j.start : m - first + j.stop] = cosines
+        return finish(call, out.reshape((*x.shape[:-1], 2 * m)))
     s, c = sin_cos(xp, reduced_turns(xp, x, call.freqs, call.working, host=call.host_freqs))
     return finish(call, xp.concat([s, c] if order == "sin_cos" else [c, s], axis=-1))
 
@@ -168,7 +182,26 @@ def perceiver(
 ) -> Any:
     """Perceiver's bands of a validated call (frequencies ``linspace(1, r / 2) / 2``)."""
     xp, x = call.xp, call.x
-    parts = xp.host_constant(perceiver_constants, bands, resolution, call.working)
+    if xp.is_tracing():  # plain tuples, which compilers embed as constants
+        parts = xp.host_constant(perceiver_constants, bands, resolution, call.working)
+    else:  # NumPy arrays: a few bytes per frequency, not a Python float each
+        parts = _perceiver_arrays(bands, resolution, call.working)
+    if call.target is not None:  # on the host: in blocks, straight into the output
+        d = len(resolution)
+        pos = d if concat_pos else 0  # the raw positions first
+        width = pos + d * bands * (1 if sine_only else 2)
+        out, rows = _host_output(call, x, width)
+        if concat_pos:
+            out[:, :d] = rows
+        for r, j in _blocks(rows.shape[0], d, bands):
+            cols = tuple(part[:, j] for part in parts)
+            turns = reduced_turns(HOST, rows[r], cols, "float64", host=True, contract=False)
+            halves = sin_cos(HOST, turns)  # each (rows, d, block)
+            for h, half in enumerate(halves[:1] if sine_only else halves):
+                for a in range(d):
+                    at = pos + (h * d + a) * bands
+                    out[r, at + j.start : at + j.stop] = half[:, a]
+        return finish(call, out.reshape((*x.shape[:-1], width)))
     turns = reduced_turns(xp, x, parts, call.working, host=True, contract=False)  # (..., d, K)
     s, c = sin_cos(xp, xp.merge_last_two(turns))
     pieces = [s] if sine_only else [s, c]
@@ -178,10 +211,54 @@ def perceiver(
 def box(call: Call, n: int, c: int) -> Any:
     """GLIGEN's box features of a validated call, frequency by frequency."""
     xp = call.xp
-    parts = xp.host_constant(box_constants, n, c, call.working)
+    if xp.is_tracing():  # plain tuples, which compilers embed as constants
+        parts = xp.host_constant(box_constants, n, call.working)
+    else:  # NumPy arrays: a few bytes per frequency, not a Python float each
+        parts = _box_arrays(n, call.working)
+    if call.target is not None:  # on the host: in blocks, straight into the output
+        out, rows = _host_output(call, call.x, 2 * c * n)
+        grouped = out.reshape(rows.shape[0], n, 2, c)  # a view: [e][sin, cos][coordinate]
+        for r, j in _blocks(rows.shape[0], c, n):
+            cols = tuple(part[:, j] for part in parts)
+            turns = reduced_turns(HOST, rows[r], cols, "float64", host=True, contract=False)
+            sines, cosines = sin_cos(HOST, turns)  # (rows, c, block)
+            grouped[r, j, 0] = sines.transpose(0, 2, 1)
+            grouped[r, j, 1] = cosines.transpose(0, 2, 1)
+        return finish(call, out.reshape((*call.x.shape[:-1], 2 * c * n)))
+    # (..., c, 1) against the (1, n) frequencies: every coordinate at every frequency
     turns = reduced_turns(xp, call.x, parts, call.working, host=True, contract=False)
     s, co = sin_cos(xp, xp.matrix_transpose(turns))  # (..., E, c)
     return finish(call, xp.merge_last_two(xp.merge_last_two(xp.stack([s, co], axis=-2))))
+
+
+#: Host computations work on blocks of about this many products (float64 temporaries of
+#: a few MiB), so their memory is the output's and a bounded working set.
+_BLOCK_PRODUCTS = 2**17
+
+#: Bytes of the float64 temporaries of one block (about ten arrays of its products).
+BLOCK = 10 * 8 * _BLOCK_PRODUCTS
+
+
+def _blocks(n_rows: int, k: int, m: int) -> Any:
+    """``(rows, columns)`` slices covering ``n_rows x m``, about :data:`_BLOCK_PRODUCTS`
+    products ``row x coordinate x column`` each."""
+    cols = max(1, min(m, _BLOCK_PRODUCTS // max(k, 1)))
+    step = max(1, _BLOCK_PRODUCTS // (max(k, 1) * cols))
+    for r0 in range(0, n_rows, step):
+        for j0 in range(0, m, cols):
+            yield slice(r0, min(n_rows, r0 + step)), slice(j0, min(m, j0 + cols))
+
+
+def _host_output(call: Call, x: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The host output ``(points, width)`` in the dtype :func:`finish` expects (each
+    value rounded once when written), and the coordinates as ``(points, k)``."""
+    target = call.target
+    if target is not None and (target.numpy_arrays or call.out_name != "bfloat16"):
+        dtype: Any = call.out_dtype if target.numpy_arrays else np.dtype(call.out_name)
+    else:  # bfloat16 for a framework: rounded there, from float64 (see finish)
+        dtype = np.float64
+    rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
+    return np.empty((rows.shape[0], width), dtype=dtype), rows
 
 
 def finish(call: Call, out: Any) -> Any:
@@ -192,7 +269,7 @@ def finish(call: Call, out: Any) -> Any:
     if target.numpy_arrays:
         return out.astype(call.out_dtype, copy=False)
     if call.out_name != "bfloat16":  # float64, float32, float16: NumPy rounds, once
-        return target.from_host(out.astype(call.out_name))
+        return target.from_host(out.astype(call.out_name, copy=False))
     if target.supports("float64"):  # the backend rounds float64 to bfloat16, once
         return target.astype(target.from_host(out), call.out_dtype)
     # no float64 (JAX without x64): round on the host, then move the exact bfloat16 values
@@ -233,12 +310,22 @@ def frequency_constants(key: tuple, working: str) -> tuple:
 
 def perceiver_constants(bands: int, resolution: tuple[int, ...], working: str) -> tuple:
     """:func:`host_constants` of Perceiver's frequencies, ``(d, bands)``."""
-    return _perceiver_constants(bands, resolution, working)
+    return _as_tuples(_perceiver_arrays(bands, resolution, working))
 
 
-def box_constants(n: int, c: int, working: str) -> tuple:
-    """:func:`host_constants` of GLIGEN's frequencies, ``(c, n)``."""
-    return _box_constants(n, c, working)
+def box_constants(n: int, working: str) -> tuple:
+    """:func:`host_constants` of GLIGEN's frequencies, ``(1, n)`` (the same for every
+    coordinate of a box)."""
+    return _as_tuples(_box_arrays(n, working))
+
+
+#: Constants of at most this many frequencies are cached (larger ones are built per call,
+#: so a huge request holds no memory after it returns).
+_CACHED_FREQUENCIES = 2**16
+
+
+def _as_tuples(parts: tuple[np.ndarray, ...]) -> tuple:
+    return tuple(tuple(map(tuple, part.tolist())) for part in parts)
 
 
 @functools.lru_cache(maxsize=64)
@@ -262,15 +349,39 @@ def _frequency_constants(key: Any, working: str) -> tuple:
     return f.shape, host_constants(f[None, :] if f.ndim == 1 else f, working)
 
 
-@functools.lru_cache(maxsize=32)
-def _perceiver_constants(bands: int, resolution: tuple[int, ...], working: str) -> tuple:
+def _perceiver_arrays(
+    bands: int, resolution: tuple[int, ...], working: str
+) -> tuple[np.ndarray, ...]:
+    """:func:`host_split` of Perceiver's frequencies, ``(d, bands)`` NumPy arrays."""
+    if bands * len(resolution) <= _CACHED_FREQUENCIES:
+        return _perceiver_cached(bands, resolution, working)
+    return _perceiver_split(bands, resolution, working)
+
+
+def _perceiver_split(bands: int, resolution: tuple[int, ...], working: str) -> tuple:
     # pi * f * pos = 2pi * (f / 2) * pos, f = linspace(1, r / 2, bands) per axis
     freqs = np.stack([np.linspace(1.0, r / 2.0, bands) for r in resolution]) / 2.0
-    return host_constants(freqs, working)
+    return _read_only(host_split(freqs, working))
 
 
-@functools.lru_cache(maxsize=32)
-def _box_constants(n: int, c: int, working: str) -> tuple:
+_perceiver_cached = functools.lru_cache(maxsize=32)(_perceiver_split)
+
+
+def _box_arrays(n: int, working: str) -> tuple[np.ndarray, ...]:
+    """:func:`host_split` of GLIGEN's frequencies, ``(1, n)`` NumPy arrays."""
+    return _box_cached(n, working) if n <= _CACHED_FREQUENCIES else _box_split(n, working)
+
+
+def _box_split(n: int, working: str) -> tuple[np.ndarray, ...]:
     # w_e = 100 ** (e / n) radians per unit: w_e / 2pi turns
-    turns = 100.0 ** (np.arange(n) / n) / (2.0 * np.pi)
-    return host_constants(np.broadcast_to(turns, (c, n)), working)
+    turns = 100.0 ** (np.arange(n, dtype=np.float64) / n) / (2.0 * np.pi)
+    return _read_only(host_split(turns[None, :], working))
+
+
+_box_cached = functools.lru_cache(maxsize=32)(_box_split)
+
+
+def _read_only(parts: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    for part in parts:
+        part.flags.writeable = False
+    return parts

@@ -1,11 +1,11 @@
 """The engine of :mod:`pe_core.resample`: PyTorch's interpolation weights, built on the
-host, applied as matrix products on any backend.
+host, applied as gathered and weighed taps on any backend.
 
 ``torch.nn.functional.interpolate(x, size, mode, align_corners=False, antialias)`` in
 ``"bilinear"`` and ``"bicubic"`` mode is separable: each output axis is a weighted sum
 along one input axis, with weights that depend only on the two sizes. This module
-writes those weights as a dense ``(out, in)`` matrix in float64, exactly as PyTorch's
-CPU kernels define them (``aten/src/ATen/native/UpSample.h`` and
+builds those weights in float64 (vectorised), exactly as PyTorch's CPU kernels define
+them (``aten/src/ATen/native/UpSample.h`` and
 ``cpu/UpSampleKernel.cpp``):
 
 * the scale is ``in / out`` (the ``size=`` semantics: no ``scale_factor``);
@@ -22,8 +22,11 @@ CPU kernels define them (``aten/src/ATen/native/UpSample.h`` and
   ``xmin = max(int(c - support + 0.5), 0) .. min(int(c + support + 0.5), in) - 1`` at
   ``(j - c + 0.5) / max(scale, 1)`` and normalised to sum to one.
 
-The matrices are cached per ``(in, out, mode, antialias)`` on the host, and placed on
-the table's device once through :mod:`pe_core.device_tables`.
+Each output keeps only its taps with a nonzero weight (:func:`taps`: indices clamped at
+a border merged into one), gathered from the input and weighed, so an infinite or NaN
+cell reaches exactly the outputs whose weights touch it (a dense product would compute
+``0 * inf`` everywhere). The taps are cached per ``(in, out, mode, antialias)`` on the
+host, and placed on the table's device once through :mod:`pe_core.device_tables`.
 """
 
 from __future__ import annotations
@@ -44,62 +47,114 @@ from pe_core_backends import Namespace
 INTERP_SIZE = {"bilinear": 2, "bicubic": 4}
 
 
-def _cubic1(x: float, a: float) -> float:
+#: The largest grid side (input or output) resampled: the tap tables of a side are
+#: ``side x taps`` numbers, built on the host.
+MAX_SIDE = 2**20
+
+#: Tap tables of at most this many outputs are cached (larger ones are built per call).
+_CACHED_OUTPUTS = 2**16
+
+
+def _cubic1(x: Any, a: float) -> Any:
     return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
 
 
-def _cubic2(x: float, a: float) -> float:
+def _cubic2(x: Any, a: float) -> Any:
     return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
 
 
-def _aa_filter(x: float, mode: str) -> float:
-    x = abs(x)
+def _aa_filter(x: np.ndarray, mode: str) -> np.ndarray:
+    x = np.abs(x)
     if mode == "bilinear":
-        return 1.0 - x if x < 1.0 else 0.0
-    if x < 1.0:
-        return _cubic1(x, -0.5)
-    if x < 2.0:
-        return _cubic2(x, -0.5)
-    return 0.0
+        return np.where(x < 1.0, 1.0 - x, 0.0)
+    return np.where(x < 1.0, _cubic1(x, -0.5), np.where(x < 2.0, _cubic2(x, -0.5), 0.0))
 
 
-@functools.lru_cache(maxsize=512)
-def _weights(in_size: int, out_size: int, mode: str, antialias: bool) -> np.ndarray:
-    w = np.zeros((out_size, in_size), dtype=np.float64)
+def _torch_taps(in_size: int, out_size: int, mode: str, antialias: bool) -> tuple:
+    """PyTorch's taps ``(index, weight)``, each ``(out_size, K)``, in its order (indices
+    may repeat where PyTorch clamps them at a border); float64, vectorised."""
+    i = np.arange(out_size, dtype=np.float64)
     scale = in_size / out_size
     if antialias:
         support = INTERP_SIZE[mode] * 0.5 * (scale if scale >= 1.0 else 1.0)
         invscale = 1.0 / scale if scale >= 1.0 else 1.0
-        for i in range(out_size):
-            center = scale * (i + 0.5)
-            xmin = max(int(center - support + 0.5), 0)
-            xmax = min(int(center + support + 0.5), in_size)
-            taps = [_aa_filter((j - center + 0.5) * invscale, mode) for j in range(xmin, xmax)]
-            total = math.fsum(taps)
-            for j, tap in zip(range(xmin, xmax), taps, strict=True):
-                w[i, j] = tap / total if total != 0.0 else tap
-        return w
-    for i in range(out_size):
-        real = scale * (i + 0.5) - 0.5
-        if mode == "bilinear":
-            real = max(real, 0.0)
-        i0 = min(math.floor(real), in_size - 1)
-        lam = min(max(real - i0, 0.0), 1.0)
-        if mode == "bilinear":
-            w[i, i0] += 1.0 - lam
-            w[i, min(i0 + 1, in_size - 1)] += lam
-            continue
-        a = -0.75
-        x2 = 1.0 - lam
-        coeffs = (_cubic2(lam + 1.0, a), _cubic1(lam, a), _cubic1(x2, a), _cubic2(x2 + 1.0, a))
-        for k, c in enumerate(coeffs):
-            w[i, min(max(i0 - 1 + k, 0), in_size - 1)] += c
-    return w
+        center = scale * (i + 0.5)
+        xmin = np.maximum(np.trunc(center - support + 0.5), 0.0).astype(np.int64)
+        xmax = np.minimum(np.trunc(center + support + 0.5), in_size).astype(np.int64)
+        width = int((xmax - xmin).max())
+        index = xmin[:, None] + np.arange(width)
+        inside = index < xmax[:, None]
+        taps = np.where(inside, _aa_filter((index - center[:, None] + 0.5) * invscale, mode), 0.0)
+        total = np.zeros(out_size)
+        for k in range(width):  # PyTorch's order: tap by tap
+            total = total + taps[:, k]
+        safe = np.where(total != 0.0, total, 1.0)
+        return np.where(inside, index, in_size - 1), taps / safe[:, None]
+    real = scale * (i + 0.5) - 0.5
+    if mode == "bilinear":
+        real = np.maximum(real, 0.0)
+    i0 = np.minimum(np.floor(real), in_size - 1).astype(np.int64)
+    lam = np.clip(real - i0, 0.0, 1.0)
+    if mode == "bilinear":
+        index = np.stack([i0, np.minimum(i0 + 1, in_size - 1)], axis=1)
+        return index, np.stack([1.0 - lam, lam], axis=1)
+    a, x2 = -0.75, 1.0 - lam
+    weight = np.stack(
+        [_cubic2(lam + 1.0, a), _cubic1(lam, a), _cubic1(x2, a), _cubic2(x2 + 1.0, a)]
+    )
+    index = np.clip(i0[None, :] + np.arange(-1, 3)[:, None], 0, in_size - 1)
+    return index.T, weight.T
+
+
+def _build_taps(in_size: int, out_size: int, mode: str, antialias: bool) -> tuple:
+    """``(index, weight, padded)``: each output's taps with a nonzero weight, one per
+    input index (repeated indices merged, summed in PyTorch's order), left-aligned in
+    ``(out_size, T)`` arrays; shorter rows are padded with index ``in_size`` (a zero
+    row appended to the input) and weight 0, and ``padded`` says whether any is."""
+    index, weight = _torch_taps(in_size, out_size, mode, antialias)
+    weight = weight.copy()
+    for k in range(1, index.shape[1]):  # repeated indices are adjacent: merge forward
+        same = index[:, k] == index[:, k - 1]
+        weight[same, k] = weight[same, k - 1] + weight[same, k]
+        weight[same, k - 1] = 0.0
+    keep = weight != 0.0
+    order = np.argsort(~keep, axis=1, kind="stable")
+    count = int(keep.sum(axis=1).max())
+    index = np.take_along_axis(index, order, axis=1)[:, :count]
+    weight = np.take_along_axis(weight, order, axis=1)[:, :count]
+    kept = np.take_along_axis(keep, order, axis=1)[:, :count]
+    index = np.where(kept, index, in_size)
+    for part in (index, weight):
+        part.flags.writeable = False
+    return index, weight, bool((~kept).any())
+
+
+_cached_taps = functools.lru_cache(maxsize=512)(_build_taps)
+
+
+def taps(in_size: int, out_size: int, mode: str, antialias: bool) -> tuple:
+    """:func:`_build_taps`, cached for the sizes of position tables.
+
+    >>> index, weight, padded = taps(2, 4, "bilinear", False)
+    >>> index.tolist(), weight.tolist(), padded
+    ([[0, 2], [0, 1], [0, 1], [1, 2]], [[1.0, 0.0], [0.75, 0.25], [0.25, 0.75], [1.0, 0.0]], True)
+    """
+    if out_size <= _CACHED_OUTPUTS and in_size <= _CACHED_OUTPUTS:
+        return _cached_taps(in_size, out_size, mode, antialias)
+    return _build_taps(in_size, out_size, mode, antialias)
+
+
+@functools.lru_cache(maxsize=512)
+def _weights(in_size: int, out_size: int, mode: str, antialias: bool) -> np.ndarray:
+    index, weight, _ = taps(in_size, out_size, mode, antialias)
+    dense = np.zeros((out_size, in_size + 1), dtype=np.float64)
+    np.put_along_axis(dense, index, weight, axis=1)
+    return dense[:, :in_size]
 
 
 def weights(in_size: int, out_size: int, mode: str, antialias: bool) -> np.ndarray:
     """The float64 ``(out_size, in_size)`` matrix of PyTorch's 1-D interpolation weights
-    (a read-only array from a cache).
+    (a read-only array from a cache; for reading, the resize itself uses :func:`taps`).
 
     >>> weights(2, 4, "bilinear", False).tolist()
     [[1.0, 0.0], [0.75, 0.25], [0.25, 0.75], [0.0, 1.0]]
@@ -111,41 +166,50 @@ def weights(in_size: int, out_size: int, mode: str, antialias: bool) -> np.ndarr
     return out
 
 
-@functools.lru_cache(maxsize=512)
-def _host_matrix(in_size: int, out_size: int, mode: str, antialias: bool, dtype: str) -> np.ndarray:
-    # writable (torch.from_numpy warns on read-only arrays); never handed out, only read
-    return _weights(in_size, out_size, mode, antialias).astype(dtype)
+def tap_count_bound(in_size: int, out_size: int, mode: str, antialias: bool) -> int:
+    """An upper bound on the taps per output (before building them): PyTorch's filter
+    width, stretched by the shrink factor with antialiasing."""
+    scale = max(in_size / out_size, 1.0) if antialias else 1.0
+    return 2 * math.ceil(INTERP_SIZE[mode] * scale) + 2
 
 
-@functools.lru_cache(maxsize=512)
-def _rows(in_size: int, out_size: int, mode: str, antialias: bool) -> tuple[tuple[float, ...], ...]:
-    """The weights as plain Python data, for tracing compilers to embed as a constant."""
-    return tuple(tuple(row) for row in _weights(in_size, out_size, mode, antialias).tolist())
+def tap_bytes(in_size: int, out_size: int, mode: str, antialias: bool) -> int:
+    """An upper bound on the host bytes of building :func:`taps` (before building them):
+    a few float64 and int64 arrays of ``out_size x taps``."""
+    return out_size * tap_count_bound(in_size, out_size, mode, antialias) * 8 * 6
 
 
-def _rows_constant(
-    in_size: int, out_size: int, mode: str, antialias: bool
-) -> tuple[tuple[float, ...], ...]:
-    # a plain function (not the cache wrapper) so torch.compile can embed its result
-    return _rows(in_size, out_size, mode, antialias)
+def _rows_constant(in_size: int, out_size: int, mode: str, antialias: bool) -> tuple:
+    """The taps as plain Python data, for tracing compilers to embed as a constant (a
+    plain function, not a cache wrapper, so torch.compile can embed its result)."""
+    index, weight, padded = taps(in_size, out_size, mode, antialias)
+    return tuple(map(tuple, index.tolist())), tuple(map(tuple, weight.tolist())), padded
 
 
-def placed_weights(
+def placed_taps(
     xp: Namespace, in_size: int, out_size: int, mode: str, antialias: bool, like: Any, dtype: str
-) -> Any:
-    """The weight matrix as ``xp``'s array of ``dtype`` on ``like``'s device: from the
-    device cache for concrete arrays, a constant of the trace while tracing (built by
+) -> tuple[Any, Any, bool]:
+    """The taps as ``xp``'s arrays on ``like``'s device: ``(index (out * T,), weight
+    (out, 1, T) of dtype, padded)``; from the device cache for concrete arrays, a
+    constant of the trace while tracing (built by
     :meth:`~pe_core_backends.Namespace.host_constant`, which ``torch.compile`` runs once
     instead of tracing into it)."""
+    wide = "int64" if xp.supports("int64") else "int32"
     if xp.is_tracing() or xp.is_traced(like):
-        rows = xp.host_constant(_rows_constant, in_size, out_size, mode, antialias)
-        return xp.asarray(rows, dtype=xp.dtype(dtype), like=like)
-
-    def build() -> np.ndarray:
-        return _host_matrix(in_size, out_size, mode, antialias, dtype)
-
-    key = ("resample weights", in_size, out_size, mode, antialias)
-    return device_tables.cached(xp, key, like, dtype, build, private=True)
+        index, weight, padded = xp.host_constant(_rows_constant, in_size, out_size, mode, antialias)
+        placed_index = xp.asarray(index, dtype=xp.dtype(wide), like=like)
+        placed_weight = xp.asarray(weight, dtype=xp.dtype(dtype), like=like)
+    else:
+        index, weight, padded = taps(in_size, out_size, mode, antialias)
+        key = ("resample taps", in_size, out_size, mode, antialias)
+        placed_index = device_tables.cached(
+            xp, (*key, "index"), like, wide, lambda: index, private=True
+        )
+        placed_weight = device_tables.cached(
+            xp, (*key, "weight"), like, dtype, lambda: weight, private=True
+        )
+    n, t = xp.shape(placed_weight)
+    return xp.reshape(placed_index, (n * t,)), xp.reshape(placed_weight, (n, 1, t)), padded
 
 
 def run(
@@ -162,26 +226,59 @@ def resize_grid(
     xp: Namespace, grid: Any, old: tuple[int, int], new: tuple[int, int], mode: str, antialias: bool
 ) -> Any:
     """``grid`` of shape ``(N, H, W, C)`` resized to ``(N, h, w, C)`` in its own dtype
-    (computed in the working dtype: float32 for float16/bfloat16)."""
+    (computed in the working dtype: float32 for float16/bfloat16).
+
+    Each axis is one pass: the taps of every output gathered and weighed (a product of
+    ``(1, T)`` weights with ``(T, ...)`` gathered rows). Only taps with a nonzero weight
+    are read, so a non-finite cell reaches only the outputs whose weights touch it."""
     (h_in, w_in), (h_out, w_out) = old, new
-    n, channels = xp.shape(grid)[0], xp.shape(grid)[-1]
     name = xp.dtype_of(grid)
     work = working_dtype(name)  # float64 in float64, the others in float32
     x = grid if name == work else xp.astype(grid, xp.dtype(work))
-    # the cheaper order first: (H then W) costs h_out*W*(H + w_out), (W then H) H*w_out*(W + h_out)
-    h_first = h_out * w_in * (h_in + w_out) <= h_in * w_out * (w_in + h_out)
-    for axis in ("h", "w") if h_first else ("w", "h"):
-        if axis == "h" and h_in != h_out:
-            wh = placed_weights(xp, h_in, h_out, mode, antialias, x, work)
-            rows = xp.shape(x)[2]
-            x = xp.matmul(wh, xp.reshape(x, (n, h_in, rows * channels)))
-            x = xp.reshape(x, (n, h_out, rows, channels))
-            h_in = h_out
-        elif axis == "w" and w_in != w_out:
-            ww = placed_weights(xp, w_in, w_out, mode, antialias, x, work)
-            x = xp.matmul(ww, x)  # (w_out, w_in) @ (N, H, w_in, C), broadcast over N, H
-            w_in = w_out
+    # the cheaper order first: each pass reads taps x (its output) values
+    th = _tap_count(h_in, h_out, mode, antialias)
+    tw = _tap_count(w_in, w_out, mode, antialias)
+    h_first = h_out * th * w_in + h_out * w_out * tw <= h_in * w_out * tw + h_out * th * w_out
+    for axis in (1, 2) if h_first else (2, 1):
+        size_in, size_out = (h_in, h_out) if axis == 1 else (w_in, w_out)
+        if size_in != size_out:
+            x = _resize_axis(xp, x, axis, size_in, size_out, mode, antialias, work)
     return x if name == work else xp.astype(x, xp.dtype(name))
+
+
+def _tap_count(in_size: int, out_size: int, mode: str, antialias: bool) -> int:
+    # plain arithmetic (compilers trace it), not the taps themselves
+    return 0 if in_size == out_size else tap_count_bound(in_size, out_size, mode, antialias)
+
+
+def _resize_axis(
+    xp: Namespace,
+    x: Any,
+    axis: int,
+    size_in: int,
+    size_out: int,
+    mode: str,
+    antialias: bool,
+    work: str,
+) -> Any:
+    """One pass of :func:`resize_grid`: axis 1 (H) or 2 (W) of ``(N, H, W, C)``."""
+    index, weight, padded = placed_taps(xp, size_in, size_out, mode, antialias, x, work)
+    n, h, w, c = xp.shape(x)
+    if padded:  # padded taps read a zero row (weight 0 times 0, never 0 times inf)
+        shape = (n, 1, w, c) if axis == 1 else (n, h, 1, c)
+        x = xp.concat([x, xp.zeros(shape, xp.dtype(work), like=x)], axis=axis)
+    taps_per = xp.shape(weight)[2]
+    if axis == 1:  # long rows: one product of (1, T) weights with (T, W * C) per output
+        rows = xp.take(xp.reshape(x, (n, -1, w * c)), index, axis=1)  # (N, out * T, W * C)
+        rows = xp.reshape(rows, (n, size_out, taps_per, w * c))
+        return xp.reshape(xp.matmul(weight, rows), (n, size_out, w, c))
+    # short rows (C): tap by tap, each a scaled gather of (N * H, out, C)
+    rows = xp.take(xp.reshape(x, (n * h, -1, c)), index, axis=1)  # (N * H, out * T, C)
+    rows = xp.reshape(rows, (n * h, size_out, taps_per, c))
+    out = weight[:, 0, 0:1] * rows[:, :, 0]  # (out, 1) against (N * H, out, C)
+    for t in range(1, taps_per):
+        out = out + weight[:, 0, t : t + 1] * rows[:, :, t]
+    return xp.reshape(out, (n, h, size_out, c))
 
 
 # -- the kernels of pe_core.resample: kernel(xp, *arrays, *static sizes) -------------------

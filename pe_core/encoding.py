@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, overload
 
+import numpy as np
+
 from pe_core._learned import encode_frequencies, framework_frequencies
 from pe_core._sinusoidal import encode_1d, few_integer_positions
 from pe_core._sinusoidal_nd import encode_nd
@@ -29,7 +31,7 @@ from pe_core.typing import (
     TorchBackend,
     TorchTensor,
 )
-from pe_core_backends import any_dtensor, encode_on_shards
+from pe_core_backends import any_dtensor, backend_of, encode_on_shards, get_namespace
 
 
 # fmt: off
@@ -169,6 +171,7 @@ def encode(
         )
     if frequencies is not None:
         if framework_frequencies(frequencies):  # trainable: pos * f on the device
+            _check_broadcast(pos, frequencies)
             return encode_frequencies(
                 pos,
                 d,
@@ -197,3 +200,31 @@ def encode(
     if spec.axes > 1:  # N-D coordinates: one 1-D encoding per axis, concatenated
         return encode_nd(pos, d, spec, backend, dtype, out, like, check_values)
     return encode_1d(pos, d, spec, backend, dtype, out, like, check_values)
+
+
+def _check_broadcast(pos: Any, frequencies: Any) -> None:
+    """Refuse framework ``frequencies`` whose leading axes do not broadcast against the
+    positions' shape (``pos[..., None] * frequencies``), naming both shapes."""
+    pos_source, freq_source = backend_of(pos), backend_of(frequencies)
+    if pos_source is not None:
+        pos_shape = tuple(get_namespace(pos_source).shape(pos))
+    elif isinstance(pos, range):
+        pos_shape = (len(pos),)
+    else:
+        try:
+            pos_shape = np.shape(pos)
+        except ValueError:
+            return  # ragged data: the positions' own checks name it
+    freq_shape = tuple(get_namespace(freq_source).shape(frequencies)) if freq_source else ()
+    if any(n is None for n in (*pos_shape, *freq_shape)) or not freq_shape:
+        return  # unknown while tracing, or a scalar: checked where the product is formed
+    try:
+        np.broadcast_shapes((*pos_shape, 1), freq_shape)
+    except ValueError:
+        raise ValueError(
+            "frequencies given as a framework array must have shape (..., d/2) with "
+            "leading axes that broadcast against the positions' shape (the angles are "
+            f"pos[..., None] * frequencies): frequencies of shape {freq_shape} do not "
+            f"broadcast against positions of shape {pos_shape}. Use shape "
+            f"({freq_shape[-1]},), or leading axes of size 1 or equal to the positions'."
+        ) from None

@@ -234,6 +234,8 @@ def perceiver_fourier_features(
             f"pos must have shape (..., {len(resolution)}): one axis per entry of "
             f"max_resolution {resolution}. Received: shape {shape}"
         )
+    width = len(resolution) * ((1 if concat_pos else 0) + bands * (1 if sine_only else 2))
+    _check_size(pos, shape, width, len(resolution) * bands, dtype, "perceiver_fourier_features")
     call = _prepare(pos, ((1.0,),) * len(resolution), backend, dtype)
     return _fourier.perceiver(call, bands, resolution, concat_pos, sine_only)
 
@@ -309,6 +311,7 @@ def box_fourier_embedding(
         raise ValueError(
             f"box must have shape (..., c), c numbers per box. Received: shape {shape}"
         )
+    _check_size(box, shape, 2 * n * shape[-1], n, dtype, "box_fourier_embedding")
     call = _prepare(box, ((1.0,),) * shape[-1], backend, dtype)
     return _fourier.box(call, n, shape[-1])
 
@@ -356,9 +359,12 @@ def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> Call:
         x = _host_coords(coords)
         vector = _check_shapes(x.shape, f_shape, out_name)
         return Call(HOST, xp, x, freqs, True, "float64", out_name, out_dtype, vector)
-    x = as_positions(coords, xp, coord_source, what="coords")
-    if coord_source in _ON_HOST and not host_freqs:
-        x = xp.asarray(x, like=freqs)  # onto the frequencies' device
+    if coord_source in _ON_HOST:  # host coordinates with a framework's frequencies
+        host = _host_coords(coords)  # checked on the host (integers exact in float64)
+        staged = host if xp.supports("float64") else host.astype(np.float32)
+        x = xp.asarray(staged, like=freqs)  # onto the frequencies' device
+    else:
+        x = as_positions(coords, xp, coord_source, what="coords")
     c_dtype = xp.dtype_of(x)
     if xp.kind(c_dtype) != "float":
         raise TypeError(
@@ -421,13 +427,17 @@ def _freeze(values: Any) -> Any:
 
 def _host_coords(coords: Any) -> np.ndarray:
     x = as_positions(coords, HOST, backend_of(coords), what="coords")
-    top = check_finite(HOST, x, what="coords", values=np.asarray(x))
-    if x.dtype.kind in "iu" and top is not None and top > 2**53:
-        raise ValueError(
-            "integer coords must be at most 2**53 in magnitude (exact in float64). "
-            f"Received a coordinate of magnitude {top!r}"
-        )
-    return np.asarray(x, dtype=np.float64)
+    values = np.asarray(x)
+    check_finite(HOST, x, what="coords", values=values)
+    if values.dtype.kind in "iu" and values.size:
+        # compared as integers: float(2**53 + 1) would round to 2**53 and pass
+        low, high = int(values.min()), int(values.max())
+        if max(high, -low) > 2**53:
+            raise ValueError(
+                "integer coords must be at most 2**53 in magnitude (exact in float64). "
+                f"Received the coordinate {high if high > -low else low}"
+            )
+    return np.asarray(values, dtype=np.float64)
 
 
 def _check_shapes(
@@ -444,7 +454,8 @@ def _check_shapes(
     points = c_shape if vector else c_shape[:-1]
     if all(n is not None for n in points):
         n_points = math.prod(points)
-        extra = n_points * k * m * 8 * 6
+        # host computations work in blocks; a framework's temporaries are its own
+        extra = _fourier.BLOCK if host_output else n_points * k * m * 8 * 6
         check_request_size(
             n_points * 2 * m,
             out_name,
@@ -453,6 +464,23 @@ def _check_shapes(
             host_output=host_output,
         )
     return vector
+
+
+def _check_size(
+    coords: Any, shape: tuple[int, ...], width: int, n_frequencies: int, dtype: Any, what: str
+) -> None:
+    """Refuse, before any work, a request whose output ``shape[:-1] + (width,)`` and
+    host constants (three float64 numbers per frequency) cannot fit in memory."""
+    name = "float32" if dtype is None else HOST.dtype_name(dtype)
+    points = math.prod(n for n in shape[:-1] if n is not None)
+    on_host = _source(coords) in _ON_HOST  # computed in blocks on the host, then moved
+    check_request_size(
+        points * width,
+        name,
+        what=what,
+        extra_bytes=24 * n_frequencies + (_fourier.BLOCK if on_host else 0),
+        host_output=on_host,
+    )
 
 
 def _shape_of(obj: Any) -> tuple[int, ...]:

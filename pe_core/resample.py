@@ -7,7 +7,8 @@ A ViT trained at 224 px has a ``14 x 14`` table of learned position embeddings; 
 ``jax.image.resize`` or ``tf.image.resize``, which compute other numbers (the documentation's page
 "Resampling learned tables" measures how far). Here the resize is PyTorch's: its 1-D weights are
 built on the host in float64 from the static sizes (:mod:`pe_core._resample`) and
-applied to the table as two matrix products in the table's own framework, so NumPy,
+applied to the table axis by axis (the taps of each output gathered and weighed) in the
+table's own framework, so NumPy,
 JAX, PyTorch and TensorFlow give ``F.interpolate``'s values (``align_corners=False``,
 ``bilinear`` or ``bicubic``, ``antialias`` on or off) within float32 rounding, eager,
 traced (``jax.jit``, ``torch.compile``, ``tf.function``) and under autograd.
@@ -31,6 +32,8 @@ The functions:
   params, a pure dict of an ``nnx.State``): the table at a key path resized, the rest kept.
 
 Every size is a Python integer (static); the tables stay where they are (no host read).
+NaFlex's ``spatial_shapes`` may also be a framework's integer array (transformers passes
+a torch ``LongTensor``): its values are the result's shape, so they are read on the host.
 
 >>> import numpy as np
 >>> table = np.arange(1 + 2 * 2, dtype=np.float32).reshape(1, 5, 1)  # a class row, 2x2 grid
@@ -45,6 +48,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pe_core import _resample
+from pe_core._kernel.inputs import check_request_size
+from pe_core._resample import MAX_SIDE
 from pe_core.typing import ArrayT, Interpolation
 from pe_core.validation import choice, flag, is_integer, positive_int
 from pe_core_backends import Namespace, backend_of, get_namespace
@@ -100,6 +105,40 @@ def _size(value: object, name: str) -> tuple[int, int]:
     if isinstance(value, (tuple, list)) and len(value) == 2:
         return positive_int(value[0], f"{name}[0]"), positive_int(value[1], f"{name}[1]")
     raise TypeError(f"{name} must be an integer or a pair (h, w) of integers. Received: {value!r}")
+
+
+def _check_request(
+    xp: Namespace,
+    table: Any,
+    sides: Sequence[tuple[int, int]],
+    mode: str,
+    antialias: bool,
+    out_elements: int,
+    what: str,
+) -> None:
+    """Refuse, before any work, a resize with a side beyond :data:`MAX_SIDE` or whose
+    result and working memory cannot fit in the memory available (host memory: for a
+    table on an accelerator only the host-side taps are counted, the device's own
+    allocator answers for the rest)."""
+    extra, taps_most = 0, 1
+    for size_in, size_out in sides:
+        for side in (size_in, size_out):
+            if side > MAX_SIDE:
+                raise ValueError(
+                    f"{what} resamples grid sides up to 2**20 = {MAX_SIDE}; a side of "
+                    f"{side} was asked for ({size_in} -> {size_out}). Resample in pieces "
+                    "or with fewer cells per side."
+                )
+        if size_in != size_out:
+            extra += _resample.tap_bytes(size_in, size_out, mode, antialias)
+            taps_most = max(
+                taps_most, _resample.tap_count_bound(size_in, size_out, mode, antialias)
+            )
+    on_host = not xp.on_accelerator(table)
+    name = xp.dtype_of(table)
+    if on_host:  # the gathered taps of a pass, in the working dtype
+        extra += out_elements * (taps_most + 1) * (8 if name == "float64" else 4)
+    check_request_size(out_elements, name, what=what, extra_bytes=extra, host_output=on_host)
 
 
 def _square_side(n: int, name: str, what: str) -> int:
@@ -162,9 +201,12 @@ def resample_pos_embed(
 
     Notes
     -----
-    timm returns the table unchanged whenever the row count stays and the new grid is
-    square (even from a non-square ``old_size``), and resamples float64 tables in
-    float32; here the grid is always resized from ``old_size``, and float64 tables in
+    timm's ``resample_abs_pos_embed`` defaults to ``antialias=True``; here the default
+    is ``F.interpolate``'s (and transformers') ``antialias=False``: pass
+    ``antialias=True`` for timm's numbers (:func:`pos_embed_load_hook` does by
+    default). timm returns the table unchanged whenever the row count stays and the new
+    grid is square (even from a non-square ``old_size``), and resamples float64 tables
+    in float32; here the grid is always resized from ``old_size``, and float64 tables in
     float64 (``F.interpolate``'s numbers for float64 inputs).
 
     Examples
@@ -198,6 +240,9 @@ def resample_pos_embed(
             )
     if old == new:
         return table
+    sides = ((old[0], new[0]), (old[1], new[1]))
+    size = n * (prefix + new[0] * new[1]) * channels
+    _check_request(xp, table, sides, mode, aa, size, "resample_pos_embed")
     return _resample.run(xp, _resample.pos_embed_kernel, (table,), (prefix, old, new, mode, aa))
 
 
@@ -245,14 +290,24 @@ def interpolate_pos_encoding(
 
 
 def _shapes(spatial_shapes: Any) -> list[tuple[int, int]]:
-    """Static ``(h, w)`` pairs from a sequence of pairs or a NumPy ``(B, 2)`` array."""
+    """Static ``(h, w)`` pairs from a sequence of pairs or an integer ``(B, 2)`` array of
+    any framework (read on the host: the sizes fix the output's shape)."""
     source = backend_of(spatial_shapes)
     if source is not None and not get_namespace(source).numpy_arrays:
-        raise TypeError(
-            "spatial_shapes must be static sizes: a sequence of (h, w) pairs or a NumPy "
-            f"array, not a {source} array (its values would be read from the device). "
-            f"Received: {type(spatial_shapes).__name__}"
-        )
+        xp = get_namespace(source)
+        values = xp.concrete(spatial_shapes)
+        if values is None:
+            raise TypeError(
+                f"spatial_shapes is a traced {source} value: the sizes fix the shape of the "
+                "result, so they must be known when the call is traced (pass Python "
+                "integers or a NumPy array inside compiled code)."
+            )
+        if values.dtype.kind not in "iu":
+            raise TypeError(
+                f"spatial_shapes must hold integers. Received a {xp.dtype_of(spatial_shapes)} "
+                f"{source} array"
+            )
+        spatial_shapes = values
     try:
         pairs = [tuple(p) for p in spatial_shapes]
     except TypeError:
@@ -284,8 +339,11 @@ def resize_naflex_pos_embed(
     ----------
     table : array
         ``(H, W, C)``.
-    spatial_shapes : sequence of (int, int) or NumPy array
-        ``(B, 2)``: each image's patch grid. Static sizes (not a framework array).
+    spatial_shapes : sequence of (int, int) or integer array
+        ``(B, 2)``: each image's patch grid. A framework array (the torch
+        ``LongTensor`` transformers passes) is read on the host: the sizes fix the
+        shape of the result, so an accelerator array costs one synchronisation (as
+        transformers' own loop over it does); a traced one is refused.
     max_length : int
         Rows per image, at least every ``h_i * w_i``.
     interpolation : {"bilinear", "bicubic"}
@@ -304,12 +362,15 @@ def resize_naflex_pos_embed(
     >>> resize_naflex_pos_embed(table, [(8, 12), (16, 6)], 100).shape
     (2, 100, 4)
     """
-    xp, _ = _array(table, "table", 3)
+    xp, (height, width, channels) = _array(table, "table", 3)
     mode = choice(interpolation, "interpolation", INTERPOLATIONS)
     aa = flag(antialias, "antialias")
     pairs = _shapes(spatial_shapes)
     longest = max(h * w for h, w in pairs)
     length = positive_int(max_length, "max_length", minimum=longest, what="the largest h * w")
+    sides = [side for h, w in pairs for side in ((height, h), (width, w))]
+    size = len(pairs) * length * channels
+    _check_request(xp, table, sides, mode, aa, size, "resize_naflex_pos_embed")
     return _resample.run(xp, _resample.naflex_kernel, (table,), (tuple(pairs), length, mode, aa))
 
 
@@ -381,6 +442,9 @@ def resize_rel_pos_bias_table(
                 )
         if (src_h, src_w) == new:
             return table
+        sides = ((src_h, new[0]), (src_w, new[1]))
+        size = shape[0] * new[0] * new[1]
+        _check_request(xp, table, sides, mode, aa, size, "resize_rel_pos_bias_table")
         return _resample.run(xp, _resample.cube_bias_kernel, (table,), (new, mode, aa))
     rows = shape[0]
     if rows < extra:
@@ -401,6 +465,9 @@ def resize_rel_pos_bias_table(
             )
     if old == new:
         return table
+    sides = ((old[0], new[0]), (old[1], new[1]))
+    size = (new[0] * new[1] + extra) * shape[1]
+    _check_request(xp, table, sides, mode, aa, size, "resize_rel_pos_bias_table")
     return _resample.run(xp, _resample.flat_bias_kernel, (table,), (extra, old, new, mode, aa))
 
 
@@ -423,8 +490,19 @@ def get_rel_pos(q_size: int, k_size: int, rel_pos: ArrayT) -> ArrayT:
     """
     q = positive_int(q_size, "q_size")
     k = positive_int(k_size, "k_size")
-    xp, _ = _array(rel_pos, "rel_pos", 2)
+    xp, (length, channels) = _array(rel_pos, "rel_pos", 2)
+    _check_rel_request(xp, rel_pos, [(length, q, k)], q * k * channels, "get_rel_pos")
     return _resample.run(xp, _resample.rel_pos_kernel, (rel_pos,), (q, k))
+
+
+def _check_rel_request(
+    xp: Namespace, table: Any, axes: Sequence[tuple[int, int, int]], size: int, what: str
+) -> None:
+    """:func:`_check_request` for SAM's offsets: per axis ``(L, q, k)``, the table of
+    ``L`` offsets resized (linearly) to ``2 max(q, k) - 1``, and the ``q x k`` index."""
+    sides = [(length, 2 * max(q, k) - 1) for length, q, k in axes]
+    index = sum(q * k for _, q, k in axes)
+    _check_request(xp, table, sides, "bilinear", False, size + 3 * index, what)
 
 
 def decomposed_rel_pos(
@@ -466,6 +544,8 @@ def decomposed_rel_pos(
             f"Received: shape {(batch, n_query, dim)}"
         )
     _check_rel_pos(xp, query, dim, rel_pos_h, rel_pos_w)
+    axes = [(xp.shape(rel_pos_h)[0], qh, kh), (xp.shape(rel_pos_w)[0], qw, kw)]
+    _check_rel_request(xp, query, axes, batch * qh * qw * kh * kw, "decomposed_rel_pos")
     return _resample.run(
         xp, _resample.decomposed_kernel, (query, rel_pos_h, rel_pos_w), ((qh, qw), (kh, kw))
     )
@@ -520,6 +600,8 @@ def add_decomposed_rel_pos(
             f"{(q_batch, n_query, dim)}"
         )
     _check_rel_pos(xp, query, dim, rel_pos_h, rel_pos_w)
+    axes = [(xp.shape(rel_pos_h)[0], qh, kh), (xp.shape(rel_pos_w)[0], qw, kw)]
+    _check_rel_request(xp, attn, axes, 2 * batch * rows * cols, "add_decomposed_rel_pos")
     return _resample.run(
         xp,
         _resample.add_decomposed_kernel,
@@ -534,7 +616,7 @@ def pos_embed_load_hook(
     *,
     num_prefix_tokens: int = 1,
     interpolation: Interpolation = "bicubic",
-    antialias: bool = False,
+    antialias: bool = True,
 ) -> Callable[..., None]:
     """A PyTorch ``load_state_dict`` pre-hook that resamples a checkpoint's position table
     to the grid of the model's own.
@@ -544,6 +626,13 @@ def pos_embed_load_hook(
     a checkpoint table with another square grid is resized with
     :func:`resample_pos_embed` before it is copied in, so a model built for 448 px loads
     a 224 px checkpoint.
+
+    The defaults are timm's when it loads a ViT checkpoint (``checkpoint_filter_fn``,
+    and ``resample_abs_pos_embed``'s own defaults, which ``set_input_size`` and
+    ``dynamic_img_size`` use too): bicubic with ``antialias=True``. (Antialiasing
+    changes the numbers when the grid shrinks, and at the borders when it grows: by
+    about 8 % of the largest value of a random table on a 14 x 14 -> 24 x 24 load.)
+    :func:`resample_pos_embed` keeps ``F.interpolate``'s ``antialias=False``.
 
     Examples
     --------

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from pe_core._kernel.inputs import as_positions
 from pe_core._rope_call import as_input, rope_factors
 from pe_core.typing import BackendArrayT, BackendLike, HostData, SupportsArray
 from pe_core.validation import finite_real, positive_int
@@ -157,14 +158,17 @@ def llama4_attention_scales(
     Parameters
     ----------
     positions : int, range, sequence or integer array
-        Query positions >= 0, any shape. Host positions (Python, NumPy) give exact
-        values: the floor is an integer division and the logarithm is taken in float64,
-        rounded once to ``dtype``. An integer array of a framework is computed where it
-        lives (integer division, the logarithm in ``dtype``), traced too; it is not
-        read back, so negative positions there give ``-inf`` or NaN instead of an
+        Query positions >= 0, any shape, any integer dtype (int8 to uint64). The
+        floor is exact for every value: ``q = p // floor_scale`` plus ``(p - q *
+        floor_scale + 1) // floor_scale``, so ``p + 1`` never wraps (integers narrower
+        than 32 bits are widened to int32 first; uint64 values from ``2**63`` on are
+        worked out in int64). Host positions (Python, NumPy) give the logarithm in
+        float64, rounded once to ``dtype``. An integer array of a framework is
+        computed where it lives (the logarithm in ``dtype``), traced too; it is not
+        read back, so negative positions there give ``-inf``, NaN or 1 instead of an
         error.
     floor_scale : int
-        Positions per step of the scale (>= 1); Llama 4 uses 8192.
+        Positions per step of the scale (>= 1, any Python integer); Llama 4 uses 8192.
     attn_scale : float
         The slope of the logarithm (finite); Llama 4 uses 0.1.
     backend : str, optional
@@ -197,27 +201,92 @@ def llama4_attention_scales(
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64'. Received: {dtype!r}")
     source = backend_of(positions)
-    if source is None or (backend is not None and canonical_backend(backend) != source):
-        values = _host_positions(positions, source)
-        scales = np.log1p((values + 1) // floor_scale) * attn_scale + 1.0
+    on_host = source is None or get_namespace(source).numpy_arrays
+    if on_host or (backend is not None and canonical_backend(backend) != source):
+        values = _host_positions(positions, None if on_host else source)
+        steps = _steps(HOST, values, floor_scale, _HOST_FLOAT)  # exact, rounded once
+        scales = np.log1p(steps) * attn_scale + 1.0
         xp = HOST if backend is None else get_namespace(backend)
         return xp.asarray(scales.astype(dtype), dtype=xp.dtype(dtype))
-    xp = get_namespace(source)
-    if xp.kind(xp.dtype_of(positions)) != "int":
+    xp = get_namespace(str(source))
+    name = xp.dtype_of(positions)
+    if xp.kind(name) != "int":
         raise TypeError(
-            "positions must be integers (query positions). Received a "
-            f"{xp.dtype_of(positions)} {source} array."
+            f"positions must be integers (query positions). Received a {name} {source} array."
         )
-    # (p + 1) // f without forming p + 1 (int32 positions near 2**31 - 1 would wrap)
-    p: Any = positions
-    quotient = p // floor_scale
-    steps = quotient + (p - quotient * floor_scale + 1) // floor_scale
-    return xp.log1p(xp.astype(steps, xp.dtype(dtype))) * attn_scale + 1.0
+    return xp.log1p(_framework_steps(xp, positions, name, floor_scale, dtype)) * attn_scale + 1.0
+
+
+#: The float dtype of host steps.
+_HOST_FLOAT = np.dtype(np.float64)
+
+#: The largest value of each integer dtype.
+_INT_MAX = {
+    name: int(np.iinfo(name).max)
+    for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+}
+
+
+def _framework_steps(xp: Any, positions: Any, name: str, floor_scale: int, dtype: str) -> Any:
+    """``floor((p + 1) / floor_scale)`` of a framework's integer positions, exactly in
+    integers (no ``p + 1`` that could wrap), as ``dtype``.
+
+    Integers narrower than 32 bits are widened to int32 first (``p // 8192`` of an int8
+    array would wrap the divisor); uint32 to int64 where the backend has it; uint64 is
+    read as int64 (two's complement) and its values from ``2**63`` on are worked out
+    from ``2**64 = q f + r``.
+    """
+    out = xp.dtype(dtype)
+    p = positions
+    if name in ("int8", "int16", "uint8", "uint16"):
+        p, name = xp.astype(p, xp.dtype("int32")), "int32"
+    elif name == "uint32" and xp.supports("int64"):
+        p, name = xp.astype(p, xp.dtype("int64")), "int64"
+    if name != "uint64":
+        return _steps(xp, p, floor_scale, out, _INT_MAX[name])
+    p = xp.astype(p, xp.dtype("int64"))  # values from 2**63 on wrap to p - 2**64
+    low = _steps(xp, p, floor_scale, out, _INT_MAX["int64"])
+    if floor_scale > 2**64:
+        high = xp.zeros_like(low)
+    elif floor_scale > 2**63:  # (2**64 + p + 1) // f is 1 from p = f - 1 - 2**64 on
+        start = xp.asarray(np.asarray(floor_scale - 1 - 2**64, dtype=np.int64), like=p)
+        high = xp.astype(p >= start, out)
+    else:  # 2**64 + p = q f + (r + p), with r + p in int64's range for p < 0
+        q, r = divmod(2**64, floor_scale)
+        shifted = p + xp.asarray(np.asarray(r, dtype=np.int64), like=p)
+        high = _steps(xp, shifted, floor_scale, out, _INT_MAX["int64"]) + float(q)
+    return xp.where(p < xp.asarray(np.asarray(0, dtype=np.int64), like=p), high, low)
+
+
+def _steps(xp: Any, p: Any, floor_scale: int, out: Any, maximum: int | None = None) -> Any:
+    """``floor((p + 1) / floor_scale)`` of integers ``p`` of at most ``maximum`` (their
+    dtype's largest value), without forming ``p + 1``: ``q = p // f`` and the remainder
+    ``r = p - q f`` in ``[0, f - 1]``, so ``(r + 1) // f`` is 0 or 1 and nothing wraps.
+    Exact for negative ``p`` too (the uint64 path needs them). Returned as the float
+    dtype ``out`` (``q`` rounded once where it is that large)."""
+    name = xp.dtype_of(p)
+    if maximum is None:  # host positions: int64 or uint64 values >= 0
+        maximum = int(np.iinfo(name).max)
+    signed = not name.startswith("u")
+
+    def const(value: int) -> Any:  # in p's dtype (JAX would read a Python int as int32)
+        return xp.asarray(np.asarray(value, dtype=name), like=p)
+
+    below = xp.astype(p < const(-1), out) if signed else None  # p + 1 < 0: floor is -1
+    if floor_scale - 1 >= maximum:  # p + 1 <= maximum + 1 <= floor_scale
+        steps = xp.astype(p == const(maximum), out) if floor_scale - 1 == maximum else None
+        if steps is None:
+            steps = xp.astype(xp.zeros_like(p), out)
+        return steps - below if signed else steps
+    f = const(floor_scale)
+    q = p // f
+    carry = (p - q * f + const(1)) // f
+    return xp.astype(q, out) + xp.astype(carry, out)
 
 
 def _host_positions(positions: Any, source: str | None) -> np.ndarray:
-    """``positions`` as a NumPy int64 array of values >= 0 (a framework array is read:
-    the caller asked for another backend)."""
+    """``positions`` as a NumPy int64 or uint64 array of values >= 0 (a framework array
+    is read: the caller asked for another backend)."""
     if source is not None:
         values = get_namespace(source).concrete(positions)
         if values is None:
@@ -226,16 +295,19 @@ def _host_positions(positions: Any, source: str | None) -> np.ndarray:
                 "backend; call with backend=None inside compiled code."
             )
         positions = values
-    array = np.asarray(positions if not isinstance(positions, range) else list(positions))
+    array = as_positions(positions, HOST, backend_of(positions))
     if array.dtype.kind not in "iu" and not (array.size == 0 and array.dtype.kind == "f"):
         raise ValueError(
             "positions must be integers (query positions). Received values of dtype "
             f"{array.dtype}: {positions!r}"
         )
-    array = array.astype(np.int64)
-    if array.size and array.min() < 0:
-        raise ValueError(
-            "positions must be >= 0 (log1p(floor((p + 1) / floor_scale)) is -inf below). "
-            f"Received: min(positions) = {int(array.min())}"
-        )
+    if array.dtype.kind != "u":
+        array = array.astype(np.int64)
+        if array.size and array.min() < 0:
+            raise ValueError(
+                "positions must be >= 0 (log1p(floor((p + 1) / floor_scale)) is -inf "
+                f"below). Received: min(positions) = {int(array.min())}"
+            )
+    elif array.dtype != np.uint64:
+        array = array.astype(np.uint64)
     return array

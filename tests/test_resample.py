@@ -445,17 +445,69 @@ def test_torch_load_state_dict_pre_hook() -> None:
     big = Tiny(12)
     big.register_load_state_dict_pre_hook(resample.pos_embed_load_hook("pos_embed"))
     big.load_state_dict(small.state_dict())
-    want = timm_resample_abs_pos_embed(small.pos_embed.detach(), (12, 12), antialias=False)
+    # timm's loading defaults: bicubic, antialias=True
+    want = timm_resample_abs_pos_embed(small.pos_embed.detach(), (12, 12))
     assert_close(
         big.pos_embed.detach(),
         want.detach(),
         atol=rel_bound(want.detach().numpy(), REL),
         backend="torch",
     )
+    off = Tiny(12)
+    off.register_load_state_dict_pre_hook(resample.pos_embed_load_hook(antialias=False))
+    off.load_state_dict(small.state_dict())
+    plain = timm_resample_abs_pos_embed(small.pos_embed.detach(), (12, 12), antialias=False)
+    assert_close(off.pos_embed.detach(), plain, atol=rel_bound(plain.numpy(), REL))
     outer = torch.nn.Sequential(Tiny(5))  # a prefix in the key: "0.pos_embed"
     outer[0].register_load_state_dict_pre_hook(resample.pos_embed_load_hook())
     outer.load_state_dict({"0.pos_embed": small.pos_embed.detach()})
     assert outer[0].pos_embed.shape == (1, 26, 6)
+
+
+def _installed_timm_function(module: str, name: str):
+    """``name`` from the installed timm's ``module`` source, compiled on its own (timm's
+    package imports torchvision, which the tests do not need): the peer's own lines."""
+    import ast
+    import importlib.util
+    import logging
+    import typing
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("timm")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("timm is not installed")
+    path = Path(spec.submodule_search_locations[0], *module.split(".")).with_suffix(".py")
+    tree = ast.parse(path.read_text())
+    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    node.decorator_list = []
+    scope = {"torch": torch, "F": F, "math": math, "_logger": logging.getLogger("timm")}
+    scope.update({k: getattr(typing, k) for k in ("List", "Optional", "Tuple", "Union", "Dict")})
+    scope["is_exporting"] = lambda: False
+    exec(compile(ast.Module([node], []), str(path), "exec"), scope)
+    return scope[name], node
+
+
+def test_load_hook_defaults_are_installed_timms() -> None:
+    """The hook resizes as the installed timm's own ``resample_abs_pos_embed`` does with
+    the defaults timm loads checkpoints with (``checkpoint_filter_fn``)."""
+    timm_resample, _ = _installed_timm_function("layers.pos_embed", "resample_abs_pos_embed")
+    _, filter_fn = _installed_timm_function("models.vision_transformer", "checkpoint_filter_fn")
+    defaults = dict(
+        zip(
+            [a.arg for a in filter_fn.args.args][-len(filter_fn.args.defaults) :],
+            [getattr(d, "value", None) for d in filter_fn.args.defaults],
+            strict=True,
+        )
+    )
+    assert (defaults["interpolation"], defaults["antialias"]) == ("bicubic", True)
+    checkpoint = torch.randn(1, 1 + 14 * 14, 8, generator=torch.Generator().manual_seed(3))
+    model = torch.nn.Module()
+    model.pos_embed = torch.nn.Parameter(torch.zeros(1, 1 + 24 * 24, 8))
+    model.register_load_state_dict_pre_hook(resample.pos_embed_load_hook())
+    model.load_state_dict({"pos_embed": checkpoint})
+    want = timm_resample(checkpoint, [24, 24])
+    assert_close(model.pos_embed.detach(), want, atol=rel_bound(want.numpy(), REL))
+    assert float((want - timm_resample(checkpoint, [24, 24], antialias=False)).abs().max()) > 0.1
 
 
 def test_flax_linen_and_nnx_load_a_checkpoint_with_another_grid() -> None:
@@ -572,9 +624,14 @@ def test_bad_input_is_refused_by_name(call, error, words: str) -> None:
         call(table)
 
 
-def test_framework_spatial_shapes_are_refused() -> None:
-    with pytest.raises(TypeError, match="spatial_shapes must be static"):
-        resample.resize_naflex_pos_embed(torch.ones(4, 4, 2), torch.tensor([[2, 2]]), 4)
+def test_framework_spatial_shapes_are_read_on_the_host() -> None:
+    """transformers passes a torch LongTensor: the same result as the pairs."""
+    table = torch.randn(4, 4, 2)
+    got = resample.resize_naflex_pos_embed(table, torch.tensor([[2, 2], [3, 1]]), 4)
+    want = resample.resize_naflex_pos_embed(table, [(2, 2), (3, 1)], 4)
+    assert_close(got, want, atol=0.0, backend="torch")
+    with pytest.raises(TypeError, match="spatial_shapes must hold integers"):
+        resample.resize_naflex_pos_embed(table, torch.tensor([[2.0, 2.0]]), 4)
 
 
 # -- the numbers of the resampling page -----------------------------------------------------
