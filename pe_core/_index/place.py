@@ -14,7 +14,7 @@ import numpy as np
 
 from pe_core._kernel.inputs import _host_numpy, check_request_size, choose_backend
 from pe_core.validation import is_integer
-from pe_core_backends import backend_of
+from pe_core_backends import HOST, backend_of
 
 #: The host tables, by name (see :func:`table`).
 TABLES: dict[str, Callable[..., np.ndarray]] = {}
@@ -150,16 +150,16 @@ def as_integers(obj: Any, xp: Any, what: str, *, uint64: bool = False) -> Any:
             )
         if array.dtype.kind not in "iu":
             raise TypeError(f"{what} must be integers. Received dtype: {array.dtype}")
-        source = "numpy"
+        source = HOST.name
         obj = array
     if source != xp.name or xp.numpy_arrays:
-        values = _host_numpy(obj, source, what) if source != "numpy" else np.asarray(obj)
+        values = _host_numpy(obj, source, what) if source != HOST.name else np.asarray(obj)
         if values.dtype.kind not in "iu":
             raise TypeError(f"{what} must be integers. Received dtype: {values.dtype}")
         if uint64 and xp.numpy_arrays and values.dtype == np.uint64:
             return values
         _check_unsigned(values, what)
-        if xp.numpy_arrays and values.dtype in (np.int32, np.int64) and source == "numpy":
+        if xp.numpy_arrays and values.dtype in (np.int32, np.int64) and source == HOST.name:
             return values
         return place(xp, values.astype(np.int64), what=what)
     name = xp.dtype_of(obj)
