@@ -165,6 +165,33 @@ def seq_len_of(xp: Namespace, positions: Positions, rope_type: str, check_values
     return max(1, math.floor(float(values.max())) + 1) if values.size else 1
 
 
+def host_cos_sin(
+    values: np.ndarray,
+    inv_freq: tuple[float, ...],
+    factor: float,
+    working: str,
+    max_abs: float,
+    rounded_once: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(cos, sin)``, each ``values.shape + (len(inv_freq),)``, of host positions:
+    :func:`~pe_core._kernel.host_tables.host_sin_cos` (split layout), times ``factor``,
+    in ``working``, contiguous."""
+    table = host_sin_cos(
+        values,
+        inv_freq,
+        offset=0.0,
+        layout="split",
+        working=working,
+        max_abs=max_abs,
+        rounded_once=rounded_once,
+    )
+    table = np.asarray(table).reshape(*values.shape, 2, len(inv_freq))
+    if factor != 1.0:
+        table = table * factor
+    table = table.astype(working, copy=False)
+    return np.ascontiguousarray(table[..., 1, :]), np.ascontiguousarray(table[..., 0, :])
+
+
 def host_factors(
     xp: Namespace,
     positions: Positions,
@@ -182,26 +209,12 @@ def host_factors(
     """
     values, max_abs = positions.host, positions.max_abs
     assert values is not None and max_abs is not None
-    n = len(inv_freq)
     rounded_once = xp.dtype_of(x) in ("float16", "bfloat16")
 
     def build() -> tuple[np.ndarray, np.ndarray]:
-        table = host_sin_cos(
-            values,
-            inv_freq,
-            offset=0.0,
-            layout="split",
-            working=working,
-            max_abs=max_abs,
-            # small calls for float16/bfloat16 x: float64 cos/sin, rounded once (the
-            # rotation nearly cancels in places, where float32's error would show)
-            rounded_once=rounded_once,
-        )
-        table = np.asarray(table).reshape(*values.shape, 2, n)
-        if attention_factor != 1.0:
-            table = table * attention_factor
-        table = table.astype(working, copy=False)
-        return np.ascontiguousarray(table[..., 1, :]), np.ascontiguousarray(table[..., 0, :])
+        # small calls for float16/bfloat16 x: float64 cos/sin, rounded once (the
+        # rotation nearly cancels in places, where float32's error would show)
+        return host_cos_sin(values, inv_freq, attention_factor, working, max_abs, rounded_once)
 
     values_key = device_tables.values_key(values)
     keep = xp.on_accelerator(x) or values.size <= device_tables.MAX_KEYED_VALUES

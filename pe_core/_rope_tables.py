@@ -24,10 +24,9 @@ import numpy as np
 from pe_core import device_tables
 from pe_core._kernel.angles import exact_cos_sin
 from pe_core._kernel.compiled import compiled
-from pe_core._kernel.host_tables import host_sin_cos
 from pe_core._kernel.inputs import resolve_dtype, working_dtype
 from pe_core._kernel.placement import Positions, prepare_positions
-from pe_core._rope_call import seq_len_of
+from pe_core._rope_call import host_cos_sin, seq_len_of
 from pe_core.rope_spec import RopeSpec
 from pe_core_backends import HOST, Namespace
 
@@ -134,24 +133,12 @@ def _host_tables(
     values, max_abs = positions.host, positions.max_abs
     assert values is not None and max_abs is not None
     working = working_dtype(out_name, xp, round_once=True)
-    n = len(inv_freq)
     like = positions.array  # a framework array on the CPU: its device; else None
 
     def build() -> tuple[np.ndarray, np.ndarray]:
-        table = host_sin_cos(
-            values,
-            inv_freq,
-            offset=0.0,
-            layout="split",
-            working=working,
-            max_abs=max_abs,
-            rounded_once=out_name != "float32",
-        )
-        table = np.asarray(table).reshape(*values.shape, 2, n)
-        if factor != 1.0:
-            table = table * factor
-        table = table.astype(working, copy=False)
-        cos, sin = spread(HOST, table[..., 1, :], layout), spread(HOST, table[..., 0, :], layout)
+        rounded_once = out_name != "float32"
+        cos, sin = host_cos_sin(values, inv_freq, factor, working, max_abs, rounded_once)
+        cos, sin = spread(HOST, cos, layout), spread(HOST, sin, layout)
         return np.ascontiguousarray(cos), np.ascontiguousarray(sin)
 
     values_key = device_tables.values_key(values)
