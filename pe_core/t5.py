@@ -206,71 +206,28 @@ def t5_relative_bucket(
     return _t5.buckets(xp, rel, carry, n, max_exact, thresholds, bidi)
 
 
+# fmt: off
 @overload
-def t5_bucket_matrix(
-    query_length: int,
-    key_length: int,
-    *,
-    offset: Any = 0,
-    bidirectional: bool = True,
-    num_buckets: int = 32,
-    max_distance: int = 128,
-    backend: NumpyBackend | None = None,
-    like: None = None,
-    arithmetic: Arithmetic = "float32",
-) -> NDArray: ...
+def t5_bucket_matrix(query_length: int, key_length: int, *, offset: Any = 0,
+    bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128,
+    backend: NumpyBackend | None = None, like: None = None, arithmetic: Arithmetic = "float32") -> NDArray: ...
 @overload
-def t5_bucket_matrix(
-    query_length: int,
-    key_length: int,
-    *,
-    offset: Any = 0,
-    bidirectional: bool = True,
-    num_buckets: int = 32,
-    max_distance: int = 128,
-    backend: TorchBackend,
-    like: None = None,
-    arithmetic: Arithmetic = "float32",
-) -> TorchTensor: ...
+def t5_bucket_matrix(query_length: int, key_length: int, *, offset: Any = 0,
+    bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128,
+    backend: TorchBackend, like: None = None, arithmetic: Arithmetic = "float32") -> TorchTensor: ...
 @overload
-def t5_bucket_matrix(
-    query_length: int,
-    key_length: int,
-    *,
-    offset: Any = 0,
-    bidirectional: bool = True,
-    num_buckets: int = 32,
-    max_distance: int = 128,
-    backend: JaxBackend,
-    like: None = None,
-    arithmetic: Arithmetic = "float32",
-) -> JaxArray: ...
+def t5_bucket_matrix(query_length: int, key_length: int, *, offset: Any = 0,
+    bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128,
+    backend: JaxBackend, like: None = None, arithmetic: Arithmetic = "float32") -> JaxArray: ...
 @overload
-def t5_bucket_matrix(
-    query_length: int,
-    key_length: int,
-    *,
-    offset: Any = 0,
-    bidirectional: bool = True,
-    num_buckets: int = 32,
-    max_distance: int = 128,
-    backend: TensorFlowBackend,
-    like: None = None,
-    arithmetic: Arithmetic = "float32",
-) -> TFTensor: ...
+def t5_bucket_matrix(query_length: int, key_length: int, *, offset: Any = 0,
+    bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128,
+    backend: TensorFlowBackend, like: None = None, arithmetic: Arithmetic = "float32") -> TFTensor: ...
 @overload
-def t5_bucket_matrix(
-    query_length: int,
-    key_length: int,
-    *,
-    offset: Any = 0,
-    bidirectional: bool = True,
-    num_buckets: int = 32,
-    max_distance: int = 128,
-    backend: BackendLike | None = None,
-    like: Any = None,
-    arithmetic: Arithmetic = "float32",
-) -> Any: ...
+def t5_bucket_matrix(query_length: int, key_length: int, *, offset: Any = 0,
+    bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128,
+    backend: BackendLike | None = None, like: Any = None, arithmetic: Arithmetic = "float32") -> Any: ...
+# fmt: on
 
 
 def t5_bucket_matrix(
