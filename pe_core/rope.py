@@ -58,42 +58,26 @@ from pe_core_backends import any_dtensor, rope_on_shards
 __all__ = ["LAYOUTS", "apply_rope"]
 
 
+# fmt: off
 @overload
-def apply_rope(
-    x: tuple[ArrayT, ...] | list[ArrayT],
-    pos: SupportsArray | HostData,
-    *,
-    base: float = 10000.0,
-    layout: RopeLayout = "half",
-    rotary_dim: int | None = None,
-    scaling: RopeConfig | None = None,
-    layer_type: str | None = None,
-    backend: BackendLike | None = None,
-    check_values: bool = False,
-    sections: Sequence[int] | None = None,
-    section_layout: SectionLayout = "contiguous",
+def apply_rope(x: tuple[ArrayT, ...] | list[ArrayT], pos: SupportsArray | HostData,
+    *, base: float = 10000.0, layout: RopeLayout = "half", rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None, layer_type: str | None = None,
+    backend: BackendLike | None = None, check_values: bool = False,
+    sections: Sequence[int] | None = None, section_layout: SectionLayout = "contiguous",
     frequencies: NamedFrequencies | Sequence[float] | SupportsArray | None = None,
-    spec: RopeSpec | None = None,
-    rotary_features: RotaryFeatures = "first",
+    spec: RopeSpec | None = None, rotary_features: RotaryFeatures = "first",
 ) -> tuple[ArrayT, ...]: ...
 @overload
-def apply_rope(
-    x: ArrayT,
-    pos: SupportsArray | HostData,
-    *,
-    base: float = 10000.0,
-    layout: RopeLayout = "half",
-    rotary_dim: int | None = None,
-    scaling: RopeConfig | None = None,
-    layer_type: str | None = None,
-    backend: BackendLike | None = None,
-    check_values: bool = False,
-    sections: Sequence[int] | None = None,
-    section_layout: SectionLayout = "contiguous",
+def apply_rope(x: ArrayT, pos: SupportsArray | HostData,
+    *, base: float = 10000.0, layout: RopeLayout = "half", rotary_dim: int | None = None,
+    scaling: RopeConfig | None = None, layer_type: str | None = None,
+    backend: BackendLike | None = None, check_values: bool = False,
+    sections: Sequence[int] | None = None, section_layout: SectionLayout = "contiguous",
     frequencies: NamedFrequencies | Sequence[float] | SupportsArray | None = None,
-    spec: RopeSpec | None = None,
-    rotary_features: RotaryFeatures = "first",
+    spec: RopeSpec | None = None, rotary_features: RotaryFeatures = "first",
 ) -> ArrayT: ...
+# fmt: on
 
 
 def apply_rope(
