@@ -222,18 +222,21 @@ def _plan_tables(module: nn.Module, tables: _Tables) -> dict[str, Any]:
     return dict(zip(tables.names, new, strict=True))
 
 
-def plan(module: nn.Module) -> tuple[str, dict[str, Any]]:
-    """How to patch ``module``: ("attributes" | "tables", values); ValueError: refused."""
+def plan(module: nn.Module) -> tuple[dict[str, Any], dict[str, Any]]:
+    """How to patch ``module``: the instance attributes and the buffers to set;
+    ValueError: refused."""
     key = class_key(type(module))
     if key in METHODS:
         names, caches = METHODS[key]
         values = _plan_methods(module, names)
         values.update({name: None for name in caches})
-        return "attributes", values
+        return values, {}
     if key in FORWARDS:
-        return "attributes", _plan_methods(module, ("forward",))
+        return _plan_methods(module, ("forward",)), {}
     if key in TABLES:
-        return "tables", _plan_tables(module, TABLES[key])
+        tables = _plan_tables(module, TABLES[key])
+        buffers = {name: table for name, table in tables.items() if name in module._buffers}
+        return {name: table for name, table in tables.items() if name not in buffers}, buffers
     bases = [class_key(b) for b in type(module).__mro__[1:]]
     covered = [b for b in bases if b in METHODS or b in TABLES or b in FORWARDS]
     if covered:

@@ -37,10 +37,8 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import torch
 from torch import nn
 
 # diffusers' helpers with exact numbers: public here, where they are documented
@@ -56,6 +54,7 @@ from pe_core.integrations._diffusers_modules import TABLES as _TABLES
 from pe_core.integrations._diffusers_modules import class_key as _key  # noqa: F401 (benchmarks)
 from pe_core.integrations._diffusers_modules import plan as _plan
 from pe_core.integrations._diffusers_modules import positional_class as _positional_class
+from pe_core.integrations._patching import patch, unpatch
 
 __all__ = [
     "covered_classes",
@@ -78,49 +77,6 @@ def covered_classes() -> tuple[str, ...]:
     True
     """
     return tuple(sorted({*_METHODS, *_TABLES, *_FORWARDS}))
-
-
-# -- patching --------------------------------------------------------------------------
-
-
-@dataclass
-class _Patch:
-    """What a patch replaced on one module: instance attributes (their previous values;
-    ``absent``: those the instance did not have) and buffers (the original tensors)."""
-
-    attributes: dict[str, Any] = field(default_factory=dict)
-    absent: set[str] = field(default_factory=set)
-    buffers: dict[str, torch.Tensor] = field(default_factory=dict)
-
-
-def _apply(module: nn.Module, kind: str, values: dict[str, Any]) -> None:
-    patch = _Patch()
-    for name, value in values.items():
-        if kind == "tables" and name in module._buffers:
-            patch.buffers[name] = module._buffers[name]  # type: ignore[assignment]
-            module._buffers[name] = value
-        else:
-            if name in vars(module):
-                patch.attributes[name] = vars(module)[name]
-            else:
-                patch.absent.add(name)
-            object.__setattr__(module, name, value)
-    object.__setattr__(module, _PATCH, patch)
-
-
-def _restore(module: nn.Module) -> None:
-    patch = vars(module).pop(_PATCH, None)
-    if patch is None:
-        return
-    for name in patch.absent:
-        vars(module).pop(name, None)
-    for name, old in patch.attributes.items():
-        object.__setattr__(module, name, old)
-    for name, old in patch.buffers.items():
-        now = module._buffers.get(name)
-        if now is not None and (now.device != old.device or now.dtype != old.dtype):
-            old = old.to(device=now.device, dtype=now.dtype)  # moved or cast since
-        module._buffers[name] = old
 
 
 def _models(target: Any) -> tuple[str, list[nn.Module]]:
@@ -153,17 +109,17 @@ def _patch(target: Any, strict: bool) -> list[nn.Module]:
             f"{name} has no Timesteps, GaussianFourierProjection or rotary-embedding "
             "module of diffusers: there is nothing to patch."
         )
-    plans: list[tuple[nn.Module, str, dict[str, Any]]] = []
+    plans: list[tuple[nn.Module, dict[str, Any], dict[str, Any]]] = []
     refused: list[str] = []
     for path, module in found:
         if _PATCH in vars(module):
             continue
         try:
-            kind, values = _plan(module)
+            attributes, buffers = _plan(module)
         except (ValueError, TypeError) as error:
             refused.append(f"{type(module).__name__} at {path!r}: {error}")
             continue
-        plans.append((module, kind, values))
+        plans.append((module, attributes, buffers))
     if refused and strict:
         raise ValueError(
             f"{name} has positional modules patch_positional_embeddings does not cover "
@@ -174,8 +130,8 @@ def _patch(target: Any, strict: bool) -> list[nn.Module]:
             f"{name}: left as diffusers computes them: " + "; ".join(refused),
             stacklevel=3,
         )
-    for module, kind, values in plans:
-        _apply(module, kind, values)
+    for module, attributes, buffers in plans:
+        patch(module, _PATCH, attributes, buffers)
     return [module for module, _, _ in plans]
 
 
@@ -247,7 +203,7 @@ def unpatch_positional_embeddings(model_or_pipeline: T) -> T:
     _, models = _models(model_or_pipeline)
     for model in models:
         for module in model.modules():
-            _restore(module)
+            unpatch(module, _PATCH)
     return model_or_pipeline
 
 
@@ -269,4 +225,4 @@ def patched_positional_embeddings(model_or_pipeline: T, *, strict: bool = True) 
         yield model_or_pipeline
     finally:
         for module in patched:
-            _restore(module)
+            unpatch(module, _PATCH)

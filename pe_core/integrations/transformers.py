@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from torch import nn
 
+from pe_core.integrations._patching import patch, unpatch
 from pe_core.integrations._transformers_forward import ExactForward
 from pe_core.integrations._transformers_probe import (
     Layout,
@@ -60,12 +60,6 @@ ModelT = TypeVar("ModelT", bound=nn.Module)
 #: The attribute a patched module keeps its patch in (a plain attribute: never in the
 #: state dict, never saved).
 _PATCH = "_pe_core_exact_rope"
-
-
-@dataclass
-class _Patch:
-    forward: Any  # the instance's own "forward" attribute before patching, or None
-    ropes: dict[str | None, Rope]
 
 
 def _check_model(model: Any) -> None:
@@ -105,22 +99,10 @@ def _patch(model: nn.Module) -> list[nn.Module]:
             "not cover (nothing was patched): " + "; ".join(refused)
         )
     for module, ropes, layouts in plans:
-        own = vars(module).get("forward")
-        object.__setattr__(module, _PATCH, _Patch(own, ropes))
         recompose = {lt: recomposition(module, lt) for lt in ropes}
         forward = ExactForward(type(module).__name__, ropes, layouts, recompose)
-        object.__setattr__(module, "forward", forward)
+        patch(module, _PATCH, {"forward": forward})
     return [module for module, *_ in plans]
-
-
-def _unpatch(module: nn.Module) -> None:
-    patch = vars(module).pop(_PATCH, None)
-    if patch is None:
-        return
-    if patch.forward is None:
-        del module.__dict__["forward"]
-    else:
-        object.__setattr__(module, "forward", patch.forward)
 
 
 def patch_rotary_embeddings(model: ModelT) -> ModelT:
@@ -201,7 +183,7 @@ def unpatch_rotary_embeddings(model: ModelT) -> ModelT:
     """
     _check_model(model)
     for module in model.modules():
-        _unpatch(module)
+        unpatch(module, _PATCH)
     return model
 
 
@@ -227,4 +209,4 @@ def patched_rotary_embeddings(model: ModelT) -> Iterator[ModelT]:
         yield model
     finally:
         for module in patched:
-            _unpatch(module)
+            unpatch(module, _PATCH)
