@@ -38,6 +38,7 @@ from keras_hub.src.models.llama.llama_rotary_embedding import LlamaRotaryEmbeddi
 from keras_hub.src.models.phi3.phi3_rotary_embedding import Phi3SuScaledRotaryEmbedding
 
 from pe_core._rope_tables import frequency_tables
+from pe_core.integrations._patching import patch, unpatch
 from pe_core_backends import backend_of, get_namespace
 
 __all__ = ["patch_rotary_embeddings", "unpatch_rotary_embeddings"]
@@ -340,8 +341,7 @@ def patch_rotary_embeddings(model: ModelT) -> ModelT:
         )
     for layer, exact in patches:
         if _PATCH not in vars(layer):
-            object.__setattr__(layer, _METHOD, exact)
-            object.__setattr__(layer, _PATCH, True)
+            patch(layer, _PATCH, {_METHOD: exact})
     return model
 
 
@@ -354,7 +354,5 @@ def unpatch_rotary_embeddings(model: ModelT) -> ModelT:
     True
     """
     for layer in model._flatten_layers(include_self=True, recursive=True):
-        state = vars(layer)
-        if state.pop(_PATCH, None) is not None:
-            state.pop(_METHOD, None)
+        unpatch(layer, _PATCH)
     return model

@@ -1,0 +1,259 @@
+"""diffusers' positional helpers with pe_core's numbers, and the exact forward of
+``GaussianFourierProjection``: what :mod:`pe_core.integrations.diffusers` runs a patched
+module with.
+
+``exact_get_timestep_embedding`` and ``exact_get_1d_rotary_pos_embed`` take diffusers'
+signatures (the public names are :mod:`pe_core.integrations.diffusers`'s);
+:func:`exact_globals` says which of them replace the names a diffusers function calls,
+:func:`rebind` runs the function's own code with them.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from diffusers.models import embeddings as _embeddings
+
+from pe_core._kernel.angles import exact_cos_sin
+from pe_core.fourier import fourier_features
+from pe_core.timestep import timestep_embedding
+from pe_core_backends import get_namespace
+
+__all__ = [
+    "NO_FLOAT64",
+    "exact_get_1d_rotary_pos_embed",
+    "exact_get_timestep_embedding",
+    "exact_globals",
+    "gaussian_fourier_forward",
+    "rebind",
+]
+
+_TORCH = get_namespace("torch")
+
+#: Devices where diffusers itself never computes in float64.
+NO_FLOAT64 = ("mps", "npu")
+
+
+# -- exact helpers: diffusers' signatures, pe_core's numbers ---------------------------
+
+
+def _real(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(
+            f"{name} must be a real number (a Python or NumPy number, not a tensor) for "
+            f"pe_core's exact rotary embedding. Received: {type(value).__name__}"
+        )
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite. Received: {value!r}")
+    return value
+
+
+def _rotary_frequencies(dim: int, theta: float, linear_factor: float) -> tuple[float, ...]:
+    """diffusers' ``1 / theta ** (arange(0, dim, 2) / dim) / linear_factor`` in float64."""
+    return tuple(1.0 / theta ** (i / dim) / linear_factor for i in range(0, dim, 2))
+
+
+def exact_get_timestep_embedding(
+    timesteps: torch.Tensor,
+    embedding_dim: int,
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1,
+    scale: float = 1,
+    max_period: int = 10000,
+) -> torch.Tensor:
+    """diffusers' ``get_timestep_embedding`` (same arguments, same defaults, float32
+    result on the timesteps' device), computed by :func:`pe_core.timestep_embedding`.
+
+    >>> import torch
+    >>> exact_get_timestep_embedding(torch.tensor([0.5, 999.0]), 8, scale=1000).shape
+    torch.Size([2, 8])
+    """
+    if getattr(timesteps, "ndim", None) != 1:
+        raise ValueError(
+            "timesteps must be a 1-D tensor (as diffusers' get_timestep_embedding "
+            f"requires). Received shape: {tuple(getattr(timesteps, 'shape', ()))}"
+        )
+    return timestep_embedding(
+        timesteps,
+        embedding_dim,
+        flip_sin_to_cos=bool(flip_sin_to_cos),
+        downscale_freq_shift=downscale_freq_shift,
+        scale=scale,
+        max_period=max_period,
+    )
+
+
+def exact_get_1d_rotary_pos_embed(
+    dim: int,
+    pos: Any,
+    theta: float = 10000.0,
+    use_real: bool = False,
+    linear_factor: float = 1.0,
+    ntk_factor: float = 1.0,
+    repeat_interleave_real: bool = True,
+    freqs_dtype: torch.dtype = torch.float32,
+) -> Any:
+    """diffusers' ``get_1d_rotary_pos_embed`` (same arguments and outputs), with the
+    angles ``pos * w`` reduced exactly by pe_core's kernel.
+
+    The frequencies are diffusers' formula in float64; the positions are taken as given
+    (the float32 values diffusers' modules pass are exact). With ``freqs_dtype=float64``
+    (what diffusers asks for on CPU and CUDA) the angles are formed in float64, else in
+    float32 (MPS, NPU, and the modules that ask for float32): within 1e-6 of float64 either
+    way. Real outputs are float32; complex ones complex128 for float64, else complex64,
+    as diffusers returns.
+
+    >>> import torch
+    >>> cos, sin = exact_get_1d_rotary_pos_embed(8, torch.tensor([0.0, 1e4]), use_real=True)
+    >>> cos.shape, cos.dtype
+    (torch.Size([2, 8]), torch.float32)
+    """
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 2 or dim % 2:
+        raise ValueError(f"dim must be an even integer >= 2. Received: {dim!r}")
+    if isinstance(pos, (int, np.integer)) and not isinstance(pos, bool):
+        pos = torch.arange(int(pos))
+    if isinstance(pos, np.ndarray):
+        pos = torch.from_numpy(pos)
+    if not isinstance(pos, torch.Tensor) or pos.ndim != 1:
+        raise ValueError(
+            "pos must be an int, a 1-D NumPy array or a 1-D tensor (as diffusers' "
+            f"get_1d_rotary_pos_embed requires). Received: {type(pos).__name__} of shape "
+            f"{tuple(getattr(pos, 'shape', ()))}"
+        )
+    base = _real("theta", theta) * _real("ntk_factor", ntk_factor)
+    omegas = _TORCH.host_constant(
+        _rotary_frequencies, int(dim), base, _real("linear_factor", linear_factor)
+    )
+    wide = freqs_dtype == torch.float64 and pos.device.type not in NO_FLOAT64
+    cos, sin = exact_cos_sin(_TORCH, pos, omegas, working="float64" if wide else "float32")
+    if not use_real:
+        return torch.complex(cos, sin)
+    cos, sin = cos.float(), sin.float()
+    if repeat_interleave_real:
+        return cos.repeat_interleave(2, dim=-1), sin.repeat_interleave(2, dim=-1)
+    return torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
+
+
+def rebind(function: Callable[..., Any], replacements: dict[str, Any]) -> Any:
+    """``function`` with the names of ``replacements`` in its globals swapped: the same
+    code, defaults and closure, run with the exact helpers."""
+    namespace = dict(function.__globals__)
+    namespace.update(replacements)
+    rebound = types.FunctionType(
+        function.__code__,
+        namespace,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    rebound.__kwdefaults__ = function.__kwdefaults__
+    rebound.__qualname__ = function.__qualname__
+    rebound.__doc__ = function.__doc__
+    return rebound
+
+
+#: diffusers' helpers and pe_core's exact ones: a name is replaced in a function's
+#: globals only where it is diffusers' own object.
+_EXACT: dict[str, tuple[Any, Any]] = {
+    "get_timestep_embedding": (
+        _embeddings.get_timestep_embedding,
+        exact_get_timestep_embedding,
+    ),
+    "get_1d_rotary_pos_embed": (
+        _embeddings.get_1d_rotary_pos_embed,
+        exact_get_1d_rotary_pos_embed,
+    ),
+}
+# diffusers' own 3-D helper, calling the exact 1-D one (its grids are its own)
+_EXACT["get_3d_rotary_pos_embed"] = (
+    _embeddings.get_3d_rotary_pos_embed,
+    rebind(
+        _embeddings.get_3d_rotary_pos_embed,
+        {"get_1d_rotary_pos_embed": exact_get_1d_rotary_pos_embed},
+    ),
+)
+
+
+def exact_globals(function: Callable[..., Any]) -> dict[str, Any]:
+    found = function.__globals__
+    return {name: exact for name, (theirs, exact) in _EXACT.items() if found.get(name) is theirs}
+
+
+# -- GaussianFourierProjection ---------------------------------------------------------
+
+_LN2_HI = math.ldexp(round(math.log(2.0) * 2.0**16), -16)  # 16 bits: e * _LN2_HI exact
+_LN2_LO = math.log(2.0) - _LN2_HI
+_SQRT2 = math.sqrt(2.0)
+#: 2 s^(2k+1) / (2k+1), k = 1..6: log(m) = 2 atanh(s) beyond its first term
+#: (|s| <= 0.172: the next term is below 1e-12).
+_ATANH = tuple(2.0 / (2 * k + 1) for k in range(1, 7))
+
+
+def _two_sum(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _split(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    c = a * 4097.0  # Veltkamp: 12 + 12 bits of a float32
+    high = c - (c - a)
+    return high, a - high
+
+
+def _log_pair(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``log(x)`` of float32 ``x`` as ``hi + lo`` within about 1e-12 relative (float32
+    operations only): ``x = m 2^e`` read from the bits, ``log m = 2 atanh((m-1)/(m+1))``
+    with the quotient in two words. NaN where ``x`` is not positive and finite (diffusers
+    gives NaN features there too)."""
+    valid = (x > 0) & torch.isfinite(x)
+    tiny = x < 2.0**-126  # subnormal: scaled into the normal range first
+    safe = torch.where(valid, torch.where(tiny, x * 2.0**24, x), torch.ones_like(x))
+    bits = safe.view(torch.int32)
+    e = ((bits >> 23) - 127 - torch.where(tiny, 24, 0)).to(torch.float32)
+    m = ((bits & 0x7FFFFF) | 0x3F800000).view(torch.float32)  # [1, 2)
+    big = m > _SQRT2
+    m = torch.where(big, m * 0.5, m)
+    e = e + big.to(torch.float32)
+    a = m - 1.0  # exact (Sterbenz)
+    b_hi, b_lo = _two_sum(torch.ones_like(m), m)
+    s_hi = a / b_hi
+    p = s_hi * b_hi
+    sh, sl = _split(s_hi)
+    bh, bl = _split(b_hi)
+    p_err = ((sh * bh - p) + sh * bl + sl * bh) + sl * bl  # s_hi * b_hi - p, exactly
+    s_lo = (((a - p) - p_err) - s_hi * b_lo) / b_hi
+    u = s_hi * s_hi
+    series = torch.full_like(u, _ATANH[-1])
+    for c in reversed(_ATANH[:-1]):
+        series = c + u * series
+    tail = s_hi * u * series
+    hi, err = _two_sum(e * _LN2_HI, 2.0 * s_hi)
+    lo = err + (2.0 * s_lo + (tail + e * _LN2_LO))
+    nan = torch.full_like(x, float("nan"))
+    return torch.where(valid, hi, nan), torch.where(valid, lo, nan)
+
+
+def gaussian_fourier_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+    """``GaussianFourierProjection.forward`` with exactly reduced angles."""
+    weight = self.weight
+    dtype = torch.promote_types(x.dtype, weight.dtype)
+    order: Literal["sin_cos", "cos_sin"] = "cos_sin" if self.flip_sin_to_cos else "sin_cos"
+    if self.log and x.dtype == torch.float64:
+        coords, freqs = torch.log(x), weight.double()
+    elif self.log:
+        hi, lo = _log_pair(x.float())
+        coords, freqs = torch.stack((hi, lo), dim=-1), torch.stack((weight, weight)).float()
+    else:
+        coords, freqs = x, weight
+        if coords.dtype in (torch.float16, torch.bfloat16):
+            coords = coords.float()
+        if freqs.dtype in (torch.float16, torch.bfloat16):
+            freqs = freqs.float()
+    return fourier_features(coords, freqs, order=order, dtype=dtype)
