@@ -513,10 +513,13 @@ class RotaryEmbeddingConfig(LayerConfig):
         """Raise ``ValueError`` naming both sizes unless ``n_features == head_dim``."""
         check_features(n_features, self.head_dim, "head_dim")
 
-    def _check_query_key(self, *shapes: tuple[int | None, ...], names: str = "q and k") -> None:
-        """Raise unless each shape is ``(..., seq, head_dim)``, naming the first that is not."""
+    def _check_query_key(
+        self, *shapes: tuple[int | None, ...], names: str = "q and k", known_seq: bool = False
+    ) -> None:
+        """Raise unless each shape is ``(..., seq, head_dim)`` (with a known ``seq`` when
+        ``known_seq``), naming the first that is not."""
         for shape in shapes:
-            check_query_key(shape, self.head_dim, names)
+            check_query_key(shape, self.head_dim, names, known_seq=known_seq)
 
     @staticmethod
     def _known_positions(offset: Any, length: Any) -> range | None:
