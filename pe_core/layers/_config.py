@@ -34,6 +34,7 @@ from pe_core.encoding import encode
 from pe_core.layers._checks import (
     check_dropout,
     check_features,
+    check_flag,
     check_max_len,
     check_query_key,
     check_scaling_type,
@@ -452,10 +453,7 @@ class RotaryEmbeddingConfig(LayerConfig):
     ) -> dict[str, Any]:
         """The validated arguments (``scaling`` as plain data) and ``rope_spec``."""
         head_dim, spec = RotaryEmbeddingConfig.rope_spec_for(head_dim, **rope)
-        if not isinstance(trainable_frequencies, bool):
-            raise TypeError(
-                f"trainable_frequencies must be True or False. Received: {trainable_frequencies!r}"
-            )
+        trainable_frequencies = check_flag(trainable_frequencies, "trainable_frequencies")
         if frequency_heads is not None:
             if not trainable_frequencies:
                 raise ValueError(
