@@ -366,7 +366,21 @@ class SinusoidalEncodingConfig(LayerConfig):
         return ", ".join(parts)
 
 
-class RotaryEmbeddingConfig(LayerConfig):
+class QueryKeyConfig(LayerConfig):
+    """What the rotary mixins share: the check of queries and keys ``(..., seq, head_dim)``."""
+
+    head_dim: int
+
+    def _check_query_key(
+        self, *shapes: tuple[int | None, ...], names: str = "q and k", known_seq: bool = False
+    ) -> None:
+        """Raise unless each shape is ``(..., seq, head_dim)`` (with a known ``seq`` when
+        ``known_seq``), naming the first that is not."""
+        for shape in shapes:
+            check_query_key(shape, self.head_dim, names, known_seq=known_seq)
+
+
+class RotaryEmbeddingConfig(QueryKeyConfig):
     """Configuration of the ``RotaryEmbedding`` layers (a framework-neutral mixin).
 
     Parameters
@@ -510,14 +524,6 @@ class RotaryEmbeddingConfig(LayerConfig):
     def check_input_features(self, n_features: int) -> None:
         """Raise ``ValueError`` naming both sizes unless ``n_features == head_dim``."""
         check_features(n_features, self.head_dim, "head_dim")
-
-    def _check_query_key(
-        self, *shapes: tuple[int | None, ...], names: str = "q and k", known_seq: bool = False
-    ) -> None:
-        """Raise unless each shape is ``(..., seq, head_dim)`` (with a known ``seq`` when
-        ``known_seq``), naming the first that is not."""
-        for shape in shapes:
-            check_query_key(shape, self.head_dim, names, known_seq=known_seq)
 
     @staticmethod
     def _known_positions(offset: Any, length: Any) -> range | None:

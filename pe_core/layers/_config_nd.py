@@ -29,7 +29,7 @@ from pe_core.layers._checks import (
 )
 from pe_core.layers._config import (
     LayerConfig,
-    RotaryEmbeddingConfig,
+    QueryKeyConfig,
     short_repr,
     spec_from_config,
     spec_repr,
@@ -188,7 +188,7 @@ class PatchEncodingConfig(LayerConfig):
 _ROPE_ND_KWARGS = ("base", "layout", "rotary_dim", "sections", "section_layout", "frequencies")
 
 
-class RotaryEmbeddingNDConfig(LayerConfig):
+class RotaryEmbeddingNDConfig(QueryKeyConfig):
     """Configuration of the ``RotaryEmbeddingND`` layers (a framework-neutral mixin).
 
     Parameters
@@ -305,8 +305,6 @@ class RotaryEmbeddingNDConfig(LayerConfig):
                 f"{math.prod(self.grid_shape)}."
             )
         return np.asarray(grid(self.grid_shape)).reshape(length, len(self.grid_shape))
-
-    _check_query_key = RotaryEmbeddingConfig._check_query_key
 
     def _rotate(self, x: Any, positions: Any = None) -> Any:
         """:func:`~pe_core.rope.apply_rope` of ``x`` at ``positions`` (``None``: the
