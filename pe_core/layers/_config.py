@@ -34,6 +34,7 @@ from pe_core.encoding import encode
 from pe_core.layers._checks import (
     check_dropout,
     check_features,
+    check_flag,
     check_max_len,
     check_query_key,
     check_scaling_type,
@@ -365,7 +366,21 @@ class SinusoidalEncodingConfig(LayerConfig):
         return ", ".join(parts)
 
 
-class RotaryEmbeddingConfig(LayerConfig):
+class QueryKeyConfig(LayerConfig):
+    """What the rotary mixins share: the check of queries and keys ``(..., seq, head_dim)``."""
+
+    head_dim: int
+
+    def _check_query_key(
+        self, *shapes: tuple[int | None, ...], names: str = "q and k", known_seq: bool = False
+    ) -> None:
+        """Raise unless each shape is ``(..., seq, head_dim)`` (with a known ``seq`` when
+        ``known_seq``), naming the first that is not."""
+        for shape in shapes:
+            check_query_key(shape, self.head_dim, names, known_seq=known_seq)
+
+
+class RotaryEmbeddingConfig(QueryKeyConfig):
     """Configuration of the ``RotaryEmbedding`` layers (a framework-neutral mixin).
 
     Parameters
@@ -452,10 +467,7 @@ class RotaryEmbeddingConfig(LayerConfig):
     ) -> dict[str, Any]:
         """The validated arguments (``scaling`` as plain data) and ``rope_spec``."""
         head_dim, spec = RotaryEmbeddingConfig.rope_spec_for(head_dim, **rope)
-        if not isinstance(trainable_frequencies, bool):
-            raise TypeError(
-                f"trainable_frequencies must be True or False. Received: {trainable_frequencies!r}"
-            )
+        trainable_frequencies = check_flag(trainable_frequencies, "trainable_frequencies")
         if frequency_heads is not None:
             if not trainable_frequencies:
                 raise ValueError(
@@ -512,11 +524,6 @@ class RotaryEmbeddingConfig(LayerConfig):
     def check_input_features(self, n_features: int) -> None:
         """Raise ``ValueError`` naming both sizes unless ``n_features == head_dim``."""
         check_features(n_features, self.head_dim, "head_dim")
-
-    def _check_query_key(self, *shapes: tuple[int | None, ...], names: str = "q and k") -> None:
-        """Raise unless each shape is ``(..., seq, head_dim)``, naming the first that is not."""
-        for shape in shapes:
-            check_query_key(shape, self.head_dim, names)
 
     @staticmethod
     def _known_positions(offset: Any, length: Any) -> range | None:

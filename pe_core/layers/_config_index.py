@@ -143,10 +143,9 @@ class AlibiBiasConfig(LayerConfig):
     @staticmethod
     def _validate(n_heads: Any, alibi_bias_max: Any, causal: Any) -> dict[str, Any]:
         heads = None if n_heads is None else positive_int(n_heads, "n_heads", what="heads")
-        bias_max = finite_real(alibi_bias_max, "alibi_bias_max", greater_than=0)
         return {
             "n_heads": heads,
-            "alibi_bias_max": bias_max,
+            "alibi_bias_max": finite_real(alibi_bias_max, "alibi_bias_max", greater_than=0),
             "causal": check_flag(causal, "causal"),
         }
 

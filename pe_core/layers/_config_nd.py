@@ -26,10 +26,10 @@ from pe_core.layers._checks import (
     check_flag,
     check_grid_shape,
     check_patch_spec,
-    check_query_key,
 )
 from pe_core.layers._config import (
     LayerConfig,
+    QueryKeyConfig,
     short_repr,
     spec_from_config,
     spec_repr,
@@ -188,7 +188,7 @@ class PatchEncodingConfig(LayerConfig):
 _ROPE_ND_KWARGS = ("base", "layout", "rotary_dim", "sections", "section_layout", "frequencies")
 
 
-class RotaryEmbeddingNDConfig(LayerConfig):
+class RotaryEmbeddingNDConfig(QueryKeyConfig):
     """Configuration of the ``RotaryEmbeddingND`` layers (a framework-neutral mixin).
 
     Parameters
@@ -306,13 +306,6 @@ class RotaryEmbeddingNDConfig(LayerConfig):
             )
         return np.asarray(grid(self.grid_shape)).reshape(length, len(self.grid_shape))
 
-    def _check_query_key(
-        self, *shapes: tuple[int | None, ...], names: str = "q and k", known_seq: bool = False
-    ) -> None:
-        """Raise unless each shape is ``(..., seq, head_dim)``, naming the first that is not."""
-        for shape in shapes:
-            check_query_key(shape, self.head_dim, names, known_seq=known_seq)
-
     def _rotate(self, x: Any, positions: Any = None) -> Any:
         """:func:`~pe_core.rope.apply_rope` of ``x`` at ``positions`` (``None``: the
         layer's grid) with this layer's sections."""
@@ -333,8 +326,7 @@ class RotaryEmbeddingNDConfig(LayerConfig):
         """The base (unless explicit frequencies replace it) and the layout always, the
         other arguments when set."""
         parts = [f"head_dim={self.head_dim}", f"sections={self.sections}"]
-        explicit = isinstance(self.frequencies, tuple)
-        if not explicit:
+        if not isinstance(self.frequencies, tuple):  # explicit frequencies: no base
             parts.append(f"base={self.base:.12g}")
         parts.append(f"layout={self.layout!r}")
         if self.section_layout != "contiguous":

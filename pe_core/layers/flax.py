@@ -145,10 +145,8 @@ def _rope(
         raise ValueError("Pass either positions or offset, not both.")
 
     def rotated(x: jax.Array) -> Any:
-        if positions is not None:
-            return self._rotate(x, positions)
-        known = self._known_positions(offset, x.shape[-2])  # exact on the host
-        if known is not None:
+        known = positions if positions is not None else self._known_positions(offset, x.shape[-2])
+        if known is not None:  # given, or exact on the host
             return self._rotate(x, known)
         steps = _positions(offset, x.shape[-2], x.shape)
         return nan_where_wrapped(_JAX, steps, self._rotate(x, steps))

@@ -99,12 +99,6 @@ def _positions(offset: Offset, length: Any, x_shape: tuple[int | None, ...], dev
     return offset.to(device).reshape(shape)[..., None] + steps
 
 
-def _is_exporting() -> bool:
-    """Whether ``torch.export`` is tracing (``torch.compiler.is_exporting``, torch >= 2.5)."""
-    is_exporting = getattr(torch.compiler, "is_exporting", None)
-    return bool(is_exporting()) if is_exporting is not None else False
-
-
 def _check_floating(x: torch.Tensor) -> None:
     if not x.is_floating_point():
         raise TypeError(f"x must be a floating tensor. Received dtype: {x.dtype}")
@@ -280,7 +274,7 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
             tuple(like.shape) if like is not None else (None, length, self.d_model)
         )
         # A symbolic length stays so, and a tensor offset is on the device.
-        if _is_exporting() or torch.compiler.is_compiling() or not isinstance(offset, int):
+        if _TORCH.is_exporting() or torch.compiler.is_compiling() or not isinstance(offset, int):
             positions = _positions(offset, length, x_shape, device)
             return nan_where_wrapped(_TORCH, positions, self._encode(positions, dtype))
         cached = self._cached_rows(offset, length, device, dtype)
@@ -375,20 +369,15 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
         return self._rotate_from(q, offset), self._rotate_from(k, offset)
 
     def _rotate_from(self, x: torch.Tensor, offset: Offset) -> torch.Tensor:
-        positions = self._default_positions(x, offset)
-        if isinstance(positions, range):
-            return self.rotate(x, positions)
+        length = x.shape[-2]
+        if isinstance(offset, int) and not torch.compiler.is_compiling():
+            return self.rotate(x, range(offset, offset + length))  # exact cos/sin on the host
+        positions = _positions(offset, length, tuple(x.shape), x.device)
         return nan_where_wrapped(_TORCH, positions, self.rotate(x, positions))
 
     def rotate(self, x: torch.Tensor, positions: Any) -> torch.Tensor:
         """:func:`~pe_core.rope.apply_rope` of ``x`` with this layer's configuration."""
         return cast(torch.Tensor, self._rotate(x, positions))
-
-    def _default_positions(self, x: torch.Tensor, offset: Offset) -> Any:
-        length = x.shape[-2]
-        if isinstance(offset, int) and not torch.compiler.is_compiling():
-            return range(offset, offset + length)  # known: exact cos/sin on the host
-        return _positions(offset, length, tuple(x.shape), x.device)
 
 
 # --------------------------------------------------------------------------- relative bias
