@@ -80,27 +80,12 @@ def encode_1d(
             like=like,
             what=what,
         )
-    args = (pos, d, spec, backend, dtype, out, like, check_values, what)
     if spec.order == "sin_cos" and spec.odd_d != "truncate":
-        return _run(_prepare(*args))
-    return _arranged(*args)
-
-
-def _arranged(
-    pos: Any,
-    d: Any,
-    spec: Spec,
-    backend: str | None,
-    dtype: Any,
-    out: Any,
-    like: Any,
-    check_values: bool,
-    what: str,
-) -> Any:
-    """``order="cos_sin"`` or ``odd_d="truncate"``: the sin-first table of the computed
-    width (:func:`~pe_core._schedule.computed_width`) by the same routes, its slots
-    swapped, then cut to ``d`` features. The swap and the cut move values only: every
-    value is the one the sin-first table holds."""
+        return _run(_prepare(pos, d, spec, backend, dtype, out, like, check_values, what))
+    # order="cos_sin" or odd_d="truncate": the sin-first table of the computed width
+    # (:func:`~pe_core._schedule.computed_width`) by the same routes, its slots swapped,
+    # then cut to ``d`` features. The swap and the cut move values only: every value is
+    # the one the sin-first table holds.
     d = check_d(d, spec)
     width = computed_width(d, spec)
     _, _, dtype, like = _choose_namespace(pos, backend, dtype, out, like, what)
