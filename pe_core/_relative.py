@@ -15,9 +15,9 @@ import numpy as np
 
 from pe_core._kernel.angles import exact_cos_sin
 from pe_core._kernel.features import assemble, disassemble
-from pe_core._kernel.host_tables import host_sin_cos
 from pe_core._kernel.inputs import check_request_size, choose_backend, resolve_dtype, working_dtype
 from pe_core._kernel.placement import Positions, prepare_positions
+from pe_core._rope_call import host_cos_sin
 from pe_core._schedule import Block, axis_blocks, check_d, check_nd_d, omegas
 from pe_core._sinusoidal_nd import coordinates, group_halves
 from pe_core.spec import Spec
@@ -41,14 +41,9 @@ def _shift_angles(xp: Any, shifts: Positions, d: int, spec: Spec, working: str) 
     if shifts.placement != "host":
         return exact_cos_sin(xp, shifts.array, freqs, working=working)
     assert shifts.host is not None and shifts.max_abs is not None
-    table = host_sin_cos(
-        shifts.host, freqs, offset=0, layout="split", working=working, max_abs=shifts.max_abs
-    )
-    table = np.asarray(table, dtype=working).reshape(*shifts.shape, 2, len(freqs))
-    wdtype = xp.dtype(working)
-    cos = xp.asarray(np.ascontiguousarray(table[..., 1, :]), dtype=wdtype, like=shifts.array)
-    sin = xp.asarray(np.ascontiguousarray(table[..., 0, :]), dtype=wdtype, like=shifts.array)
-    return cos, sin
+    cos, sin = host_cos_sin(shifts.host, freqs, 1.0, working, shifts.max_abs, False)
+    wdtype, like = xp.dtype(working), shifts.array
+    return xp.asarray(cos, dtype=wdtype, like=like), xp.asarray(sin, dtype=wdtype, like=like)
 
 
 def _structure(d: int, layout: str) -> tuple[np.ndarray, np.ndarray]:

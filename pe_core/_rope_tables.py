@@ -78,9 +78,25 @@ def placed_tables(
     layout: str,
     out_name: str,
 ) -> tuple[Any, Any]:
-    """The tables of classified ``positions``: host table or device kernel."""
+    """The tables of classified ``positions``: host positions, the exact host table,
+    laid out on the host, placed once; others, the exact kernel where they live."""
     if positions.placement == "host":
-        return _host_tables(xp, positions, inv_freq, factor, layout, out_name)
+        values, max_abs = positions.host, positions.max_abs
+        assert values is not None and max_abs is not None
+        like = positions.array  # a framework array on the CPU: its device; else None
+        working = working_dtype(out_name, xp, round_once=True)
+
+        def build() -> tuple[np.ndarray, np.ndarray]:
+            rounded_once = out_name != "float32"
+            cos, sin = host_cos_sin(values, inv_freq, factor, working, max_abs, rounded_once)
+            cos, sin = spread(HOST, cos, layout), spread(HOST, sin, layout)
+            return np.ascontiguousarray(cos), np.ascontiguousarray(sin)
+
+        values_key = device_tables.values_key(values)
+        on_accelerator = like is not None and xp.on_accelerator(like)
+        keep = values_key is not None and (on_accelerator or values.size <= _KEYED)
+        key = ("rope_tables", values_key, inv_freq, factor, layout) if keep else None
+        return device_tables.cached(xp, key, like, out_name, build)
     working = working_dtype(out_name)
     static = (inv_freq, factor, layout, working, out_name)
     if xp.bounded_compiles and not xp.is_traced(positions.array):
@@ -119,33 +135,6 @@ def _device_tables(
     if out_name != working:
         cos, sin = xp.astype(cos, xp.dtype(out_name)), xp.astype(sin, xp.dtype(out_name))
     return cos, sin
-
-
-def _host_tables(
-    xp: Namespace,
-    positions: Positions,
-    inv_freq: tuple[float, ...],
-    factor: float,
-    layout: str,
-    out_name: str,
-) -> tuple[Any, Any]:
-    """Host positions: the exact host table, laid out on the host, placed once."""
-    values, max_abs = positions.host, positions.max_abs
-    assert values is not None and max_abs is not None
-    working = working_dtype(out_name, xp, round_once=True)
-    like = positions.array  # a framework array on the CPU: its device; else None
-
-    def build() -> tuple[np.ndarray, np.ndarray]:
-        rounded_once = out_name != "float32"
-        cos, sin = host_cos_sin(values, inv_freq, factor, working, max_abs, rounded_once)
-        cos, sin = spread(HOST, cos, layout), spread(HOST, sin, layout)
-        return np.ascontiguousarray(cos), np.ascontiguousarray(sin)
-
-    values_key = device_tables.values_key(values)
-    on_accelerator = like is not None and xp.on_accelerator(like)
-    keep = values_key is not None and (on_accelerator or values.size <= _KEYED)
-    key = ("rope_tables", values_key, inv_freq, factor, layout) if keep else None
-    return device_tables.cached(xp, key, like, out_name, build)
 
 
 #: Host position arrays up to this size keep their tables (a decode step's positions).

@@ -80,34 +80,15 @@ def encode_1d(
             like=like,
             what=what,
         )
-    args = (pos, d, spec, backend, dtype, out, like, check_values, what)
     if spec.order == "sin_cos" and spec.odd_d != "truncate":
-        return _run(_prepare(*args))
-    return _arranged(*args)
-
-
-def _arranged(
-    pos: Any,
-    d: Any,
-    spec: Spec,
-    backend: str | None,
-    dtype: Any,
-    out: Any,
-    like: Any,
-    check_values: bool,
-    what: str,
-) -> Any:
-    """``order="cos_sin"`` or ``odd_d="truncate"``: the sin-first table of the computed
-    width (:func:`~pe_core._schedule.computed_width`) by the same routes, its slots
-    swapped, then cut to ``d`` features. The swap and the cut move values only: every
-    value is the one the sin-first table holds."""
+        return _run(_prepare(pos, d, spec, backend, dtype, out, like, check_values, what))
+    # order="cos_sin" or odd_d="truncate": the sin-first table of the computed width
+    # (:func:`~pe_core._schedule.computed_width`) by the same routes, its slots swapped,
+    # then cut to ``d`` features. The swap and the cut move values only: every value is
+    # the one the sin-first table holds.
     d = check_d(d, spec)
     width = computed_width(d, spec)
-    xp, _ = _choose_namespace(pos, backend, like, out, what)
-    if out is not None:
-        _check_out_backend(xp, out)
-        dtype = out.dtype if dtype is None else dtype
-        like = out if like is None else like
+    _, _, dtype, like = _choose_namespace(pos, backend, dtype, out, like, what)
     sin_first = spec._sin_first_spec()
     request = _prepare(pos, width, sin_first, backend, dtype, None, like, check_values, what)
     table = _run(request)
@@ -149,11 +130,7 @@ def _prepare(
 ) -> _Request:
     """Validate the arguments and classify the positions, once."""
     d = check_d(d, spec)
-    xp, source = _choose_namespace(pos, backend, like, out, what)
-    if out is not None:
-        _check_out_backend(xp, out)
-        dtype = out.dtype if dtype is None else dtype
-        like = out if like is None else like
+    xp, source, dtype, like = _choose_namespace(pos, backend, dtype, out, like, what)
     out_name, _ = resolve_dtype(xp, dtype)
     named = "positions" if what == "pos" else what  # encode's errors say "positions"
     positions = prepare_positions(pos, xp, source, check_values=check_values, what=named)
@@ -174,32 +151,33 @@ def _prepare(
 
 
 def _choose_namespace(
-    pos: Any, backend: str | None, like: Any, out: Any, what: str = "pos"
-) -> tuple[Namespace, str | None]:
+    pos: Any, backend: str | None, dtype: Any, out: Any, like: Any, what: str
+) -> tuple[Namespace, str | None, Any, Any]:
     """The backend to compute on: ``backend``, else the positions', else ``like``'s or
-    ``out``'s (for host positions), else NumPy; and the positions' own backend."""
+    ``out``'s (for host positions), else NumPy; the positions' own backend; and
+    ``dtype`` and ``like``, taken from a checked ``out`` where the caller gave none."""
     source = backend_of(pos)
     if backend is None and source is None:
-        anchors = (backend_of(a) for a in (like, out) if a is not None)
-        backend = next((name for name in anchors if name is not None), None)
-    return choose_backend(pos, backend, source=source, what=what)
+        backend = anchor_backend(like, out)
+    xp, source = choose_backend(pos, backend, source=source, what=what)
+    if out is not None:
+        _check_out_backend(xp, out)
+        dtype = out.dtype if dtype is None else dtype
+        like = out if like is None else like
+    return xp, source, dtype, like
+
+
+def anchor_backend(like: Any, out: Any) -> str | None:
+    """The backend of ``like``, else of ``out``: where Python positions are encoded."""
+    anchors = (backend_of(a) for a in (like, out) if a is not None)
+    return next((name for name in anchors if name is not None), None)
 
 
 def _run(request: _Request) -> Any:
     """Host positions: the cheapest exact host route; others: the kernel where they live."""
     xp, positions, out = request.xp, request.positions, request.out
     if positions.placement == "host":
-        table = _host_encode(
-            xp,
-            positions,
-            request.freqs,
-            request.spec,
-            request.d,
-            request.out_name,
-            like=request.like,
-            out=out,
-        )
-        return out if out is not None else table
+        return _host_encode(*request)  # into ``out`` where given
     table = _device_encode(xp, positions, request.freqs, request.spec, request.d, request.out_name)
     return xp.copy_into(out, table) if out is not None else table
 
@@ -217,9 +195,7 @@ def few_integer_positions(pos: Any, d: Any) -> Any | None:
     returns ``None`` and takes the general route.
     """
     values, xp = host_view(pos)
-    if values is None:
-        return None
-    if values.dtype.kind not in "iu" or not 0 < values.size <= FEW_POSITIONS:
+    if values is None or values.dtype.kind not in "iu" or not 0 < values.size <= FEW_POSITIONS:
         return None
     if type(d) is not int or d < 2 or d % 2:
         return None
@@ -296,7 +272,6 @@ def _host_encode(
     spec: Spec,
     d: int,
     out_name: str,
-    *,
     like: Any,
     out: Any,
 ) -> Any:
@@ -359,7 +334,7 @@ def _cached_on_device(
         key,
         like,
         out_name,
-        lambda: _host_encode(HOST, positions, freqs, spec, d, host_name, like=None, out=None),
+        lambda: _host_encode(HOST, positions, freqs, spec, d, host_name, None, None),
     )
 
 
@@ -464,10 +439,8 @@ def _kernel(
         # one contiguous, vectorised loop, no interleaving stores.
         pairs = len(freqs)
         if layout == "interleaved":
-            columns, quarters = (
-                [i // 2 for i in range(2 * pairs)],
-                [i % 2 for i in range(2 * pairs)],
-            )
+            columns = [i // 2 for i in range(2 * pairs)]
+            quarters = [i % 2 for i in range(2 * pairs)]
         else:
             columns, quarters = [*range(pairs)] * 2, [0] * pairs + [1] * pairs
         constants = xp.host_constant(_column_constants, freqs, offset, tuple(columns))
@@ -496,19 +469,12 @@ def _cached_column_constants(
 ) -> tuple:
     """The turn constants of ``freqs`` (:func:`~pe_core._kernel.angles.turn_constant_fields`)
     with one entry per output column: column ``j`` takes frequency ``columns[j]``."""
-    fields = turn_constant_fields(freqs, offset)
+    words, rests, *others = turn_constant_fields(freqs, offset)  # others: f, wrap64, offset
 
     def pick(values: tuple | None) -> tuple | None:
         return None if values is None else tuple(values[j] for j in columns)
 
-    words, rests, f, wrap64, offset_turns = fields
-    return (
-        (pick(words[0]), pick(words[1])),
-        (pick(rests[0]), pick(rests[1])),
-        pick(f),
-        pick(wrap64),
-        pick(offset_turns),
-    )
+    return (tuple(map(pick, words)), tuple(map(pick, rests)), *map(pick, others))
 
 
 def _traced_kernel(

@@ -14,7 +14,7 @@ from typing import Any
 
 from pe_core._kernel.inputs import as_positions
 from pe_core._schedule import axis_blocks, check_nd_d
-from pe_core._sinusoidal import encode_1d
+from pe_core._sinusoidal import anchor_backend, encode_1d
 from pe_core.spec import Spec
 from pe_core_backends import HOST, Namespace, backend_of, get_namespace
 
@@ -53,7 +53,7 @@ def encode_nd(
     d = check_nd_d(d, spec)
     layout, extra = axis_blocks(d, spec)
     if backend is None and backend_of(coords) is None:  # Python values follow like / out
-        backend = _anchor_backend(like, out)
+        backend = anchor_backend(like, out)
     coords, _ = coordinates(coords, spec)
     if out is not None:
         backend, dtype, like = _follow_out(out, backend, dtype, like)
@@ -82,12 +82,6 @@ def group_halves(blocks: list[Any], pairs: list[int]) -> list[Any]:
     firsts = [block[..., :n] for block, n in zip(blocks, pairs, strict=True)]
     seconds = [block[..., n : 2 * n] for block, n in zip(blocks, pairs, strict=True)]
     return firsts + seconds
-
-
-def _anchor_backend(like: Any, out: Any) -> str | None:
-    """The backend of ``like``, else of ``out``: where Python coordinates are encoded."""
-    anchors = [backend_of(a) for a in (like, out) if a is not None]
-    return next((name for name in anchors if name is not None), None)
 
 
 def _follow_out(out: Any, backend: str | None, dtype: Any, like: Any) -> tuple[Any, Any, Any]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from pe_core._index.log_buckets import t5_thresholds_plain
 from pe_core._kernel.compiled import compiled
-from pe_core._kernel.inputs import _host_numpy
+from pe_core._kernel.inputs import _host_numpy, flat_items, python_ints
 from pe_core_backends import backend_of
 
 
@@ -44,7 +44,18 @@ def _kernel(
         # the common case: -2**(W-1) shares the bucket of -2**(W-1) + 1 (no threshold
         # lies between their distances), whose absolute value does not wrap
         rel = xp.where(rel == int(info.min), rel + 1, rel)
-        return _signed_kernel(xp, rel, n, max_exact, thresholds, bidirectional, dtype)
+        if bidirectional:
+            distance = xp.abs(rel)
+        else:
+            distance = xp.where(rel < 0, -rel, xp.zeros_like(rel))
+        large = xp.zeros_like(distance) + max_exact
+        for t in thresholds:
+            if t <= info.max:
+                large = large + xp.astype(distance >= t, dtype)
+        bucket = xp.where(distance < max_exact, distance, large)
+        if bidirectional:
+            bucket = bucket + xp.astype(rel > 0, dtype) * n
+        return bucket
 
     def compare(c: int, above: bool) -> Any:
         """``true rel >= c`` (``<= c`` unless ``above``): a bool array, or a Python bool
@@ -92,31 +103,6 @@ def _kernel(
     bucket = as_array(select(small, value, large))
     if bidirectional:
         bucket = bucket + as_array(count([compare(1, True)])) * n
-    return bucket
-
-
-def _signed_kernel(
-    xp: Any,
-    rel: Any,
-    n: int,
-    max_exact: int,
-    thresholds: tuple[int, ...],
-    bidirectional: bool,
-    dtype: Any,
-) -> Any:
-    """:func:`_kernel` for ``rel`` above the dtype's minimum: ``|rel|`` does not wrap."""
-    if bidirectional:
-        distance = xp.abs(rel)
-    else:
-        distance = xp.where(rel < 0, -rel, xp.zeros_like(rel))
-    large = xp.zeros_like(distance) + max_exact
-    limit = np.iinfo(xp.dtype_of(rel)).max
-    for t in thresholds:
-        if t <= limit:
-            large = large + xp.astype(distance >= t, dtype)
-    bucket = xp.where(distance < max_exact, distance, large)
-    if bidirectional:
-        bucket = bucket + xp.astype(rel > 0, dtype) * n
     return bucket
 
 
@@ -168,8 +154,8 @@ def as_relative(obj: Any, xp: Any, source: str | None, what: str) -> tuple[Any, 
         if array.size == 0:
             array = array.astype(np.int64)
         if array.dtype.kind not in "iu":
-            items = _flat_ints(obj)
-            if array.dtype.kind in "fO" and _all_python_ints(items):
+            items = flat_items(obj)
+            if array.dtype.kind in "fO" and python_ints(items):
                 raise ValueError(
                     f"{what} must be integers of one NumPy dtype, int64 or uint64: "
                     "in [-2**63, 2**63) or in [0, 2**64). Received Python ints from "
@@ -193,18 +179,6 @@ def as_relative(obj: Any, xp: Any, source: str | None, what: str) -> tuple[Any, 
         wrapped = xp.astype(obj, signed)  # two's complement: values >= 2**(W-1) wrap
         return wrapped, xp.astype(wrapped < 0, signed)
     return xp.astype(obj, xp.dtype(wide)), None
-
-
-def _flat_ints(obj: Any) -> list[Any]:
-    if isinstance(obj, (list, tuple)):
-        return [v for item in obj for v in _flat_ints(item)]
-    return [obj]
-
-
-def _all_python_ints(items: list[Any]) -> bool:
-    return bool(items) and all(
-        isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in items
-    )
 
 
 def fit_int(values: np.ndarray, xp: Any, what: str) -> np.ndarray:

@@ -360,8 +360,17 @@ def host_sin_cos(
             xp, start, n_rows, omegas, offset=offset, layout=layout, working=working, like=like
         )
     if route == "gather":  # on the host: its complex product rounds as NumPy's does
-        gathered = _gathered(values, omegas, offset=offset, layout=layout, working=working)
-        if gathered is not None:
+        gathered = gathered_unit_complex(
+            HOST,
+            values,
+            omegas,
+            offset=offset,
+            working=working,
+            form="sin_cos",
+            layout=layout,
+            out=np.empty((n_rows, 2 * len(omegas)), np.dtype(working)),
+        )
+        if gathered is not None:  # None where the lookup does not apply
             return gathered
     turns = host_turns(values.reshape(-1), omegas, offset=offset, working=working, max_abs=max_abs)
     angles = turns * (2.0 * math.pi)
@@ -506,24 +515,22 @@ def host_turns(
     True
     """
     bound = None if max_abs is None else max_abs + 1.0
+
+    def kernel(x: np.ndarray, precision: str) -> np.ndarray:
+        return reduced_turns(
+            HOST, x, omegas, offset=offset, working=precision, max_abs_position=bound
+        )
+
     if values.dtype.kind == "f" and working != "float64" and _may_miss(omegas, working, max_abs):
         if not _may_miss(omegas, "float64", max_abs):  # the float64 step takes them all
-            wide = reduced_turns(
-                HOST, values, omegas, offset=offset, working="float64", max_abs_position=bound
-            )
-            return wide.astype(working)
-    turns = reduced_turns(
-        HOST, values, omegas, offset=offset, working=working, max_abs_position=bound
-    )
+            return kernel(values, "float64").astype(working)
+    turns = kernel(values, working)
     if values.dtype.kind != "f" or not _may_miss(omegas, working, max_abs):
         return turns  # the kernel computes every such position: no NaN to look for
     missing = np.isnan(turns)
     if missing.any() and working != "float64":  # the float64 kernel's fractional step is wider
         rows = missing.reshape(-1, len(omegas)).any(axis=-1).reshape(values.shape)
-        wide = reduced_turns(
-            HOST, values[rows], omegas, offset=offset, working="float64", max_abs_position=bound
-        )
-        turns[rows] = wide.astype(turns.dtype)
+        turns[rows] = kernel(values[rows], "float64").astype(turns.dtype)
         missing = np.isnan(turns)
     if missing.any():
         rows = missing.reshape(-1, len(omegas)).any(axis=-1).reshape(values.shape)
@@ -538,27 +545,3 @@ def _may_miss(omegas: tuple[float, ...], working: str, max_abs: float | None) ->
         return True
     limit = FRACTION_MAX_TURNS[working] * _TWO_PI
     return any(abs(w) > limit for w in omegas)
-
-
-def _gathered(
-    values: np.ndarray,
-    omegas: tuple[float, ...],
-    *,
-    offset: int | float,
-    layout: str,
-    working: str,
-) -> np.ndarray | None:
-    """The lookup route of :mod:`pe_core._kernel.gather` on the host (its plan already
-    found by :func:`host_route`), or None where it does not apply."""
-    target = np.empty((values.size, 2 * len(omegas)), np.dtype(working))
-    gathered: np.ndarray | None = gathered_unit_complex(
-        HOST,
-        values,
-        omegas,
-        offset=offset,
-        working=working,
-        form="sin_cos",
-        layout=layout,
-        out=target,
-    )
-    return gathered

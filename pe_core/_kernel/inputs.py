@@ -58,7 +58,7 @@ def as_positions(obj: Any, xp: Namespace, source: str | None, *, what: str = "po
             array = range_array(obj, what)
         else:
             if isinstance(obj, bool) or (
-                isinstance(obj, (list, tuple)) and any(isinstance(v, bool) for v in _flat(obj))
+                isinstance(obj, (list, tuple)) and any(isinstance(v, bool) for v in flat_items(obj))
             ):
                 raise TypeError(
                     f"{what} must be integers or floats, not booleans. Received: {obj!r}"
@@ -134,12 +134,9 @@ def _unsigned_if_exact(obj: Any, array: np.ndarray) -> np.ndarray:
     (NumPy would store it as float64, rounded)."""
     if array.dtype.kind not in "fO" or not isinstance(obj, (list, tuple)):
         return array
-    items = list(_flat(obj))
-    if items and all(
-        isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in items
-    ):
-        if all(0 <= int(v) < 2**64 for v in items):
-            return np.asarray(obj, dtype=np.uint64)
+    items = flat_items(obj)
+    if python_ints(items) and all(0 <= int(v) < 2**64 for v in items):
+        return np.asarray(obj, dtype=np.uint64)
     return array
 
 
@@ -151,7 +148,7 @@ def _check_python_integers(obj: Any, array: np.ndarray, what: str) -> None:
     """
     if array.dtype.kind not in "fO":
         return
-    items = list(_flat(obj)) if isinstance(obj, (list, tuple)) else [obj]
+    items = flat_items(obj)
     ints = [v for v in items if isinstance(v, numbers.Integral) and not isinstance(v, np.generic)]
     for v in ints:
         if not -(2**63) <= int(v) < 2**64:
@@ -328,9 +325,15 @@ def _host_numpy(obj: Any, source: str, what: str) -> np.ndarray:
     return values
 
 
-def _flat(seq: Any) -> Any:
-    for item in seq:
-        if isinstance(item, (list, tuple)):
-            yield from _flat(item)
-        else:
-            yield item
+def flat_items(obj: Any) -> list[Any]:
+    """The leaves of nested lists and tuples; ``[obj]`` for anything else."""
+    if isinstance(obj, (list, tuple)):
+        return [v for item in obj for v in flat_items(item)]
+    return [obj]
+
+
+def python_ints(items: list[Any]) -> bool:
+    """Whether ``items`` is not empty and holds integers only (booleans are not)."""
+    return bool(items) and all(
+        isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in items
+    )

@@ -106,6 +106,4 @@ def table_sin_cos(
         xp.multiply_into(xp.expand_dims(starts, 1), xp.expand_dims(offsets, 0), target)
         return out
     table = compiled(xp.name, _combine, n_rows, layout)(starts, offsets)
-    if out is not None:
-        return xp.copy_into(out, table)
-    return table
+    return table if out is None else xp.copy_into(out, table)
