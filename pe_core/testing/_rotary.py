@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -85,10 +84,6 @@ def check_cross_backend_agreement(
     return error
 
 
-def _rope_context(base: float, layout: str, rotary_dim: int | None) -> dict[str, Any]:
-    return {"rope": f"base={base!r}, layout={layout!r}, rotary_dim={rotary_dim!r}"}
-
-
 def _call_rope(fn: RopeFunction, x: np.ndarray, positions: np.ndarray, prop: str) -> np.ndarray:
     out = _to_numpy(fn(x, positions))
     if out.shape != x.shape:
@@ -139,7 +134,7 @@ def check_rope_agreement(
         worst += f"{index[-1]}: expected {_item(expected[index])!r}, got {_item(got[index])!r}"
         summary = f"fn(x, positions) differs from the float64 reference by up to {error:.3g}"
         summary += f" (atol {atol:g})"
-        context = _rope_context(base, layout, rotary_dim)
+        context = {"rope": f"base={base!r}, layout={layout!r}, rotary_dim={rotary_dim!r}"}
         _fail("rope agreement", summary, error, atol, worst, context, positions=positions)
     return error
 
