@@ -154,8 +154,7 @@ def draw_resample_gap(old: int, new: int, channels: int, backends: Sequence[str]
         offsets = np.arange(len(RESAMPLE_SETTINGS)) + (i - (len(methods) - 1) / 2) * width
         left.bar(offsets, values, width=width, label=method)
     left.set_yscale("log")
-    left.set_xticks(np.arange(len(RESAMPLE_SETTINGS)))
-    left.set_xticklabels([label for label, _, _ in RESAMPLE_SETTINGS])
+    left.set_xticks(np.arange(len(RESAMPLE_SETTINGS)), [label for label, _, _ in RESAMPLE_SETTINGS])
     left.set(
         ylabel="max |x - torch float64| / max |torch float64|",
         title=f"{old}x{old} <-> {new}x{new}, {channels} channels, antialias off",
