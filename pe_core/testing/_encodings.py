@@ -469,10 +469,9 @@ def check_shift(
         if got.shape != expected[m].shape:
             summary = f"shift_fn(fn(p), k) returned shape {got.shape}; expected {expected[m].shape}"
             _fail("shift", summary, math.inf, tolerance, None, context)
-        err = _abs_error(got, expected[m])
-        error = max(error, _largest(err))
-        if not error <= tolerance:
-            index = _worst(err)
+        largest, index = _beyond(_abs_error(got, expected[m]), tolerance)
+        error = max(error, largest)
+        if index is not None:
             summary = f"shift_fn(fn(p), k) differs from fn(p + k) by up to {error:.3g} "
             summary += f"(tolerance {tolerance:g}) for k={shift_k!r}"
             worst = f"p={_item(positions[index[:-1]])!r}, {_feature_name(index[-1], d, spec)}: "
