@@ -129,18 +129,19 @@ def draw_spectrum(d: int, chosen: list[Spec]) -> Any:
     ax, axes = axes[0, 0], axes[:, 0]
     markers = ["o", "s", "^", "v", "D"]
     styles = ["-", "--", "-.", ":"]
-    waves = [_wavelengths(d, spec) for spec in chosen]
+    waves = [_wavelengths(d, spec) for spec in chosen]  # d // 2 pairs for every spec
     for index, (spec, wavelength) in enumerate(zip(chosen, waves, strict=True)):
         every = max(1, wavelength.size // 16)  # the specs' markers side by side, not stacked
-        style = {
-            "marker": markers[index % len(markers)],
-            "markersize": 4,
-            "markevery": (index * every // len(chosen), every),
-            "linestyle": styles[index % len(styles)],
-            "color": f"C{index}",
-        }
+        line = {"linewidth": 1.2, "linestyle": styles[index % len(styles)], "color": f"C{index}"}
+        marks = {"marker": markers[index % len(markers)], "markersize": 4}
+        marks["markevery"] = (index * every // len(chosen), every)
         label = f"{spec_label(spec)} (slowest {wavelength[-1]:,.0f})"
-        ax.plot(np.arange(wavelength.size), wavelength, linewidth=1.2, label=label, **style)
+        ax.plot(np.arange(wavelength.size), wavelength, label=label, **marks, **line)
+        if index:  # below: the difference from the first spec's
+            with np.errstate(invalid="ignore"):
+                percent = 100.0 * (wavelength / waves[0] - 1.0)
+            label = f"{spec_label(spec)} (up to {np.nanmax(np.abs(percent)):.2g}%)"
+            axes[1].plot(np.arange(wavelength.size), percent, label=label, **line)
     ax.set_yscale("log")
     ax.set(ylabel="wavelength 2π/ω_i (positions)", title=f"Wavelength of each sin/cos pair, d={d}")
     ax.axhline(2 * math.pi, color="0.6", linewidth=0.8, linestyle=":")
@@ -148,12 +149,6 @@ def draw_spectrum(d: int, chosen: list[Spec]) -> Any:
     ax.grid(alpha=0.3, which="both")
     if compare:
         below = axes[1]
-        for index, other in enumerate(waves[1:], start=1):  # d // 2 pairs for every spec
-            with np.errstate(invalid="ignore"):
-                percent = 100.0 * (other / waves[0] - 1.0)
-            label = f"{spec_label(chosen[index])} (up to {np.nanmax(np.abs(percent)):.2g}%)"
-            style = {"linestyle": styles[index % len(styles)], "color": f"C{index}"}
-            below.plot(np.arange(other.size), percent, linewidth=1.2, label=label, **style)
         below.axhline(0.0, color="C0", linewidth=1.0, label=spec_label(chosen[0]))
         below.set(ylabel=f"difference from {spec_label(chosen[0])} (%)")
         below.legend(fontsize="small")
