@@ -124,8 +124,8 @@ def draw_spectrum(d: int, chosen: list[Spec]) -> Any:
     first spec's, in percent: on a log scale schedules like ``2i/d`` and
     ``i/(d/2 - 1)`` lie on top of each other, so the difference gets its own panel."""
     compare = len(chosen) > 1
-    two_panels = {"nrows": 2, "height": 6.2, "sharex": True, "height_ratios": (3, 2)}
-    fig, axes = new_figure(width=7.0, squeeze=False, **(two_panels if compare else {}))
+    panels: dict[str, Any] = {"nrows": 2, "height": 6.2, "sharex": True, "height_ratios": (3, 2)}
+    fig, axes = new_figure(width=7.0, squeeze=False, **(panels if compare else {}))
     ax, axes = axes[0, 0], axes[:, 0]
     markers = ["o", "s", "^", "v", "D"]
     styles = ["-", "--", "-.", ":"]
