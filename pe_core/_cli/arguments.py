@@ -51,9 +51,8 @@ def number(text: str) -> int | float:
 
 @dataclass(frozen=True)
 class Positions:
-    """Parsed ``--positions``: the text, the array ``encode`` gets, and the call that gives it."""
+    """Parsed ``--positions``: the array ``encode`` gets, and the call that gives it."""
 
-    text: str
     values: np.ndarray
     call: str  # how a Python caller would write them
 
@@ -87,7 +86,7 @@ def parse_range(text: str) -> Positions:
     else:
         values = start + step * np.arange(count, dtype=np.float64)
         call = f"np.arange({start!r}, {stop!r}, {step!r})"
-    return Positions(text, values, call)
+    return Positions(values, call)
 
 
 def range_bounds(text: str) -> tuple[int | float, int | float, int | float]:
@@ -134,7 +133,7 @@ def parse_list(text: str) -> Positions:
     ints = [v for v in numbers if isinstance(v, int)]
     values = integers(ints) if len(ints) == len(numbers) else np.array(numbers, np.float64)
     call = repr(numbers[0]) if len(numbers) == 1 else f"[{', '.join(map(repr, numbers))}]"
-    return Positions(text, values, call)
+    return Positions(values, call)
 
 
 # -- sizes, presets, bases and backends ---------------------------------------------

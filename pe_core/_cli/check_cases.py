@@ -138,9 +138,9 @@ class EncodeCase:
             ),
         }
 
-    def target(self, positions: Any) -> Any:
-        """What the compilers compile."""
-        return encode(positions, self.d, spec=self.spec)
+    def target(self, positions: Any, backend: str | None = None) -> Any:
+        """What the compilers compile, and what is compared across backends."""
+        return encode(positions, self.d, spec=self.spec, backend=backend)
 
     def check_compiled(self, compiled: Callable[..., Any]) -> float:
         """Both grids joined (one compilation per dtype), against the float64 reference."""
@@ -177,8 +177,7 @@ class RopeCase:
         """Column -> the checks of that column on backend ``name``."""
 
         def fn(x: np.ndarray, positions: np.ndarray) -> Any:
-            out = apply_rope(x, positions, backend=name, **self.options)
-            return typed(out, name, "apply_rope")
+            return typed(self.target(x, positions, name), name, "apply_rope")
 
         q, m = self.inputs[0]  # the keys: the same vectors and positions, reversed
         return {
@@ -189,9 +188,9 @@ class RopeCase:
             "norm": lambda: max(check_rope_norm(fn, x, p, atol=ATOL) for x, p in self.inputs),
         }
 
-    def target(self, x: Any, positions: Any) -> Any:
-        """What the compilers compile."""
-        return apply_rope(x, positions, **self.options)
+    def target(self, x: Any, positions: Any, backend: str | None = None) -> Any:
+        """What the compilers compile, and what is compared across backends."""
+        return apply_rope(x, positions, backend=backend, **self.options)
 
     def agreement(self, fn: Callable[..., Any]) -> float:
         return max(
@@ -199,16 +198,6 @@ class RopeCase:
         )
 
     check_compiled = agreement  # the same inputs, compiled
-
-
-def encode_on(grid: np.ndarray, case: EncodeCase, backend: str) -> Any:
-    """``encode`` of ``case`` at ``grid`` on ``backend`` (compared across backends)."""
-    return encode(grid, case.d, spec=case.spec, backend=backend)
-
-
-def rope_on(x: np.ndarray, positions: np.ndarray, case: RopeCase, backend: str) -> Any:
-    """``apply_rope`` of ``case`` on ``backend`` (compared across backends)."""
-    return apply_rope(x, positions, backend=backend, **case.options)
 
 
 def encode_case(spec: Spec, d: int, thorough: bool) -> EncodeCase:

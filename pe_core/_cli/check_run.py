@@ -25,8 +25,6 @@ from pe_core._cli.check_cases import (
     REFERENCE_BACKEND,
     EncodeCase,
     RopeCase,
-    encode_on,
-    rope_on,
 )
 from pe_core.testing.checks import CheckOutcome, check_cross_backend_agreement, run_check
 from pe_core_backends import backend_info, get_namespace
@@ -163,21 +161,16 @@ def check_across(
     if len(backends) < 2:
         return {}
     names = [REFERENCE_BACKEND, *(b for b in backends if b != REFERENCE_BACKEND)]
-    jobs = [
-        ("encode", case.label, functools.partial(encode_on, grid, case))
-        for case in cases
-        for grid in case.small
+    jobs: list[tuple[str, Any, tuple[np.ndarray, ...]]] = [
+        ("encode", case, (grid,)) for case in cases for grid in case.small
     ]
-    jobs += [
-        ("apply_rope", case.label, functools.partial(rope_on, x, p, case))
-        for case in rope_cases
-        for x, p in case.inputs
-    ]
+    jobs += [("apply_rope", case, inputs) for case in rope_cases for inputs in case.inputs]
     cells = {"encode": Cell(), "apply_rope": Cell()}
     progress.begin(f"checking across backends ({', '.join(names)}):")
-    for what, where, fn in jobs:
+    for what, case, inputs in jobs:  # the case's target on each backend (its last argument)
+        fn = functools.partial(case.target, *inputs)
         check = functools.partial(check_cross_backend_agreement, fn, names, atol=ACROSS_ATOL)
-        cells[what].run(where, check)
+        cells[what].run(case.label, check)
     progress.step("encode apply_rope")
     progress.end()
     return cells

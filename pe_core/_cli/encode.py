@@ -122,6 +122,7 @@ def print_table(positions: np.ndarray, table: np.ndarray, max_rows: int = 50) ->
     width = max(3, *(len(label) for label in labels))
     d = table.shape[-1]
     summarise = d > 16
+    threshold = 16 if summarise else 10**6
     rows = list(range(len(labels)))
     if len(rows) > max_rows:
         rows = rows[:10] + [-1] + rows[-10:]
@@ -129,11 +130,9 @@ def print_table(positions: np.ndarray, table: np.ndarray, max_rows: int = 50) ->
     for i in rows:
         if i < 0:
             print(f"{'...':>{width}}")
-            continue
-        text = np.array2string(
-            table[i].astype(np.float64), threshold=16 if summarise else 10**6, **ROW_FORMAT
-        )
-        print(f"{labels[i]:>{width}}  {text}")
+        else:
+            text = np.array2string(table[i].astype(np.float64), threshold=threshold, **ROW_FORMAT)
+            print(f"{labels[i]:>{width}}  {text}")
     notes = []
     if summarise:
         notes.append(f"the first and last 4 of {d} features")

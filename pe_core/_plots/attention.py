@@ -52,9 +52,7 @@ def draw_rope_sections(sections: Sequence[int], interleaved: Sequence[int], base
     k = max(max(axes) for _, axes in cases) + 1
     names = ["t", "h", "w"] if k == 3 else [f"axis {a}" for a in range(k)]
     colours = [f"C{a}" for a in range(k)]
-    fig, placeholder = new_figure(1, width=10.0, height=5.6)
-    placeholder.remove()
-    top, bottom = fig.subplots(2, 1, height_ratios=[1, 1.6])
+    fig, (top, bottom) = new_figure(nrows=2, width=10.0, height=5.6, height_ratios=[1, 1.6])
     image = np.array([axes for _, axes in cases])
     top.imshow(image, cmap=ListedColormap(colours), vmin=-0.5, vmax=k - 0.5, aspect="auto")
     top.set_yticks(range(len(cases)), [label for label, _ in cases])

@@ -124,46 +124,31 @@ def draw_spectrum(d: int, chosen: list[Spec]) -> Any:
     first spec's, in percent: on a log scale schedules like ``2i/d`` and
     ``i/(d/2 - 1)`` lie on top of each other, so the difference gets its own panel."""
     compare = len(chosen) > 1
-    if compare:
-        fig, axes = new_figure(nrows=2, width=7.0, height=6.2, sharex=True, height_ratios=(3, 2))
-    else:
-        fig, ax = new_figure(width=7.0)
-        axes = [ax]
-    ax = axes[0]
+    panels: dict[str, Any] = {"nrows": 2, "height": 6.2, "sharex": True, "height_ratios": (3, 2)}
+    fig, axes = new_figure(width=7.0, squeeze=False, **(panels if compare else {}))
+    ax, axes = axes[0, 0], axes[:, 0]
     markers = ["o", "s", "^", "v", "D"]
     styles = ["-", "--", "-.", ":"]
-    waves = [_wavelengths(d, spec) for spec in chosen]
+    waves = [_wavelengths(d, spec) for spec in chosen]  # d // 2 pairs for every spec
     for index, (spec, wavelength) in enumerate(zip(chosen, waves, strict=True)):
         every = max(1, wavelength.size // 16)  # the specs' markers side by side, not stacked
-        style = {
-            "marker": markers[index % len(markers)],
-            "markersize": 4,
-            "markevery": (index * every // len(chosen), every),
-            "linestyle": styles[index % len(styles)],
-            "color": f"C{index}",
-        }
+        line = {"linewidth": 1.2, "linestyle": styles[index % len(styles)], "color": f"C{index}"}
+        marks = {"marker": markers[index % len(markers)], "markersize": 4}
+        marks["markevery"] = (index * every // len(chosen), every)
         label = f"{spec_label(spec)} (slowest {wavelength[-1]:,.0f})"
-        ax.plot(np.arange(wavelength.size), wavelength, linewidth=1.2, label=label, **style)
+        ax.plot(np.arange(wavelength.size), wavelength, label=label, **marks, **line)
+        if index:  # below: the difference from the first spec's
+            with np.errstate(invalid="ignore"):
+                percent = 100.0 * (wavelength / waves[0] - 1.0)
+            label = f"{spec_label(spec)} (up to {np.nanmax(np.abs(percent)):.2g}%)"
+            axes[1].plot(np.arange(wavelength.size), percent, label=label, **line)
     ax.set_yscale("log")
     ax.set(ylabel="wavelength 2π/ω_i (positions)", title=f"Wavelength of each sin/cos pair, d={d}")
     ax.axhline(2 * math.pi, color="0.6", linewidth=0.8, linestyle=":")
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3, which="both")
     if compare:
-        first = waves[0]
         below = axes[1]
-        for index in range(1, len(chosen)):
-            other = waves[index]  # d // 2 pairs for every spec
-            with np.errstate(invalid="ignore"):
-                percent = 100.0 * (other / first - 1.0)
-            below.plot(
-                np.arange(other.size),
-                percent,
-                linewidth=1.2,
-                linestyle=styles[index % len(styles)],
-                color=f"C{index}",
-                label=f"{spec_label(chosen[index])} (up to {np.nanmax(np.abs(percent)):.2g}%)",
-            )
         below.axhline(0.0, color="C0", linewidth=1.0, label=spec_label(chosen[0]))
         below.set(ylabel=f"difference from {spec_label(chosen[0])} (%)")
         below.legend(fontsize="small")
@@ -185,9 +170,8 @@ def draw_long_distance(
         k = report.max_far_cosine_pair[1]
         label = f"k = {k:,}: cosine {report.max_far_cosine:.4f}"
         ax.plot([k], [report.max_far_cosine], marker="o", color="C3", linestyle="none", label=label)
-    ax.set(xlabel="distance k", ylabel="cosine of PE(p), PE(p+k)")
+    ax.set(xlabel="distance k", ylabel="cosine of PE(p), PE(p+k)", ylim=(-1.05, 1.05))
     ax.set_title(f"Long-distance similarity ({spec_label(resolved)}, d={d})")
-    ax.set_ylim(-1.05, 1.05)
     ax.legend(fontsize="small", loc="lower right")
     return fig
 
@@ -199,8 +183,7 @@ def draw_normalized(lengths: tuple[int, ...]) -> Any:
         ax.scatter(values, np.full(values.shape, row), s=18 if n <= 20 else 8)
         ax.text(1.03, row, f"n={n}: gap {values[1] - values[0]:.3g}", va="center")
     ax.set_yticks(range(len(lengths)), [f"length {n}" for n in lengths])
-    ax.set_xlim(-0.03, 1.35)
-    ax.set_ylim(-0.6, len(lengths) - 0.4)
+    ax.set(xlim=(-0.03, 1.35), ylim=(-0.6, len(lengths) - 0.4))
     ax.set(xlabel="normalized position pos / (n − 1)")
     ax.set_title("Normalized positions: the same neighbours, different distances")
     return fig

@@ -56,8 +56,7 @@ def draw_fourier_features(n_features: int, scale: float, n_points: int, seed: in
     curves["pe_core, host (float64, rounded)"] = []
     for size in turns_sizes:
         f = np.array([size * (1 + 1 / 3)])
-        angle = 2 * np.pi * coords.astype(np.float64)[:, None] * f
-        exact = np.sin(angle)
+        exact = np.sin(2 * np.pi * coords.astype(np.float64)[:, None] * f)
         plain = np.sin(np.float32(2 * np.pi) * (coords[:, None] * np.float32(f[0])))
         constants = host_constants(f[None], "float32")
         turns = reduced_turns(HOST, coords[:, None], constants, "float32", host=True)
@@ -154,8 +153,7 @@ def draw_resample_gap(old: int, new: int, channels: int, backends: Sequence[str]
         offsets = np.arange(len(RESAMPLE_SETTINGS)) + (i - (len(methods) - 1) / 2) * width
         left.bar(offsets, values, width=width, label=method)
     left.set_yscale("log")
-    left.set_xticks(np.arange(len(RESAMPLE_SETTINGS)))
-    left.set_xticklabels([label for label, _, _ in RESAMPLE_SETTINGS])
+    left.set_xticks(np.arange(len(RESAMPLE_SETTINGS)), [label for label, _, _ in RESAMPLE_SETTINGS])
     left.set(
         ylabel="max |x - torch float64| / max |torch float64|",
         title=f"{old}x{old} <-> {new}x{new}, {channels} channels, antialias off",

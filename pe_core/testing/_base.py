@@ -127,11 +127,22 @@ def _evaluate(
     return out
 
 
+def _evaluate_shifted(
+    fn: EncodingFunction, positions: np.ndarray, ks: np.ndarray, d: int, prop: str, spec: Spec
+) -> np.ndarray:
+    """``fn`` at ``positions + k`` for every ``k`` (:func:`_shifted`), one call, checked."""
+    moved = _shifted(positions, ks)
+    return _evaluate(fn, moved.reshape(-1), d, prop, spec).reshape(moved.shape + (d,))
+
+
 def _where(positions: np.ndarray, index: tuple[int, ...], d: int, spec: Spec) -> str:
     """``position 3 (index 3), feature 1 = cos(pos * w[0])``: where ``index`` of a table is."""
-    at = index[:-1]
-    feature = _feature_name(index[-1], d, spec)
-    return f"position {_item(positions[at])!r} (index {_index_text(at)}), {feature}"
+    return f"{_position_at(positions, index[:-1])}, {_feature_name(index[-1], d, spec)}"
+
+
+def _position_at(positions: np.ndarray, index: tuple[int, ...]) -> str:
+    """``position 3 (index 3)``: the position at ``index`` of ``positions``."""
+    return f"position {_item(positions[index])!r} (index {_index_text(index)})"
 
 
 def _feature_name(j: int, d: int, spec: Spec) -> str:
@@ -157,6 +168,12 @@ def _index_text(index: tuple[int, ...]) -> str:
 
 def _worst(err: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape))
+
+
+def _beyond(err: np.ndarray, tolerance: float) -> tuple[float, tuple[int, ...] | None]:
+    """The largest of ``err``, and where it is when it is beyond ``tolerance`` (else None)."""
+    error = _largest(err)
+    return error, None if error <= tolerance else _worst(err)
 
 
 def _abs_error(got: np.ndarray, expected: np.ndarray) -> np.ndarray:

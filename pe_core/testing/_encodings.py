@@ -14,15 +14,16 @@ from pe_core.testing._base import (
     EncodingFunction,
     _abs_error,
     _array_kind,
+    _beyond,
     _encoding_context,
     _evaluate,
+    _evaluate_shifted,
     _fail,
     _feature_name,
     _item,
     _k_text,
     _largest,
     _resolved,
-    _shifted,
     _shifts,
     _to_numpy,
     _where,
@@ -152,23 +153,14 @@ def check_agreement(
     positions = np.asarray(positions)
     got = _evaluate(fn, positions, d, "agreement", spec)
     label, expected = _reference_table(reference, positions, d, spec)
-    err = _abs_error(got, expected)
-    error = _largest(err)
-    if not error <= atol:
-        index = _worst(err)
+    error, index = _beyond(_abs_error(got, expected), atol)
+    if index is not None:
         summary = f"fn(positions, d) differs from the {label} reference by up to {error:.3g} "
         summary += f"(atol {atol:g})"
         worst = f"{_where(positions, index, d, spec)}: expected {_item(expected[index])!r}, "
         worst += f"got {_item(got[index])!r}"
-        _fail(
-            "agreement",
-            summary,
-            error,
-            atol,
-            worst,
-            _encoding_context(spec, d),
-            positions=positions,
-        )
+        context = _encoding_context(spec, d)
+        _fail("agreement", summary, error, atol, worst, context, positions=positions)
     return error
 
 
@@ -345,16 +337,12 @@ def check_linear_relation(
     spec, d = _resolved(spec, d)
     positions, ks = np.asarray(positions), _shifts(k)
     here = _evaluate(fn, positions, d, "linear relation", spec)
-    moved = _shifted(positions, ks)
-    shifted = _evaluate(fn, moved.reshape(-1), d, "linear relation", spec).reshape(
-        moved.shape + (d,)
-    )
+    shifted = _evaluate_shifted(fn, positions, ks, d, "linear relation", spec)
     matrices = np.asarray(relative_matrix(ks, d, spec, backend="numpy", dtype="float64"))
     predicted = np.einsum("...j,mij->m...i", here, matrices.reshape(ks.shape + (d, d)))
-    err = _abs_error(shifted, predicted)
-    error, tolerance = _largest(err), 3 * atol
-    if not error <= tolerance:
-        index = _worst(err)
+    tolerance = 3 * atol
+    error, index = _beyond(_abs_error(shifted, predicted), tolerance)
+    if index is not None:
         summary = f"fn(p + k) differs from relative_matrix(k) @ fn(p) by up to {error:.3g} "
         summary += f"(tolerance {tolerance:g}) for {_k_text(ks, index[0])}"
         worst = f"p={_item(positions[index[1:-1]])!r}, {_feature_name(index[-1], d, spec)}: "
@@ -407,8 +395,7 @@ def check_relative_dot(
     positions = np.concatenate([first.reshape(-1), second.reshape(-1)])
     ks, n = _shifts(k), first.size
     here = _evaluate(fn, positions, d, "relative dot", spec)
-    moved = _shifted(positions, ks)
-    there = _evaluate(fn, moved.reshape(-1), d, "relative dot", spec).reshape(moved.shape + (d,))
+    there = _evaluate_shifted(fn, positions, ks, d, "relative dot", spec)
     dots = np.sum(here[None] * there, axis=-1)  # (len(ks), 2n)
     exact_dots = np.sum(np.cos(ks[:, None] * reference_frequencies(d, spec)), axis=-1)
     diff = _abs_error(dots[:, :n], dots[:, n:])
@@ -471,8 +458,7 @@ def check_shift(
     context = _encoding_context(spec, d)
     native = fn(positions, d)
     kind = _array_kind(native)
-    moved = _shifted(positions, ks)
-    expected = _evaluate(fn, moved.reshape(-1), d, "shift", spec).reshape(moved.shape + (d,))
+    expected = _evaluate_shifted(fn, positions, ks, d, "shift", spec)
     error, tolerance = 0.0, 3 * atol
     for m, shift_k in enumerate(ks.tolist()):
         out = shift_fn(native, shift_k)
@@ -483,11 +469,9 @@ def check_shift(
         if got.shape != expected[m].shape:
             summary = f"shift_fn(fn(p), k) returned shape {got.shape}; expected {expected[m].shape}"
             _fail("shift", summary, math.inf, tolerance, None, context)
-        err = _abs_error(got, expected[m])
-        if _largest(err) > error:
-            error = _largest(err)
-        if not error <= tolerance:
-            index = _worst(err)
+        largest, index = _beyond(_abs_error(got, expected[m]), tolerance)
+        error = max(error, largest)
+        if index is not None:
             summary = f"shift_fn(fn(p), k) differs from fn(p + k) by up to {error:.3g} "
             summary += f"(tolerance {tolerance:g}) for k={shift_k!r}"
             worst = f"p={_item(positions[index[:-1]])!r}, {_feature_name(index[-1], d, spec)}: "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -13,15 +12,15 @@ from pe_core.testing._base import (
     RopeFunction,
     _abs_error,
     _array_kind,
+    _beyond,
     _fail,
     _index_text,
     _item,
-    _largest,
     _library_and_dtype,
+    _position_at,
     _shifted,
     _shifts,
     _to_numpy,
-    _worst,
 )
 from pe_core.testing.references import reference_rope
 from pe_core.typing import Array, ArrayLike, RopeLayout
@@ -75,19 +74,14 @@ def check_cross_backend_agreement(
                 f"fn({base_name!r}) returned {base_name} {base_dtype} of shape {base.shape}"
             )
             _fail(prop, summary, math.inf, atol)
-        err = _abs_error(values, base)
-        error = max(error, _largest(err))
-        if not _largest(err) <= atol:
-            index = _worst(err)
-            summary = f"fn({name!r}) differs from fn({base_name!r}) by up to {_largest(err):.3g}"
+        largest, index = _beyond(_abs_error(values, base), atol)
+        error = max(error, largest)
+        if index is not None:
+            summary = f"fn({name!r}) differs from fn({base_name!r}) by up to {largest:.3g}"
             worst = f"index {_index_text(index)}: {base_name} gives {_item(base[index])!r}, "
             worst += f"{name} gives {_item(values[index])!r}"
             _fail(prop, f"{summary} (atol {atol:g})", error, atol, worst)
     return error
-
-
-def _rope_context(base: float, layout: str, rotary_dim: int | None) -> dict[str, Any]:
-    return {"rope": f"base={base!r}, layout={layout!r}, rotary_dim={rotary_dim!r}"}
 
 
 def _call_rope(fn: RopeFunction, x: np.ndarray, positions: np.ndarray, prop: str) -> np.ndarray:
@@ -134,16 +128,13 @@ def check_rope_agreement(
     x, positions = np.asarray(x), np.asarray(positions)
     expected = reference_rope(x, positions, base=base, layout=layout, rotary_dim=rotary_dim)
     got = _call_rope(fn, x, positions, "rope agreement")
-    err = _abs_error(got, expected)
-    error = _largest(err)
-    if not error <= atol:
-        index = _worst(err)
-        pos = np.broadcast_to(positions, x.shape[:-1])[index[:-1]]
-        summary = f"fn(x, positions) differs from the float64 reference by up to {error:.3g}"
-        worst = f"position {_item(pos)!r} (index {_index_text(index[:-1])}), feature "
+    error, index = _beyond(_abs_error(got, expected), atol)
+    if index is not None:
+        worst = f"{_position_at(np.broadcast_to(positions, x.shape[:-1]), index[:-1])}, feature "
         worst += f"{index[-1]}: expected {_item(expected[index])!r}, got {_item(got[index])!r}"
-        context = _rope_context(base, layout, rotary_dim)
+        summary = f"fn(x, positions) differs from the float64 reference by up to {error:.3g}"
         summary += f" (atol {atol:g})"
+        context = {"rope": f"base={base!r}, layout={layout!r}, rotary_dim={rotary_dim!r}"}
         _fail("rope agreement", summary, error, atol, worst, context, positions=positions)
     return error
 
@@ -213,11 +204,10 @@ def check_rope_relative_scores(
     rk = _call_rope(fn, np.concatenate([k] * count), _shifted(n, ts).reshape(-1), prop)
     scores = np.sum(rq * rk, axis=-1).reshape(count, -1)
     q_norm, k_norm = np.linalg.norm(np.stack([q, k]).astype(np.float64), axis=-1)
-    scale = q_norm * k_norm
-    change = _abs_error(scores[1:], scores[:1]) / np.where(scale > 0, scale, 1.0)
-    error = _largest(change)
-    if not error <= atol:
-        t, i = _worst(change)
+    scale = np.where(q_norm * k_norm > 0, q_norm * k_norm, 1.0)
+    error, worst = _beyond(_abs_error(scores[1:], scores[:1]) / scale, atol)
+    if worst is not None:
+        t, i = worst
         shift = f"t={_item(ts[t + 1])!r}"
         summary = f"<fn(q, m + t), fn(k, n + t)> is {scores[t + 1, i]:.6g} but <fn(q, m), fn(k, "
         summary += f"n)> is {scores[0, i]:.6g} for m={_item(m[i])!r}, n={_item(n[i])!r}, {shift}: "
@@ -254,12 +244,9 @@ def check_rope_norm(
     got = _call_rope(fn, x, positions, "rope norm")
     before = np.linalg.norm(x.astype(np.float64), axis=-1)
     after = np.linalg.norm(got, axis=-1)
-    change = _abs_error(after, before) / np.where(before > 0, before, 1.0)
-    error = _largest(change)
-    if not error <= atol:
-        index = _worst(change)
-        pos = np.broadcast_to(positions, x.shape[:-1])[index]
-        where = f"position {_item(pos)!r} (index {_index_text(index)})"
+    error, index = _beyond(_abs_error(after, before) / np.where(before > 0, before, 1.0), atol)
+    if index is not None:
+        where = _position_at(np.broadcast_to(positions, x.shape[:-1]), index)
         summary = f"|fn(x, p)| is {after[index]:.6g} but |x| is {before[index]:.6g} at {where}: "
         summary += f"a rotation keeps lengths (relative change {error:.3g}; atol {atol:g})"
         _fail("rope norm", summary, error, atol, where)

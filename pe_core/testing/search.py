@@ -107,10 +107,9 @@ def check_encoding(
     if max_position < 1:
         raise ValueError(f"max_position must be >= 1. Received: {max_position!r}")
     d_strategy = st.just(d) if d is not None else dims(spec, max_d=64)
-    float_limit = float(min(2**20, max_position))
     element = int_positions(max_position)
     if fractional:
-        element = st.one_of(element, float_positions(float_limit))
+        element = st.one_of(element, float_positions(float(min(2**20, max_position))))
     arrays = position_arrays(element)
     shift_limit = min(2**20, max_position)
 
@@ -128,28 +127,23 @@ def check_encoding(
         top = min(window, max_position + 1) - 1
         if top < 1:
             return
-        positions = data.draw(
-            st.lists(st.integers(0, top), min_size=2, max_size=16, unique=True).map(
-                _as_position_array
-            ),
-            label="positions",
-        )
+        distinct = st.lists(st.integers(0, top), min_size=2, max_size=16, unique=True)
+        positions = data.draw(distinct.map(_as_position_array), label="positions")
         check_uniqueness(fn, spec, d_, positions, atol=atol)
 
-    def relative_draw(data: st.DataObject) -> tuple[int, int, int, int] | None:
+    def relative_draw(data: st.DataObject) -> tuple[int, int, st.SearchStrategy[int]] | None:
+        """``d``, ``k`` and the positions ``p`` with ``p`` and ``p + k`` in range."""
         d_ = data.draw(d_strategy, label="d")
         if d_ % 2 and spec.odd_d == "truncate":
             return None  # the cut removed a partner: no relative property to check
         k = data.draw(st.integers(-shift_limit, shift_limit), label="k")
-        return d_, k, max(0, -k), max_position - max(0, k)
+        return d_, k, int_positions(max_position - max(0, k), min_value=max(0, -k))
 
     def linear_relation(data: st.DataObject) -> None:
         if (drawn := relative_draw(data)) is None:
             return
-        d_, k, low, high = drawn
-        positions = data.draw(
-            position_arrays(int_positions(high, min_value=low)), label="positions"
-        )
+        d_, k, element = drawn
+        positions = data.draw(position_arrays(element), label="positions")
         if fractional and data.draw(st.booleans(), label="fractional"):
             positions = positions + data.draw(st.floats(0, 1, exclude_max=True), label="fraction")
         check_linear_relation(fn, spec, d_, positions, k, atol)
@@ -157,9 +151,8 @@ def check_encoding(
     def relative_dot(data: st.DataObject) -> None:
         if (drawn := relative_draw(data)) is None:
             return
-        d_, k, low, high = drawn
-        p1 = data.draw(int_positions(high, min_value=low), label="p1")
-        p2 = data.draw(int_positions(high, min_value=low), label="p2")
+        d_, k, element = drawn
+        p1, p2 = data.draw(element, label="p1"), data.draw(element, label="p2")
         check_relative_dot(fn, spec, d_, p1, p2, k, atol)
 
     bodies = (table_check(check_bounded), table_check(check_agreement), uniqueness)
