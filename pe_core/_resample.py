@@ -192,48 +192,48 @@ def resize_bias_table(
 ) -> Any:
     """``pe_core.resample.resize_rel_pos_bias_table`` once its arguments are checked: a
     ``(heads, H, W)`` or flat ``(rows, heads)`` table's offsets resized to ``new``."""
-    what = "resize_rel_pos_bias_table"
     if len(shape) == 3:
         if extra:
             raise ValueError(
                 "num_extra_tokens must be 0 for a (heads, H, W) table. "
                 f"Received: num_extra_tokens={extra}"
             )
-        _, src_h, src_w = shape
+        old = (shape[1], shape[2])
         if old_window_size is not None:
             oh, ow = size(old_window_size, "old_window_size")
-            if (2 * oh - 1, 2 * ow - 1) != (src_h, src_w):
+            if (2 * oh - 1, 2 * ow - 1) != old:
                 raise ValueError(
                     f"old_window_size {(oh, ow)} has {(2 * oh - 1, 2 * ow - 1)} offsets, "
-                    f"the table {(src_h, src_w)}. Received: old_window_size={old_window_size!r}"
+                    f"the table {old}. Received: old_window_size={old_window_size!r}"
                 )
-        if (src_h, src_w) == new:
-            return table
-        sides = ((src_h, new[0]), (src_w, new[1]))
-        check_request(xp, table, sides, mode, antialias, shape[0] * new[0] * new[1], what)
-        return run(xp, cube_bias_kernel, (table,), (new, mode, antialias))
-    rows = shape[0]
-    if rows < extra:
-        raise ValueError(
-            f"table has {rows} rows, fewer than num_extra_tokens={extra}. Received: shape {shape}"
-        )
-    if old_window_size is None:
-        side = square_side(rows - extra, "old_window_size", "the table minus its extra rows")
-        old = (side, side)
+        kernel, static = cube_bias_kernel, (new, mode, antialias)
+        out_elements = shape[0] * new[0] * new[1]
     else:
-        oh, ow = size(old_window_size, "old_window_size")
-        old = (2 * oh - 1, 2 * ow - 1)
-        if old[0] * old[1] != rows - extra:
+        rows = shape[0]
+        if rows < extra:
             raise ValueError(
-                f"old_window_size {(oh, ow)} has {old[0] * old[1]} offsets, the table "
-                f"{rows - extra} rows before its {extra} extra rows. "
-                f"Received: old_window_size={old_window_size!r}"
+                f"table has {rows} rows, fewer than num_extra_tokens={extra}. "
+                f"Received: shape {shape}"
             )
+        if old_window_size is None:
+            side = square_side(rows - extra, "old_window_size", "the table minus its extra rows")
+            old = (side, side)
+        else:
+            oh, ow = size(old_window_size, "old_window_size")
+            old = (2 * oh - 1, 2 * ow - 1)
+            if old[0] * old[1] != rows - extra:
+                raise ValueError(
+                    f"old_window_size {(oh, ow)} has {old[0] * old[1]} offsets, the table "
+                    f"{rows - extra} rows before its {extra} extra rows. "
+                    f"Received: old_window_size={old_window_size!r}"
+                )
+        kernel, static = flat_bias_kernel, (extra, old, new, mode, antialias)
+        out_elements = (new[0] * new[1] + extra) * shape[1]
     if old == new:
         return table
     sides = ((old[0], new[0]), (old[1], new[1]))
-    check_request(xp, table, sides, mode, antialias, (new[0] * new[1] + extra) * shape[1], what)
-    return run(xp, flat_bias_kernel, (table,), (extra, old, new, mode, antialias))
+    check_request(xp, table, sides, mode, antialias, out_elements, "resize_rel_pos_bias_table")
+    return run(xp, kernel, (table,), static)
 
 
 def check_rel_request(

@@ -32,8 +32,6 @@ on the host from arrays computed on that backend.
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -44,6 +42,7 @@ from pe_core._kernel.inputs import choose_backend, working_dtype
 from pe_core._schedule import check_d
 from pe_core.codes import binary_encode, normalized_positions
 from pe_core.encoding import encode
+from pe_core.nd import _check_scale
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.typing import (
@@ -83,16 +82,6 @@ def _check_metric(metric: object) -> Metric:
     if metric not in METRICS:
         raise ValueError(f"Unknown metric {metric!r}. Expected one of: {', '.join(METRICS)}.")
     return cast("Metric", str(metric))
-
-
-def _check_tolerance(value: object) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not (math.isfinite(value) and float(value) > 0)
-    ):
-        raise ValueError(f"tolerance must be a finite number > 0. Received: {value!r}")
-    return float(value)
 
 
 # -- similarity matrices --------------------------------------------------------------
@@ -392,7 +381,7 @@ def resolution_report(
         raise ValueError(f"Unknown code {code!r}. Expected one of: {', '.join(CODES)}.")
     max_len = positive_int(max_len, "max_len", minimum=2)
     min_separation = positive_int(min_separation, "min_separation")
-    tolerance = _check_tolerance(tolerance)
+    tolerance = cast(float, _check_scale("tolerance", tolerance, allow_none=False))
     if code != "sinusoidal" and spec is not None:
         raise ValueError(
             f"spec applies to the sinusoidal code only. Received: code={code!r}, spec={spec!r}"
