@@ -206,7 +206,8 @@ def resize_bias_table(
                     f"old_window_size {(oh, ow)} has {(2 * oh - 1, 2 * ow - 1)} offsets, "
                     f"the table {old}. Received: old_window_size={old_window_size!r}"
                 )
-        kernel, static = cube_bias_kernel, (new, mode, antialias)
+        kernel: Callable[..., Any] = cube_bias_kernel
+        static: tuple[Any, ...] = (new, mode, antialias)
         out_elements = shape[0] * new[0] * new[1]
     else:
         rows = shape[0]
