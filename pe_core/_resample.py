@@ -33,15 +33,16 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from pe_core import device_tables
 from pe_core._kernel.compiled import compiled
-from pe_core._kernel.inputs import working_dtype
-from pe_core_backends import Namespace
+from pe_core._kernel.inputs import check_request_size, working_dtype
+from pe_core.validation import is_integer, positive_int
+from pe_core_backends import Namespace, backend_of, get_namespace
 
 #: Modes and their tap counts (PyTorch's ``interp_size``).
 INTERP_SIZE = {"bilinear": 2, "bicubic": 4}
@@ -55,6 +56,254 @@ MAX_SIDE = 2**20
 _CACHED_OUTPUTS = 2**16
 
 
+# -- the checks of pe_core.resample ---------------------------------------------------------
+def array(x: Any, name: str, ndim: int | tuple[int, ...]) -> tuple[Namespace, tuple[int, ...]]:
+    """The namespace and static shape of a floating array ``x`` of rank ``ndim``."""
+    source = backend_of(x)
+    if source is None:
+        raise TypeError(
+            f"{name} must be an array (NumPy, JAX, PyTorch or TensorFlow). "
+            f"Received: {type(x).__name__}"
+        )
+    xp = get_namespace(source)
+    ranks = (ndim,) if isinstance(ndim, int) else ndim
+    shape = xp.shape(x)
+    if len(shape) not in ranks:
+        want = " or ".join(str(r) for r in ranks)
+        raise ValueError(f"{name} must have {want} axes. Received: shape {tuple(shape)}")
+    if any(not is_integer(n) for n in shape):
+        raise ValueError(f"{name} must have a static shape. Received: shape {tuple(shape)}")
+    dtype = xp.dtype_of(x)
+    if xp.kind(dtype) != "float":
+        raise TypeError(f"{name} must have a floating dtype. Received: dtype {dtype}")
+    return xp, tuple(int(n) for n in shape)
+
+
+def size(value: object, name: str) -> tuple[int, int]:
+    """An ``int`` (a square) or a pair of ints ``>= 1`` as ``(h, w)``."""
+    if is_integer(value):
+        n = positive_int(value, name)
+        return n, n
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return positive_int(value[0], f"{name}[0]"), positive_int(value[1], f"{name}[1]")
+    raise TypeError(f"{name} must be an integer or a pair (h, w) of integers. Received: {value!r}")
+
+
+def check_request(
+    xp: Namespace,
+    table: Any,
+    sides: Sequence[tuple[int, int]],
+    mode: str,
+    antialias: bool,
+    out_elements: int,
+    what: str,
+) -> None:
+    """Refuse, before any work, a resize with a side beyond :data:`MAX_SIDE` or whose
+    result and working memory cannot fit in the memory available (host memory: for a
+    table on an accelerator only the host-side taps are counted, the device's own
+    allocator answers for the rest)."""
+    extra, taps_most = 0, 1
+    for size_in, size_out in sides:
+        for side in (size_in, size_out):
+            if side > MAX_SIDE:
+                raise ValueError(
+                    f"{what} resamples grid sides up to 2**20 = {MAX_SIDE}; a side of "
+                    f"{side} was asked for ({size_in} -> {size_out}). Resample in pieces "
+                    "or with fewer cells per side."
+                )
+        if size_in != size_out:
+            extra += tap_bytes(size_in, size_out, mode, antialias)
+            taps_most = max(taps_most, tap_count_bound(size_in, size_out, mode, antialias))
+    on_host = not xp.on_accelerator(table)
+    name = xp.dtype_of(table)
+    if on_host:  # the gathered taps of a pass, in the working dtype
+        extra += out_elements * (taps_most + 1) * (8 if name == "float64" else 4)
+    check_request_size(out_elements, name, what=what, extra_bytes=extra, host_output=on_host)
+
+
+def square_side(n: int, name: str, what: str) -> int:
+    """The side of the square grid of ``n`` rows (an error naming ``name`` if none)."""
+    side = math.isqrt(n)
+    if side * side != n:
+        raise ValueError(
+            f"{name} is needed: {what} ({n}) is not a square number of rows. Received: {name}=None"
+        )
+    return side
+
+
+def pos_embed_grid(shape: tuple[int, ...], prefix: int, old_size: object) -> tuple[int, int]:
+    """The ``(old_h, old_w)`` grid of a ``(N, rows, C)`` table's rows after ``prefix``."""
+    rows = shape[1]
+    if rows < prefix:
+        raise ValueError(
+            f"table has {rows} rows, fewer than num_prefix_tokens={prefix}. Received: shape {shape}"
+        )
+    if old_size is None:
+        side = square_side(rows - prefix, "old_size", "the table minus its prefix rows")
+        return side, side
+    old = size(old_size, "old_size")
+    if old[0] * old[1] != rows - prefix:
+        raise ValueError(
+            f"old_size {old} holds {old[0] * old[1]} rows, the table "
+            f"{rows - prefix} after its {prefix} prefix rows. Received: old_size={old_size!r}"
+        )
+    return old
+
+
+def spatial_pairs(spatial_shapes: Any) -> list[tuple[int, int]]:
+    """Static ``(h, w)`` pairs from a sequence of pairs or an integer ``(B, 2)`` array of
+    any framework (read on the host: the sizes fix the output's shape)."""
+    source = backend_of(spatial_shapes)
+    if source is not None and not get_namespace(source).numpy_arrays:
+        xp = get_namespace(source)
+        values = xp.concrete(spatial_shapes)
+        if values is None:
+            raise TypeError(
+                f"spatial_shapes is a traced {source} value: the sizes fix the shape of the "
+                "result, so they must be known when the call is traced (pass Python "
+                "integers or a NumPy array inside compiled code)."
+            )
+        if values.dtype.kind not in "iu":
+            raise TypeError(
+                f"spatial_shapes must hold integers. Received a {xp.dtype_of(spatial_shapes)} "
+                f"{source} array"
+            )
+        spatial_shapes = values
+    try:
+        pairs = [tuple(p) for p in spatial_shapes]
+    except TypeError:
+        raise TypeError(
+            f"spatial_shapes must be a sequence of (h, w) pairs. Received: {spatial_shapes!r}"
+        ) from None
+    if not pairs:
+        raise ValueError("spatial_shapes must hold at least one (h, w) pair. Received: []")
+    return [size(list(p), f"spatial_shapes[{i}]") for i, p in enumerate(pairs)]
+
+
+def resize_bias_table(
+    xp: Namespace,
+    table: Any,
+    shape: tuple[int, ...],
+    new: tuple[int, int],
+    old_window_size: object,
+    extra: int,
+    mode: str,
+    antialias: bool,
+) -> Any:
+    """``pe_core.resample.resize_rel_pos_bias_table`` once its arguments are checked: a
+    ``(heads, H, W)`` or flat ``(rows, heads)`` table's offsets resized to ``new``."""
+    if len(shape) == 3:
+        if extra:
+            raise ValueError(
+                "num_extra_tokens must be 0 for a (heads, H, W) table. "
+                f"Received: num_extra_tokens={extra}"
+            )
+        old = (shape[1], shape[2])
+        if old_window_size is not None:
+            oh, ow = size(old_window_size, "old_window_size")
+            if (2 * oh - 1, 2 * ow - 1) != old:
+                raise ValueError(
+                    f"old_window_size {(oh, ow)} has {(2 * oh - 1, 2 * ow - 1)} offsets, "
+                    f"the table {old}. Received: old_window_size={old_window_size!r}"
+                )
+        kernel: Callable[..., Any] = cube_bias_kernel
+        static: tuple[Any, ...] = (new, mode, antialias)
+        out_elements = shape[0] * new[0] * new[1]
+    else:
+        rows = shape[0]
+        if rows < extra:
+            raise ValueError(
+                f"table has {rows} rows, fewer than num_extra_tokens={extra}. "
+                f"Received: shape {shape}"
+            )
+        if old_window_size is None:
+            side = square_side(rows - extra, "old_window_size", "the table minus its extra rows")
+            old = (side, side)
+        else:
+            oh, ow = size(old_window_size, "old_window_size")
+            old = (2 * oh - 1, 2 * ow - 1)
+            if old[0] * old[1] != rows - extra:
+                raise ValueError(
+                    f"old_window_size {(oh, ow)} has {old[0] * old[1]} offsets, the table "
+                    f"{rows - extra} rows before its {extra} extra rows. "
+                    f"Received: old_window_size={old_window_size!r}"
+                )
+        kernel, static = flat_bias_kernel, (extra, old, new, mode, antialias)
+        out_elements = (new[0] * new[1] + extra) * shape[1]
+    if old == new:
+        return table
+    sides = ((old[0], new[0]), (old[1], new[1]))
+    check_request(xp, table, sides, mode, antialias, out_elements, "resize_rel_pos_bias_table")
+    return run(xp, kernel, (table,), static)
+
+
+def check_rel_request(
+    xp: Namespace, table: Any, axes: Sequence[tuple[int, int, int]], out_elements: int, what: str
+) -> None:
+    """:func:`check_request` for SAM's offsets: per axis ``(L, q, k)``, the table of
+    ``L`` offsets resized (linearly) to ``2 max(q, k) - 1``, and the ``q x k`` index."""
+    sides = [(length, 2 * max(q, k) - 1) for length, q, k in axes]
+    index = sum(q * k for _, q, k in axes)
+    check_request(xp, table, sides, "bilinear", False, out_elements + 3 * index, what)
+
+
+def rel_axes(
+    xp: Namespace, dim: int, tables: tuple[Any, Any], q: tuple[int, int], k: tuple[int, int]
+) -> list[tuple[int, int, int]]:
+    """SAM's ``(rel_pos_h, rel_pos_w)`` checked against a query of ``dim`` channels on
+    ``xp``: per axis ``(L, q, k)`` for :func:`check_rel_request`."""
+    axes = []
+    for name, table, q_side, k_side in zip(("rel_pos_h", "rel_pos_w"), tables, q, k, strict=True):
+        other, shape = array(table, name, 2)
+        if other.name != xp.name:
+            raise TypeError(
+                f"{name} must be a {xp.name} array like the query. Received: a {other.name} array"
+            )
+        if shape[1] != dim:
+            raise ValueError(
+                f"{name} has {shape[1]} channels, the query {dim}. Received: shape {shape}"
+            )
+        axes.append((shape[0], q_side, k_side))
+    return axes
+
+
+def key_path(path: object) -> tuple[Any, ...]:
+    """``"a/b/c"`` or a sequence of keys as a non-empty tuple of keys."""
+    if isinstance(path, str):
+        keys: tuple[Any, ...] = tuple(path.split("/"))
+    elif isinstance(path, (tuple, list)):
+        keys = tuple(path)
+    else:
+        raise TypeError(f"path must be a string 'a/b/c' or a sequence of keys. Received: {path!r}")
+    if not keys or any(k == "" for k in keys):
+        raise ValueError(f"path must name at least one key, none empty. Received: {path!r}")
+    return keys
+
+
+def replace_in_tree(tree: Any, path: object, leaf: Callable[[Any], Any]) -> Any:
+    """``tree`` with ``leaf(value)`` at ``path``: the mappings on the path rebuilt (each
+    as its own type), the others shared."""
+    keys = key_path(path)
+
+    def rebuilt(level: Any, depth: int) -> Any:
+        where = "/".join(str(k) for k in keys[:depth]) or "tree"
+        if not isinstance(level, Mapping):
+            raise TypeError(f"{where} must be a mapping. Received: {type(level).__name__}")
+        key = keys[depth]
+        if key not in level:
+            raise KeyError(
+                f"path {'/'.join(str(k) for k in keys)!r}: {key!r} is not in {where}; "
+                f"its keys are {sorted(map(str, level))}"
+            )
+        new = leaf(level[key]) if depth + 1 == len(keys) else rebuilt(level[key], depth + 1)
+        items = {k: (new if k == key else v) for k, v in level.items()}
+        kind: Any = type(level)  # dict, FrozenDict, State...: built from a dict
+        return items if kind is dict else kind(items)
+
+    return rebuilt(tree, 0)
+
+
+# -- PyTorch's taps -------------------------------------------------------------------------
 def _cubic1(x: Any, a: float) -> Any:
     return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
 

@@ -32,18 +32,17 @@ on the host from arrays computed on that backend.
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 
-from pe_core._kernel.features import disassemble
+from pe_core import _analysis
 from pe_core._kernel.inputs import choose_backend, working_dtype
-from pe_core._schedule import check_d, omegas
+from pe_core._schedule import check_d
 from pe_core.codes import binary_encode, normalized_positions
 from pe_core.encoding import encode
+from pe_core.nd import _check_scale
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.typing import (
@@ -57,7 +56,7 @@ from pe_core.typing import (
     PresetLike,
 )
 from pe_core.validation import positive_int
-from pe_core_backends import Namespace, backend_of, get_namespace
+from pe_core_backends import backend_of, get_namespace
 
 __all__ = [
     "CODES",
@@ -76,10 +75,6 @@ METRICS: tuple[Metric, ...] = ("cosine", "dot", "euclidean")
 #: (:data:`pe_core.typing.PositionCode`).
 CODES: tuple[PositionCode, ...] = ("sinusoidal", "binary", "normalized")
 
-#: Brute-force blocks hold about this many pair values at a time.
-_BLOCK_VALUES = 1 << 22
-
-
 # -- validation ---------------------------------------------------------------------
 
 
@@ -87,67 +82,6 @@ def _check_metric(metric: object) -> Metric:
     if metric not in METRICS:
         raise ValueError(f"Unknown metric {metric!r}. Expected one of: {', '.join(METRICS)}.")
     return cast("Metric", str(metric))
-
-
-def _check_int(name: str, value: object, minimum: int) -> int:
-    """:func:`~pe_core.validation.positive_int`, the name first (:mod:`pe_core.plots`)."""
-    return positive_int(value, name, minimum=minimum)
-
-
-def _check_tolerance(value: object) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not (math.isfinite(value) and float(value) > 0)
-    ):
-        raise ValueError(f"tolerance must be a finite number > 0. Received: {value!r}")
-    return float(value)
-
-
-def _work_dtype(xp: Namespace, dtype: Any) -> str:
-    """float64 where the backend has it now, else float32; or the caller's choice."""
-    if dtype is not None:
-        name = xp.dtype_name(dtype)
-        if name not in ("float32", "float64"):
-            raise ValueError(f"dtype must be float32 or float64. Received: {dtype!r}")
-        return name
-    return "float64" if "float64" in xp.float_dtypes and xp.supports("float64") else "float32"
-
-
-# -- array helpers written against the small namespace ------------------------------
-
-
-def _transpose(xp: Namespace, x: Any) -> Any:
-    """``x.T`` of a 2-D array, built from slices (the namespace has no transpose)."""
-    rows, cols = xp.shape(x)
-    if rows == 0 or cols == 0:
-        return xp.reshape(x, (cols, rows))
-    if cols <= rows:
-        return xp.stack([x[:, j] for j in range(cols)], axis=0)
-    return xp.stack([x[i] for i in range(rows)], axis=1)
-
-
-def _ones_column(xp: Namespace, n: int, like: Any) -> Any:
-    return xp.zeros((n, 1), like.dtype, like=like) + 1
-
-
-def _row_sums(xp: Namespace, x: Any) -> Any:
-    """Sum over the last axis of a 2-D array, as a matrix product with ones."""
-    rows, cols = xp.shape(x)
-    if cols == 0:
-        return xp.zeros((rows,), x.dtype, like=x)
-    return xp.reshape(x @ _ones_column(xp, cols, x), (rows,))
-
-
-def _host(x: Any) -> np.ndarray:
-    """A float64 NumPy copy of an array from any backend."""
-    name = backend_of(x)
-    values = get_namespace(name).to_numpy(x) if name is not None else np.asarray(x)
-    return np.asarray(values, dtype=np.float64)
-
-
-def _tiny(dtype_name: str) -> float:
-    return float(np.finfo(np.dtype(dtype_name)).tiny)
 
 
 # -- similarity matrices --------------------------------------------------------------
@@ -190,37 +124,7 @@ def similarity_matrix(encodings: ArrayT | HostData, *, metric: Metric = "cosine"
     working = working_dtype(name)
     if name != working:
         encodings = xp.astype(encodings, xp.dtype(working))
-    return _similarity(xp, encodings, metric, working)
-
-
-def _similarity(xp: Namespace, table: Any, metric: str, working: str) -> Any:
-    if metric == "euclidean":
-        return _euclidean(xp, table)
-    n = xp.shape(table)[0]
-    gram = table @ _transpose(xp, table)
-    if metric == "dot":
-        return gram
-    norms = xp.reshape(_row_sums(xp, table * table), (n, 1)) ** 0.5
-    denominator = norms @ _transpose(xp, norms)
-    # A zero row has zero dot products: nudging the denominator off zero gives 0 there
-    # and changes every other entry by a relative 1e-308 (1e-38 in float32).
-    return gram / (denominator + _tiny(working))
-
-
-def _euclidean(xp: Namespace, table: Any) -> Any:
-    n, d = xp.shape(table)
-    if n == 0:
-        return xp.zeros((0, 0), table.dtype, like=table)
-    ones = _ones_column(xp, max(d, 1), table)
-    rows_per_block = max(1, _BLOCK_VALUES // max(n * d, 1))
-    blocks = []
-    for start in range(0, n, rows_per_block):
-        stop = min(n, start + rows_per_block)
-        diff = table[start:stop, None, :] - table[None, :, :]
-        flat = xp.reshape(diff * diff, ((stop - start) * n, d))
-        squared = flat @ ones if d else xp.zeros(((stop - start) * n, 1), table.dtype, like=table)
-        blocks.append(xp.reshape(squared, (stop - start, n)) ** 0.5)
-    return blocks[0] if len(blocks) == 1 else xp.concat(blocks, axis=0)
+    return _analysis.similarity(xp, encodings, metric, working)
 
 
 def similarity(
@@ -268,7 +172,7 @@ def similarity(
     """
     metric = _check_metric(metric)
     xp, _ = choose_backend(positions, backend)
-    working = _work_dtype(xp, dtype)
+    working = _analysis.work_dtype(xp, dtype)
     table = encode(cast(Any, positions), d, spec=spec, backend=xp.name, dtype=working)
     shape = xp.shape(table)
     if len(shape) != 2:
@@ -276,35 +180,7 @@ def similarity(
             f"positions must be one-dimensional. Received shape: {shape[:-1]} "
             f"(encodings of shape {shape})"
         )
-    return _similarity(xp, table, metric, working)
-
-
-# -- the k-only path ------------------------------------------------------------------
-
-
-def _half_angle_spec(d: int, spec: Spec) -> Spec:
-    """The spec with every frequency halved, no offset, interleaved (the cheapest
-    layout): its sin slots at integer ``k`` are ``sin(k w_i / 2)``, and runs of
-    integers take the fast table path of :mod:`pe_core._kernel.tables`."""
-    half = tuple(w / 2.0 for w in omegas(d, spec))
-    return Spec(frequencies=half, odd_d=spec.odd_d)
-
-
-def _squared_distance_by_k(xp: Namespace, d: int, spec: Spec, count: int, working: str) -> Any:
-    """``|PE(p+k) - PE(p)|^2 = 4 sum_i sin^2(k w_i / 2)`` for ``k = 0 .. count-1``."""
-    n_pairs = d // 2
-    if n_pairs == 0:  # d = 1, zero-padded: every encoding is the zero vector
-        return xp.asarray(np.zeros(count), dtype=xp.dtype(working))
-    half = _half_angle_spec(d, spec)
-    rows = max(256, min(8192, (1 << 19) // d))  # blocks that stay in cache
-    sums = []
-    for start in range(0, count, rows):
-        k = np.arange(start, min(count, start + rows))
-        table = encode(k, d, spec=half, backend=xp.name, dtype=working)
-        sines, _ = disassemble(xp, table, "interleaved", n_pairs)
-        sums.append(_row_sums(xp, sines * sines))
-    total = sums[0] if len(sums) == 1 else xp.concat(sums, axis=0)
-    return 4 * total
+    return _analysis.similarity(xp, table, metric, working)
 
 
 def similarity_by_distance(
@@ -366,16 +242,9 @@ def similarity_by_distance(
     spec = resolve_spec(spec)
     d = check_d(d, spec)
     xp = get_namespace(backend or "numpy")
-    working = _work_dtype(xp, dtype)
-    squared = _squared_distance_by_k(xp, d, spec, max_distance + 1, working)
-    n_pairs = d // 2
-    if metric == "euclidean":
-        return squared**0.5
-    if metric == "dot":
-        return n_pairs - squared / 2
-    if n_pairs == 0:  # every encoding is the zero vector
-        return squared * 0
-    return 1 - squared / (2 * n_pairs)
+    working = _analysis.work_dtype(xp, dtype)
+    squared = _analysis.squared_distance_by_k(xp, d, spec, max_distance + 1, working)
+    return _analysis.by_distance(squared, d, metric)
 
 
 # -- resolution reports ---------------------------------------------------------------
@@ -512,187 +381,34 @@ def resolution_report(
         raise ValueError(f"Unknown code {code!r}. Expected one of: {', '.join(CODES)}.")
     max_len = positive_int(max_len, "max_len", minimum=2)
     min_separation = positive_int(min_separation, "min_separation")
-    tolerance = _check_tolerance(tolerance)
+    tolerance = cast(float, _check_scale("tolerance", tolerance, allow_none=False))
     if code != "sinusoidal" and spec is not None:
         raise ValueError(
             f"spec applies to the sinusoidal code only. Received: code={code!r}, spec={spec!r}"
         )
     args = (max_len, min_separation, tolerance)
+    resolved = None
     if code == "sinusoidal":
         resolved = resolve_spec(spec)
-        return _sinusoidal_report(check_d(d, resolved), resolved, *args, backend)
-    if code == "binary":
-        return _binary_report(positive_int(d, "d"), *args, backend)
-    return _normalized_report(*args, backend)
+        d = check_d(d, resolved)
+        found = _analysis.sinusoidal_measures(d, resolved, *args, backend)
+    elif code == "binary":
+        d = positive_int(d, "d")
+        if d < 63 and max_len > 2**d:
+            raise ValueError(
+                f"max_len must be <= 2**d = {2**d}: a {d}-bit binary code has no code for "
+                f"position {2**d} and beyond. Received: max_len={max_len}. Use a larger d."
+            )
+        xp = get_namespace(backend or "numpy")
+        table = _analysis.host(binary_encode(xp.asarray(np.arange(max_len)), d))
+        found = _analysis.pairwise_measures(table.reshape(max_len, -1), min_separation, tolerance)
+    else:
+        d, xp = 1, get_namespace(backend or "numpy")
+        working = _analysis.work_dtype(xp, None)
 
+        def values(length: int) -> np.ndarray:
+            table = normalized_positions(length, backend=xp.name, dtype=working)
+            return _analysis.host(table).reshape(length)
 
-def _sinusoidal_report(
-    d: int, spec: Spec, max_len: int, min_separation: int, tolerance: float, backend: str | None
-) -> ResolutionReport:
-    xp = get_namespace(backend or "numpy")
-    squared = _squared_distance_by_k(xp, d, spec, max_len, _work_dtype(xp, None))
-    squared = xp.to_numpy(squared).astype(np.float64)
-    distance = np.sqrt(squared)
-    k_min = 1 + int(np.argmin(distance[1:]))
-    n_pairs = d // 2
-    far_cosine, far_pair = None, None
-    if min_separation < max_len:
-        cosine = (
-            1 - squared[min_separation:] / (2 * n_pairs)
-            if n_pairs
-            else 0 * squared[min_separation:]
-        )
-        k_far = min_separation + int(np.argmax(cosine))
-        far_cosine, far_pair = float(cosine[k_far - min_separation]), (0, k_far)
-    close = np.flatnonzero(distance[1:] < tolerance)
-    return ResolutionReport(
-        code="sinusoidal",
-        d=d,
-        spec=spec,
-        max_len=max_len,
-        min_separation=min_separation,
-        tolerance=tolerance,
-        min_distance=float(distance[k_min]),
-        min_distance_pair=(0, k_min),
-        max_far_cosine=far_cosine,
-        max_far_cosine_pair=far_pair,
-        distinguishable_length=int(close[0]) + 1 if close.size else max_len,
-    )
-
-
-def _binary_report(
-    d: int, max_len: int, min_separation: int, tolerance: float, backend: str | None
-) -> ResolutionReport:
-    if d < 63 and max_len > 2**d:
-        raise ValueError(
-            f"max_len must be <= 2**d = {2**d}: a {d}-bit binary code has no code for "
-            f"position {2**d} and beyond. Received: max_len={max_len}. Use a larger d."
-        )
-    xp = get_namespace(backend or "numpy")
-    table = _host(binary_encode(xp.asarray(np.arange(max_len)), d)).reshape(max_len, -1)
-    closest, far, first_close = _pairwise_extremes(table, min_separation, tolerance)
-    return ResolutionReport(
-        code="binary",
-        d=d,
-        spec=None,
-        max_len=max_len,
-        min_separation=min_separation,
-        tolerance=tolerance,
-        min_distance=closest[0],
-        min_distance_pair=closest[1],
-        max_far_cosine=None if far is None else far[0],
-        max_far_cosine_pair=None if far is None else far[1],
-        distinguishable_length=first_close,
-    )
-
-
-def _pairwise_extremes(
-    table: np.ndarray, min_separation: int, tolerance: float
-) -> tuple[tuple[float, tuple[int, int]], tuple[float, tuple[int, int]] | None, int]:
-    """Brute force over every pair ``i < j`` of rows, in blocks of rows (float64).
-
-    Returns the closest pair, the most cosine-similar pair with ``j - i >=
-    min_separation`` (or None), and the smallest ``j`` with some ``i < j`` closer
-    than ``tolerance`` (``len(table)`` when there is none).
-    """
-    n = len(table)
-    squares = np.einsum("ij,ij->i", table, table)
-    inverse_norms = np.zeros(n)
-    np.divide(1.0, np.sqrt(squares), out=inverse_norms, where=squares > 0)  # 0 for zero rows
-    best_distance, best_pair = math.inf, (0, 1)
-    best_cosine, cosine_pair = -math.inf, None
-    first_close = n
-    rows_per_block = max(1, _BLOCK_VALUES // n)
-    for start in range(0, n - 1, rows_per_block):
-        stop = min(n - 1, start + rows_per_block)
-        # only the columns j > i matter: j from start + 1 on, and a triangle below that
-        lead = start + 1
-        separation = np.arange(lead, n)[None, :] - np.arange(start, stop)[:, None]
-        gram = table[start:stop] @ table[lead:].T
-        squared = squares[start:stop, None] + squares[None, lead:] - 2 * gram
-        np.maximum(squared, 0.0, out=squared)
-        squared[separation < 1] = np.inf
-        i, j = np.unravel_index(np.argmin(squared), squared.shape)
-        if math.sqrt(squared[i, j]) < best_distance:
-            best_distance, best_pair = math.sqrt(squared[i, j]), (start + int(i), lead + int(j))
-        close_columns = np.flatnonzero((squared < tolerance**2).any(axis=0))
-        if close_columns.size:
-            first_close = min(first_close, lead + int(close_columns[0]))
-        if min_separation < n:
-            cosine = gram
-            cosine *= inverse_norms[start:stop, None]
-            cosine *= inverse_norms[None, lead:]
-            cosine[separation < min_separation] = -np.inf
-            i, j = np.unravel_index(np.argmax(cosine), cosine.shape)
-            if cosine[i, j] > best_cosine:
-                best_cosine, cosine_pair = float(cosine[i, j]), (start + int(i), lead + int(j))
-    far = None if cosine_pair is None else (best_cosine, cosine_pair)
-    return (best_distance, best_pair), far, first_close
-
-
-def _normalized_report(
-    max_len: int, min_separation: int, tolerance: float, backend: str | None
-) -> ResolutionReport:
-    xp = get_namespace(backend or "numpy")
-    working = _work_dtype(xp, None)
-
-    def values(length: int) -> np.ndarray:
-        table = normalized_positions(length, backend=xp.name, dtype=working)
-        return _host(table).reshape(length)
-
-    def closest(v: np.ndarray) -> tuple[float, tuple[int, int]]:
-        order = np.argsort(v, kind="stable")
-        gaps = np.diff(v[order])
-        at = int(np.argmin(gaps))
-        p, q = sorted((int(order[at]), int(order[at + 1])))
-        return float(gaps[at]), (p, q)
-
-    v = values(max_len)
-    min_distance, min_pair = closest(v)
-    far = _scalar_max_cosine(v, min_separation) if min_separation < max_len else None
-    # The code changes with the sequence length: find the longest sequence whose
-    # neighbours stay `tolerance` apart (the closest gap shrinks as the length grows).
-    # The values, in [0, 1], sit on the grid 1/(n-1) up to rounding: a gap of exactly
-    # `tolerance` counts as one (a slack of 4 ulps of 1 in the working precision).
-    threshold = tolerance - 4 * float(np.finfo(np.dtype(working)).eps)
-    low, high = 1, max_len  # a sequence of `low` tokens is distinguishable
-    if min_distance >= threshold:
-        low = max_len
-    while low < high:
-        middle = (low + high + 1) // 2
-        if middle < 2 or closest(values(middle))[0] >= threshold:
-            low = middle
-        else:
-            high = middle - 1
-    return ResolutionReport(
-        code="normalized",
-        d=1,
-        spec=None,
-        max_len=max_len,
-        min_separation=min_separation,
-        tolerance=tolerance,
-        min_distance=min_distance,
-        min_distance_pair=min_pair,
-        max_far_cosine=None if far is None else far[0],
-        max_far_cosine_pair=None if far is None else far[1],
-        distinguishable_length=low,
-    )
-
-
-def _scalar_max_cosine(v: np.ndarray, min_separation: int) -> tuple[float, tuple[int, int]]:
-    """The largest cosine over pairs ``i < j`` with ``j - i >= min_separation`` (which
-    must be ``< len(v)``) of one-number encodings: the product of the signs, 0 with a
-    zero."""
-    n = len(v)
-    sign = np.sign(v)
-    for value in (1.0, -1.0):  # cosine 1: two nonzero numbers of one sign
-        same = np.flatnonzero(sign == value)
-        if same.size and same[-1] - same[0] >= min_separation:
-            first = int(same[0])
-            return 1.0, (first, int(same[np.searchsorted(same, first + min_separation)]))
-    for z in np.flatnonzero(sign == 0):  # cosine 0: a zero and anything far enough
-        if z >= min_separation:
-            return 0.0, (0, int(z))
-        if n - 1 - z >= min_separation:
-            return 0.0, (int(z), n - 1)
-    return -1.0, (0, n - 1)
+        found = _analysis.scalar_measures(values, *args, working)
+    return ResolutionReport(code, d, resolved, max_len, min_separation, tolerance, **found)

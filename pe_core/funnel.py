@@ -128,8 +128,7 @@ def funnel_position_embeds(
     d = int(d_model)
     kind = choice(attention_type, "attention_type", FUNNEL_ATTENTION_TYPES)
     blocks = positive_int(num_blocks, "num_blocks")
-    sep = flag(separate_cls, "separate_cls")
-    trunc = flag(truncate_seq, "truncate_seq")
+    sep, trunc = _flags(separate_cls, truncate_seq)
     if backend is None and like is not None:
         backend = backend_of(like)
 

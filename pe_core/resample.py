@@ -43,16 +43,14 @@ a torch ``LongTensor``): its values are the result's shape, so they are read on 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pe_core import _resample
-from pe_core._kernel.inputs import check_request_size
-from pe_core._resample import MAX_SIDE
+from pe_core._resample import array as _array
+from pe_core._resample import size as _size
 from pe_core.typing import ArrayT, Interpolation
-from pe_core.validation import choice, flag, is_integer, positive_int
-from pe_core_backends import Namespace, backend_of, get_namespace
+from pe_core.validation import choice, flag, positive_int
 
 __all__ = [
     "INTERPOLATIONS",
@@ -72,82 +70,6 @@ INTERPOLATIONS = ("bicubic", "bilinear")
 
 #: A checkpoint tree: its type is kept.
 _TreeT = TypeVar("_TreeT", bound=Mapping[Any, Any])
-
-
-# -- argument checks --------------------------------------------------------------------
-def _array(x: Any, name: str, ndim: int | tuple[int, ...]) -> tuple[Namespace, tuple[int, ...]]:
-    """The namespace and static shape of a floating array ``x`` of rank ``ndim``."""
-    source = backend_of(x)
-    if source is None:
-        raise TypeError(
-            f"{name} must be an array (NumPy, JAX, PyTorch or TensorFlow). "
-            f"Received: {type(x).__name__}"
-        )
-    xp = get_namespace(source)
-    ranks = (ndim,) if isinstance(ndim, int) else ndim
-    shape = xp.shape(x)
-    if len(shape) not in ranks:
-        want = " or ".join(str(r) for r in ranks)
-        raise ValueError(f"{name} must have {want} axes. Received: shape {tuple(shape)}")
-    if any(not is_integer(n) for n in shape):
-        raise ValueError(f"{name} must have a static shape. Received: shape {tuple(shape)}")
-    dtype = xp.dtype_of(x)
-    if xp.kind(dtype) != "float":
-        raise TypeError(f"{name} must have a floating dtype. Received: dtype {dtype}")
-    return xp, tuple(int(n) for n in shape)
-
-
-def _size(value: object, name: str) -> tuple[int, int]:
-    """An ``int`` (a square) or a pair of ints ``>= 1`` as ``(h, w)``."""
-    if is_integer(value):
-        n = positive_int(value, name)
-        return n, n
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return positive_int(value[0], f"{name}[0]"), positive_int(value[1], f"{name}[1]")
-    raise TypeError(f"{name} must be an integer or a pair (h, w) of integers. Received: {value!r}")
-
-
-def _check_request(
-    xp: Namespace,
-    table: Any,
-    sides: Sequence[tuple[int, int]],
-    mode: str,
-    antialias: bool,
-    out_elements: int,
-    what: str,
-) -> None:
-    """Refuse, before any work, a resize with a side beyond :data:`MAX_SIDE` or whose
-    result and working memory cannot fit in the memory available (host memory: for a
-    table on an accelerator only the host-side taps are counted, the device's own
-    allocator answers for the rest)."""
-    extra, taps_most = 0, 1
-    for size_in, size_out in sides:
-        for side in (size_in, size_out):
-            if side > MAX_SIDE:
-                raise ValueError(
-                    f"{what} resamples grid sides up to 2**20 = {MAX_SIDE}; a side of "
-                    f"{side} was asked for ({size_in} -> {size_out}). Resample in pieces "
-                    "or with fewer cells per side."
-                )
-        if size_in != size_out:
-            extra += _resample.tap_bytes(size_in, size_out, mode, antialias)
-            taps_most = max(
-                taps_most, _resample.tap_count_bound(size_in, size_out, mode, antialias)
-            )
-    on_host = not xp.on_accelerator(table)
-    name = xp.dtype_of(table)
-    if on_host:  # the gathered taps of a pass, in the working dtype
-        extra += out_elements * (taps_most + 1) * (8 if name == "float64" else 4)
-    check_request_size(out_elements, name, what=what, extra_bytes=extra, host_output=on_host)
-
-
-def _square_side(n: int, name: str, what: str) -> int:
-    side = math.isqrt(n)
-    if side * side != n:
-        raise ValueError(
-            f"{name} is needed: {what} ({n}) is not a square number of rows. Received: {name}=None"
-        )
-    return side
 
 
 # -- absolute tables --------------------------------------------------------------------
@@ -223,26 +145,12 @@ def resample_pos_embed(
     prefix = positive_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
     mode = choice(interpolation, "interpolation", INTERPOLATIONS)
     aa = flag(antialias, "antialias")
-    if rows < prefix:
-        raise ValueError(
-            f"table has {rows} rows, fewer than num_prefix_tokens={prefix}. "
-            f"Received: shape {(n, rows, channels)}"
-        )
-    if old_size is None:
-        side = _square_side(rows - prefix, "old_size", "the table minus its prefix rows")
-        old = (side, side)
-    else:
-        old = _size(old_size, "old_size")
-        if old[0] * old[1] != rows - prefix:
-            raise ValueError(
-                f"old_size {old} holds {old[0] * old[1]} rows, the table "
-                f"{rows - prefix} after its {prefix} prefix rows. Received: old_size={old_size!r}"
-            )
+    old = _resample.pos_embed_grid((n, rows, channels), prefix, old_size)
     if old == new:
         return table
     sides = ((old[0], new[0]), (old[1], new[1]))
     size = n * (prefix + new[0] * new[1]) * channels
-    _check_request(xp, table, sides, mode, aa, size, "resample_pos_embed")
+    _resample.check_request(xp, table, sides, mode, aa, size, "resample_pos_embed")
     return _resample.run(xp, _resample.pos_embed_kernel, (table,), (prefix, old, new, mode, aa))
 
 
@@ -287,36 +195,6 @@ def interpolate_pos_encoding(
     return resample_pos_embed(
         table, (h // ph, w // pw), num_prefix_tokens=num_prefix_tokens, interpolation=interpolation
     )
-
-
-def _shapes(spatial_shapes: Any) -> list[tuple[int, int]]:
-    """Static ``(h, w)`` pairs from a sequence of pairs or an integer ``(B, 2)`` array of
-    any framework (read on the host: the sizes fix the output's shape)."""
-    source = backend_of(spatial_shapes)
-    if source is not None and not get_namespace(source).numpy_arrays:
-        xp = get_namespace(source)
-        values = xp.concrete(spatial_shapes)
-        if values is None:
-            raise TypeError(
-                f"spatial_shapes is a traced {source} value: the sizes fix the shape of the "
-                "result, so they must be known when the call is traced (pass Python "
-                "integers or a NumPy array inside compiled code)."
-            )
-        if values.dtype.kind not in "iu":
-            raise TypeError(
-                f"spatial_shapes must hold integers. Received a {xp.dtype_of(spatial_shapes)} "
-                f"{source} array"
-            )
-        spatial_shapes = values
-    try:
-        pairs = [tuple(p) for p in spatial_shapes]
-    except TypeError:
-        raise TypeError(
-            f"spatial_shapes must be a sequence of (h, w) pairs. Received: {spatial_shapes!r}"
-        ) from None
-    if not pairs:
-        raise ValueError("spatial_shapes must hold at least one (h, w) pair. Received: []")
-    return [_size(list(p), f"spatial_shapes[{i}]") for i, p in enumerate(pairs)]
 
 
 def resize_naflex_pos_embed(
@@ -365,12 +243,12 @@ def resize_naflex_pos_embed(
     xp, (height, width, channels) = _array(table, "table", 3)
     mode = choice(interpolation, "interpolation", INTERPOLATIONS)
     aa = flag(antialias, "antialias")
-    pairs = _shapes(spatial_shapes)
+    pairs = _resample.spatial_pairs(spatial_shapes)
     longest = max(h * w for h, w in pairs)
     length = positive_int(max_length, "max_length", minimum=longest, what="the largest h * w")
     sides = [side for h, w in pairs for side in ((height, h), (width, w))]
     size = len(pairs) * length * channels
-    _check_request(xp, table, sides, mode, aa, size, "resize_naflex_pos_embed")
+    _resample.check_request(xp, table, sides, mode, aa, size, "resize_naflex_pos_embed")
     return _resample.run(xp, _resample.naflex_kernel, (table,), (tuple(pairs), length, mode, aa))
 
 
@@ -426,49 +304,7 @@ def resize_rel_pos_bias_table(
     mode = choice(interpolation, "interpolation", INTERPOLATIONS)
     aa = flag(antialias, "antialias")
     extra = positive_int(num_extra_tokens, "num_extra_tokens", minimum=0)
-    if len(shape) == 3:
-        if extra:
-            raise ValueError(
-                "num_extra_tokens must be 0 for a (heads, H, W) table. "
-                f"Received: num_extra_tokens={extra}"
-            )
-        _, src_h, src_w = shape
-        if old_window_size is not None:
-            oh, ow = _size(old_window_size, "old_window_size")
-            if (2 * oh - 1, 2 * ow - 1) != (src_h, src_w):
-                raise ValueError(
-                    f"old_window_size {(oh, ow)} has {(2 * oh - 1, 2 * ow - 1)} offsets, "
-                    f"the table {(src_h, src_w)}. Received: old_window_size={old_window_size!r}"
-                )
-        if (src_h, src_w) == new:
-            return table
-        sides = ((src_h, new[0]), (src_w, new[1]))
-        size = shape[0] * new[0] * new[1]
-        _check_request(xp, table, sides, mode, aa, size, "resize_rel_pos_bias_table")
-        return _resample.run(xp, _resample.cube_bias_kernel, (table,), (new, mode, aa))
-    rows = shape[0]
-    if rows < extra:
-        raise ValueError(
-            f"table has {rows} rows, fewer than num_extra_tokens={extra}. Received: shape {shape}"
-        )
-    if old_window_size is None:
-        side = _square_side(rows - extra, "old_window_size", "the table minus its extra rows")
-        old = (side, side)
-    else:
-        oh, ow = _size(old_window_size, "old_window_size")
-        old = (2 * oh - 1, 2 * ow - 1)
-        if old[0] * old[1] != rows - extra:
-            raise ValueError(
-                f"old_window_size {(oh, ow)} has {old[0] * old[1]} offsets, the table "
-                f"{rows - extra} rows before its {extra} extra rows. "
-                f"Received: old_window_size={old_window_size!r}"
-            )
-    if old == new:
-        return table
-    sides = ((old[0], new[0]), (old[1], new[1]))
-    size = (new[0] * new[1] + extra) * shape[1]
-    _check_request(xp, table, sides, mode, aa, size, "resize_rel_pos_bias_table")
-    return _resample.run(xp, _resample.flat_bias_kernel, (table,), (extra, old, new, mode, aa))
+    return _resample.resize_bias_table(xp, table, shape, new, old_window_size, extra, mode, aa)
 
 
 def get_rel_pos(q_size: int, k_size: int, rel_pos: ArrayT) -> ArrayT:
@@ -491,18 +327,8 @@ def get_rel_pos(q_size: int, k_size: int, rel_pos: ArrayT) -> ArrayT:
     q = positive_int(q_size, "q_size")
     k = positive_int(k_size, "k_size")
     xp, (length, channels) = _array(rel_pos, "rel_pos", 2)
-    _check_rel_request(xp, rel_pos, [(length, q, k)], q * k * channels, "get_rel_pos")
+    _resample.check_rel_request(xp, rel_pos, [(length, q, k)], q * k * channels, "get_rel_pos")
     return _resample.run(xp, _resample.rel_pos_kernel, (rel_pos,), (q, k))
-
-
-def _check_rel_request(
-    xp: Namespace, table: Any, axes: Sequence[tuple[int, int, int]], size: int, what: str
-) -> None:
-    """:func:`_check_request` for SAM's offsets: per axis ``(L, q, k)``, the table of
-    ``L`` offsets resized (linearly) to ``2 max(q, k) - 1``, and the ``q x k`` index."""
-    sides = [(length, 2 * max(q, k) - 1) for length, q, k in axes]
-    index = sum(q * k for _, q, k in axes)
-    _check_request(xp, table, sides, "bilinear", False, size + 3 * index, what)
 
 
 def decomposed_rel_pos(
@@ -543,25 +369,12 @@ def decomposed_rel_pos(
             f"query has {n_query} rows, q_size {(qh, qw)} needs {qh * qw}. "
             f"Received: shape {(batch, n_query, dim)}"
         )
-    _check_rel_pos(xp, query, dim, rel_pos_h, rel_pos_w)
-    axes = [(xp.shape(rel_pos_h)[0], qh, kh), (xp.shape(rel_pos_w)[0], qw, kw)]
-    _check_rel_request(xp, query, axes, batch * qh * qw * kh * kw, "decomposed_rel_pos")
+    axes = _resample.rel_axes(xp, dim, (rel_pos_h, rel_pos_w), (qh, qw), (kh, kw))
+    size = batch * qh * qw * kh * kw
+    _resample.check_rel_request(xp, query, axes, size, "decomposed_rel_pos")
     return _resample.run(
         xp, _resample.decomposed_kernel, (query, rel_pos_h, rel_pos_w), ((qh, qw), (kh, kw))
     )
-
-
-def _check_rel_pos(xp: Namespace, query: Any, dim: int, *tables: Any) -> None:
-    for name, table in zip(("rel_pos_h", "rel_pos_w"), tables, strict=True):
-        other, shape = _array(table, name, 2)
-        if other.name != xp.name:
-            raise TypeError(
-                f"{name} must be a {xp.name} array like the query. Received: a {other.name} array"
-            )
-        if shape[1] != dim:
-            raise ValueError(
-                f"{name} has {shape[1]} channels, the query {dim}. Received: shape {shape}"
-            )
 
 
 def add_decomposed_rel_pos(
@@ -599,9 +412,9 @@ def add_decomposed_rel_pos(
             f"{(batch, rows, cols)}. Received: a {other.name} array of shape "
             f"{(q_batch, n_query, dim)}"
         )
-    _check_rel_pos(xp, query, dim, rel_pos_h, rel_pos_w)
-    axes = [(xp.shape(rel_pos_h)[0], qh, kh), (xp.shape(rel_pos_w)[0], qw, kw)]
-    _check_rel_request(xp, attn, axes, 2 * batch * rows * cols, "add_decomposed_rel_pos")
+    axes = _resample.rel_axes(xp, dim, (rel_pos_h, rel_pos_w), (qh, qw), (kh, kw))
+    size = 2 * batch * rows * cols
+    _resample.check_rel_request(xp, attn, axes, size, "add_decomposed_rel_pos")
     return _resample.run(
         xp,
         _resample.add_decomposed_kernel,
@@ -654,7 +467,9 @@ def pos_embed_load_hook(
         want, have = tuple(target.shape), tuple(loaded.shape)
         if want == have:
             return
-        new_side = _square_side(want[1] - num_prefix_tokens, "a square grid", f"the model's {name}")
+        new_side = _resample.square_side(
+            want[1] - num_prefix_tokens, "a square grid", f"the model's {name}"
+        )
         state_dict[key] = resample_pos_embed(
             loaded,
             new_side,
@@ -664,19 +479,6 @@ def pos_embed_load_hook(
         )
 
     return hook
-
-
-def _key_path(path: object) -> tuple[Any, ...]:
-    """``"a/b/c"`` or a sequence of keys as a non-empty tuple of keys."""
-    if isinstance(path, str):
-        keys: tuple[Any, ...] = tuple(path.split("/"))
-    elif isinstance(path, (tuple, list)):
-        keys = tuple(path)
-    else:
-        raise TypeError(f"path must be a string 'a/b/c' or a sequence of keys. Received: {path!r}")
-    if not keys or any(k == "" for k in keys):
-        raise ValueError(f"path must name at least one key, none empty. Received: {path!r}")
-    return keys
 
 
 def resample_pos_embed_in_tree(
@@ -729,24 +531,6 @@ def resample_pos_embed_in_tree(
     >>> params["params"]["pos_embed"].shape  # the input is kept
     (1, 197, 8)
     """
-    keys = _key_path(path)
-
-    def rebuilt(level: Any, depth: int) -> Any:
-        where = "/".join(str(k) for k in keys[:depth]) or "tree"
-        if not isinstance(level, Mapping):
-            raise TypeError(f"{where} must be a mapping. Received: {type(level).__name__}")
-        key = keys[depth]
-        if key not in level:
-            raise KeyError(
-                f"path {'/'.join(str(k) for k in keys)!r}: {key!r} is not in {where}; "
-                f"its keys are {sorted(map(str, level))}"
-            )
-        if depth + 1 == len(keys):
-            new = resample_pos_embed(level[key], new_size, **kwargs)
-        else:
-            new = rebuilt(level[key], depth + 1)
-        items = {k: (new if k == key else v) for k, v in level.items()}
-        kind: Any = type(level)  # dict, FrozenDict, State...: built from a dict
-        return items if kind is dict else kind(items)
-
-    return rebuilt(tree, 0)
+    return _resample.replace_in_tree(
+        tree, path, lambda table: resample_pos_embed(table, new_size, **kwargs)
+    )

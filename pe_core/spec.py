@@ -151,11 +151,15 @@ class Spec:
         # One step per group of fields, in this order (the first bad field is reported).
         self._set("base", _timescale("base", self.base))
         self._set("min_timescale", _timescale("min_timescale", self.min_timescale))
-        _check_timescale_order(self.min_timescale, self.base)
+        if self.min_timescale > self.base:
+            raise ValueError(
+                "Spec.min_timescale must not exceed Spec.base. "
+                f"Received: min_timescale={self.min_timescale!r}, base={self.base!r}"
+            )
         _check_choice("denominator", self.denominator, _DENOMINATORS)
         _check_choice("layout", self.layout, _LAYOUTS)
         _check_choice("odd_d", self.odd_d, _ODD_D)
-        self._set("axes", _check_axes(self.axes))
+        self._set("axes", positive_int(self.axes, "Spec.axes", what="coordinate axes"))
         self._set("axis_order", _axis_order(self.axis_order, self.axes))
         self._set("offset", _offset(self.offset))
         if self.frequencies is not None:
@@ -210,14 +214,6 @@ def _timescale(attr: str, value: object) -> float:
     return real
 
 
-def _check_timescale_order(min_timescale: float, base: float) -> None:
-    if min_timescale > base:
-        raise ValueError(
-            "Spec.min_timescale must not exceed Spec.base. "
-            f"Received: min_timescale={min_timescale!r}, base={base!r}"
-        )
-
-
 def _offset(offset: object) -> int | float:
     """An integer offset as an exact Python int (any size), else a finite float."""
     if is_integer(offset):
@@ -264,11 +260,6 @@ def _frequency_items(freqs: object) -> tuple[numbers.Real, ...]:
                 f"position). Received: item {i} = {w!r}"
             )
     return items
-
-
-def _check_axes(axes: object) -> int:
-    """``axes`` as a Python int (NumPy integers accepted), validated."""
-    return positive_int(axes, "Spec.axes", what="coordinate axes")
 
 
 def _axis_order(value: object, axes: int) -> str | tuple[int, ...]:

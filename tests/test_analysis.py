@@ -103,14 +103,14 @@ def test_similarity_matrix_wide_and_empty_tables():
 def test_similarity_euclidean_blocks():
     """Large enough to be computed in several row blocks."""
     table = np.random.default_rng(1).normal(size=(1100, 8))
-    import pe_core.analysis as analysis
+    from pe_core import _analysis
 
-    old = analysis._BLOCK_VALUES
-    analysis._BLOCK_VALUES = 5000
+    old = _analysis.BLOCK_VALUES
+    _analysis.BLOCK_VALUES = 5000
     try:
         got = similarity_matrix(table, metric="euclidean")
     finally:
-        analysis._BLOCK_VALUES = old
+        _analysis.BLOCK_VALUES = old
     want = brute_similarity(table, "euclidean")[::37]
     assert_close(got[::37], want, atol=1e-12, rtol=1e-7, backend="numpy", dtype="float64")
 
@@ -334,7 +334,7 @@ def test_normalized_report_long():
 
 
 def test_scalar_cosine_with_signs():
-    from pe_core.analysis import _scalar_max_cosine
+    from pe_core._analysis import scalar_max_cosine as _scalar_max_cosine
 
     assert _scalar_max_cosine(np.array([-1.0, 0.0, 1.0]), 2) == (-1.0, (0, 2))
     assert _scalar_max_cosine(np.array([-1.0, 0.0, 1.0]), 1) == (0.0, (0, 1))

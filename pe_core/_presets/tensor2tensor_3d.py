@@ -6,16 +6,10 @@ An N-D preset (:mod:`pe_core.nd`): coordinates ``(..., axes)``, one 1-D encoding
 from __future__ import annotations
 
 from pe_core._presets import Preset
-from pe_core.spec import Spec
+from pe_core._presets.tensor2tensor_2d import PRESET as _PLANE
 
 PRESET = Preset(
-    spec=Spec(
-        denominator="half_minus_one",
-        layout="split",
-        odd_d="zero_pad",
-        axes=3,
-        name="tensor2tensor_3d",
-    ),
+    spec=_PLANE.spec.replace(axes=3, name="tensor2tensor_3d"),
     source=(
         "tensor2tensor common_attention.add_timing_signal_nd on [batch, t, h, w, channels] "
         "(channels // 6 pairs per axis)"
