@@ -4,6 +4,7 @@ backend, the traced modes, no host reads of framework arrays, and bad input."""
 from __future__ import annotations
 
 import re
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -166,6 +167,25 @@ def test_table_cells_match_the_token_by_token_rule(backend, data):
     got = P.from_table_cells(xp.asarray(types), max_position_embeddings=cap)
     wide = _wide(backend)
     assert_equal(got, _table_cells_reference(types, cap).astype(wide), backend=backend, dtype=wide)
+
+
+def test_table_cells_at_2_17_tokens_are_proportional_to_the_output(backend):
+    """2**17 tokens in one sequence: (seq, seq) pairs would be 16 GiB (refused once);
+    the sort takes a small multiple of the output (NumPy's peak is traced)."""
+    seq = 2**17
+    types = np.zeros((1, seq, 3), np.int64)
+    types[0, 100:, 1] = np.arange(seq - 100) // 7 + 1
+    types[0, -50:, 1:] = 0  # padding: the question's cell again
+    array = positions_on(backend, types)
+    if backend == "numpy":
+        tracemalloc.start()
+    got = P.from_table_cells(array)
+    if backend == "numpy":
+        assert tracemalloc.get_traced_memory()[1] < 16 * got.nbytes
+        tracemalloc.stop()
+    want = np.arange(seq) - np.where(types[0, :, 1] > 0, 100 + (np.arange(seq) - 100) // 7 * 7, 0)
+    wide = _wide(backend)
+    assert_equal(got, want[None].astype(wide), backend=backend, dtype=wide)
 
 
 def _vision_modules():
