@@ -28,6 +28,7 @@ from static shapes, so the functions run under ``jax.jit``, ``torch.compile`` an
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -359,6 +360,9 @@ def from_table_cells(
     cap = max_position_embeddings
     if cap is not None:
         cap = positive_int(cap, "max_position_embeddings") - 1
+    if not xp.is_tracing():  # (sizes may be symbolic or unknown while tracing)
+        # the ids, their casts, the sorts and the gathers: about a dozen int64 per token
+        check_tokens(math.prod(shape[:-1]), "from_table_cells", per_token=96)
     return rules.table_cell_ids(xp, types, int(shape[-2]), cap, dtype)
 
 
