@@ -167,6 +167,9 @@ def feature_error_bound(
     >>> b.shape, bool(b.max() < 1e-5)
     ((1, 6), True)
     """
+    x_shape, f_shape = np.shape(coords), np.shape(frequencies)
+    products = math.prod(x_shape) * (f_shape[-1] if f_shape else 1)  # the |x_j f_j|
+    check_request_size(products, "float64", what="feature_error_bound", extra_bytes=16 * products)
     return _fourier.feature_bound(coords, frequencies, HOST.dtype_name(dtype))
 
 

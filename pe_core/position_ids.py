@@ -339,12 +339,9 @@ def from_table_cells(
 
     Notes
     -----
-    For NumPy, cells are gathered by a stable sort of each sequence's (column, row)
-    ids: memory and time proportional to the output. On the other backends they are
-    found by comparing every pair of tokens of a sequence, ``(..., seq, seq)``
-    booleans (262 144 per sequence of TAPAS's 512 tokens); a request whose pairs
-    (about 10 bytes each) exceed the available memory is refused before any work,
-    its size named.
+    Cells are gathered by a stable sort of each sequence's (column, row) ids, on every
+    backend: memory proportional to the output and time to the output times the log
+    of the sequence length (no ``(..., seq, seq)`` comparison of every pair of tokens).
 
     Examples
     --------
@@ -363,13 +360,10 @@ def from_table_cells(
     cap = max_position_embeddings
     if cap is not None:
         cap = positive_int(cap, "max_position_embeddings") - 1
-    if xp.numpy_arrays and not xp.is_tracing():
-        return rules.table_cell_ids_host(types, cap, dtype)  # type: ignore[return-value]
-    seq = int(shape[-2])
-    if not xp.is_tracing():  # (sizes may be symbolic under torch.compile)
-        pairs = seq * seq * math.prod(int(n or 1) for n in shape[:-2])
-        check_request_size(pairs, "int64", what="from_table_cells", extra_bytes=2 * pairs)
-    return rules.table_cell_ids(xp, types, seq, cap, dtype)
+    if not xp.is_tracing():  # (sizes may be symbolic or unknown while tracing)
+        # the ids, their casts, the sorts and the gathers: about a dozen int64 per token
+        check_tokens(math.prod(shape[:-1]), "from_table_cells", per_token=96)
+    return rules.table_cell_ids(xp, types, int(shape[-2]), cap, dtype)
 
 
 # --------------------------------------------------------------------------- NaViT buckets

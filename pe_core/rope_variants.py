@@ -14,11 +14,12 @@ eagerly and traced; see :doc:`rope` for the conventions they reproduce.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from pe_core._kernel.inputs import as_positions
+from pe_core._kernel.inputs import as_positions, check_request_size
 from pe_core._rope_call import as_input, rope_factors
 from pe_core.typing import BackendArrayT, BackendLike, HostData, SupportsArray
 from pe_core.validation import finite_real, positive_int
@@ -112,6 +113,19 @@ def vjepa2_rope(
         raise ValueError(
             f"pos must have a trailing axis of axes={axes} coordinates (V-JEPA 2: frame, "
             f"height, width). Received: pos of shape {pos_shape}"
+        )
+    if not xp.is_tracing():  # (sizes may be symbolic or unknown while tracing)
+        sides = list(shape[:-1]), list(pos_shape[:-1])
+        rank = max(len(sides[0]), len(sides[1]))
+        padded = [[1] * (rank - len(side)) + side for side in sides]
+        n = head_dim * math.prod([max(a, b) for a, b in zip(*padded, strict=True)])
+        on_host = not xp.on_accelerator(array)  # the output and ~4 temporaries per block
+        check_request_size(
+            n,
+            xp.dtype_of(array),
+            what="vjepa2_rope",
+            extra_bytes=32 * n if on_host else 0,
+            host_output=on_host,
         )
     parts = []
     for a in range(axes):

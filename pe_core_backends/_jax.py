@@ -215,6 +215,12 @@ class JaxNamespace(Namespace, module=jnp):
     guards_host_reads = True
     _host_reads = _jax_host_reads
 
+    def argsort(self, x: Any, axis: int) -> Any:
+        return jnp.argsort(x, axis=axis, stable=True)
+
+    def cummax(self, x: Any) -> Any:
+        return jax.lax.cummax(x, axis=x.ndim - 1)
+
     def image_resize(self, x: Any, size: tuple[int, int], method: str, antialias: bool) -> Any:
         return jax.image.resize(
             x,

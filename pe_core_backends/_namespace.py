@@ -35,7 +35,7 @@ ArrayFunction: TypeAlias = Callable[..., Any]
 _MODULE_FUNCTIONS = {"bitwise_right_shift": "right_shift", "concat": "concatenate"} | {
     name: name
     for name in "abs floor log1p round sin cos bitwise_and where zeros_like reshape "
-    "expand_dims broadcast_to stack cumsum sum searchsorted".split()
+    "expand_dims broadcast_to stack cumsum sum searchsorted take_along_axis".split()
 }
 
 
@@ -298,6 +298,18 @@ class ArrayCore:
         ``<= value``. Integer indices of this backend's index dtype."""
         raise NotImplementedError(f"backend {self.name!r} has no searchsorted")
 
+    def argsort(self, x: Any, axis: int) -> Any:
+        """Indices that sort integer ``x`` along ``axis`` ascending, stably: equal values
+        keep their order (the Array API's ``argsort(x, axis=axis, stable=True)``).
+        Integer indices of this backend's index dtype."""
+        raise NotImplementedError(f"backend {self.name!r} has no argsort")
+
+    def take_along_axis(self, x: Any, indices: Any, axis: int) -> Any:
+        """``x`` gathered along ``axis`` by integer ``indices`` of the same rank (the Array
+        API's ``take_along_axis``): ``out[..., i] = x[..., indices[..., i]]`` for the
+        last axis."""
+        raise NotImplementedError(f"backend {self.name!r} has no take_along_axis")
+
 
 class FastPaths(ArrayCore):
     """The optional parts of a backend, each with a generic default built on the core.
@@ -407,6 +419,17 @@ class FastPaths(ArrayCore):
         """``x`` with the Python number ``value`` where ``condition`` holds. ``x`` must be a
         new array the caller owns: mutable backends may write into it."""
         return self.where(condition, self.asarray(value, dtype=x.dtype), x)
+
+    def cummax(self, x: Any) -> Any:
+        """Running maxima of integer ``x`` along its last axis: ``out[..., i]`` is the
+        largest of ``x[..., :i + 1]``. The default doubles each step's reach: about
+        ``log2(n)`` elementwise passes, each the size of ``x``."""
+        n, step = x.shape[-1], 1
+        while step < n:
+            shifted = self.concat([x[..., :step], x[..., : n - step]], -1)
+            x = self.where(shifted > x, shifted, x)
+            step *= 2
+        return x
 
     # -- kernels of the encodings ----------------------------------------------------
     def int64_words(self, x: Any) -> tuple[Any, Any]:

@@ -59,6 +59,12 @@ class NumpyNamespace(Namespace, module=np):
     def on_accelerator(self, x: Any) -> bool:
         return False  # host memory only, whatever force_device_path says
 
+    def argsort(self, x: Any, axis: int) -> Any:
+        return np.argsort(x, axis=axis, kind="stable")
+
+    def cummax(self, x: Any) -> Any:
+        return np.maximum.accumulate(x, axis=-1)
+
     mutable = True
 
     def view_as_real(self, z: Any) -> Any:

@@ -180,5 +180,12 @@ class TensorflowNamespace(Namespace, module=tf):  # tf.round: half to even, as t
     def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
         return tf.searchsorted(sorted_sequence, values, side=side, out_type=tf.int64)
 
+    def argsort(self, x: Any, axis: int) -> Any:
+        return tf.argsort(x, axis=axis, stable=True)
+
+    def take_along_axis(self, x: Any, indices: Any, axis: int) -> Any:
+        # the last axis (what pe_core gathers along): the others are batch axes
+        return tf.gather(x, indices, axis=axis, batch_dims=len(x.shape) - 1)
+
 
 NAMESPACE = TensorflowNamespace()

@@ -71,7 +71,11 @@ def _device(like: Any) -> Any:
 
 
 class TorchNamespace(
-    Namespace, module=torch, bitwise_right_shift="bitwise_right_shift", expand_dims="unsqueeze"
+    Namespace,
+    module=torch,
+    bitwise_right_shift="bitwise_right_shift",
+    expand_dims="unsqueeze",
+    take_along_axis="take_along_dim",
 ):
     name = "torch"
     builds_tables = True
@@ -249,6 +253,12 @@ class TorchNamespace(
 
     def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
         return torch.searchsorted(sorted_sequence, values, right=side == "right")
+
+    def argsort(self, x: Any, axis: int) -> Any:
+        return torch.argsort(x, dim=axis, stable=True)
+
+    def cummax(self, x: Any) -> Any:
+        return torch.cummax(x, dim=-1).values
 
     def fill_where(self, x: Any, condition: Any, value: int) -> Any:
         return x.masked_fill_(condition, value)

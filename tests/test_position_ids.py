@@ -4,10 +4,14 @@ backend, the traced modes, no host reads of framework arrays, and bad input."""
 from __future__ import annotations
 
 import re
+import tracemalloc
 
 import numpy as np
 import pytest
 from conftest import assert_equal, positions_on
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from pe_core import position_ids as P
 from pe_core.host_reads import GUARDED_BACKENDS, forbid_host_reads
@@ -131,6 +135,57 @@ def test_table_cells_match_tapas_embeddings():
             module(input_ids=torch.zeros(types.shape[:2], dtype=torch.long), token_type_ids=types)
         got = P.from_table_cells(types, max_position_embeddings=max_positions)
         assert_equal(got, seen[0])
+
+
+def _table_cells_reference(types: np.ndarray, cap: int | None) -> np.ndarray:
+    """TAPAS's rule token by token: ``t`` minus the first token with its (column, row)."""
+    seq = types.shape[-2]
+    out = np.zeros(types.shape[:-1], np.int64)
+    for index in np.ndindex(*types.shape[:-2]):
+        cells = [(int(c), int(r)) for c, r in types[index][:, 1:3]]
+        for t in range(seq):
+            out[index + (t,)] = t - cells.index(cells[t])
+    return out if cap is None else np.minimum(out, cap - 1)
+
+
+_INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+@given(data=st.data())
+def test_table_cells_match_the_token_by_token_rule(backend, data):
+    """Any ids of any integer dtype (its extremes included), any batch axes and length,
+    capped or not: the ids are TAPAS's, exactly."""
+    xp = get_namespace(backend)
+    dtype = data.draw(st.sampled_from([d for d in _INT_DTYPES if xp.supports(d)]))
+    info = np.iinfo(dtype)
+    pool = np.array([info.min, info.max, 0, 1, info.max - 1], dtype)
+    lead = data.draw(st.lists(st.integers(1, 3), max_size=2).map(tuple))
+    shape = (*lead, data.draw(st.integers(0, 24)), data.draw(st.integers(3, 5)))
+    kinds = data.draw(st.integers(0, 4))  # ids drawn from the first kinds + 1 of the pool
+    types = pool[data.draw(arrays(np.int64, shape, elements=st.integers(0, kinds)))]
+    cap = data.draw(st.none() | st.integers(1, 30))
+    got = P.from_table_cells(xp.asarray(types), max_position_embeddings=cap)
+    wide = _wide(backend)
+    assert_equal(got, _table_cells_reference(types, cap).astype(wide), backend=backend, dtype=wide)
+
+
+def test_table_cells_at_2_17_tokens_are_proportional_to_the_output(backend):
+    """2**17 tokens in one sequence: (seq, seq) pairs would be 16 GiB (refused once);
+    the sort takes a small multiple of the output (NumPy's peak is traced)."""
+    seq = 2**17
+    types = np.zeros((1, seq, 3), np.int64)
+    types[0, 100:, 1] = np.arange(seq - 100) // 7 + 1
+    types[0, -50:, 1:] = 0  # padding: the question's cell again
+    array = positions_on(backend, types)
+    if backend == "numpy":
+        tracemalloc.start()
+    got = P.from_table_cells(array)
+    if backend == "numpy":
+        assert tracemalloc.get_traced_memory()[1] < 16 * got.nbytes
+        tracemalloc.stop()
+    want = np.arange(seq) - np.where(types[0, :, 1] > 0, 100 + (np.arange(seq) - 100) // 7 * 7, 0)
+    wide = _wide(backend)
+    assert_equal(got, want[None].astype(wide), backend=backend, dtype=wide)
 
 
 def _vision_modules():

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from pe_core_backends import Namespace
 
 
@@ -46,39 +44,22 @@ def cu_seqlens_ids(xp: Namespace, cu: Any, total: int, wide: str, dtype: Any, ch
 
 
 def table_cell_ids(xp: Namespace, types: Any, seq: int, cap: int | None, dtype: Any) -> Any:
-    """TAPAS's count that restarts in every cell (same column and row id), capped."""
-    column, row = types[..., 1], types[..., 2]
-    same = (xp.expand_dims(column, -1) == xp.expand_dims(column, -2)) & (
-        xp.expand_dims(row, -1) == xp.expand_dims(row, -2)
-    )  # (..., seq, seq): token i and token j share a cell
-    # the first token of i's cell: the number of tokens before the first match
-    first = xp.sum(xp.cumsum(same, -1, dtype) == 0, -1, dtype)
-    out = xp.arange(seq, dtype, like=types) - first
+    """TAPAS's count that restarts in every cell (same column and row id), capped, in
+    memory proportional to the output: a stable sort by (column, row) gathers each
+    cell's tokens in order, and a running maximum over the places where the sorted
+    cell changes finds each token's first."""
+    # in the wide dtype, a cast that keeps equal ids equal (all the sort must keep)
+    column, row = xp.astype(types[..., 1], dtype), xp.astype(types[..., 2], dtype)
+    order = xp.argsort(row, -1)
+    order = xp.take_along_axis(order, xp.argsort(xp.take_along_axis(column, order, -1), -1), -1)
+    column, row = xp.take_along_axis(column, order, -1), xp.take_along_axis(row, order, -1)
+    places = xp.arange(seq, dtype, like=types)
+    before = xp.where(places > 0, places - 1, 0)  # each sorted place's predecessor (0: itself)
+    changed = (column != xp.take(column, before, -1)) | (row != xp.take(row, before, -1))
+    start = xp.cummax(xp.where(changed, places, 0))  # the sorted place where the cell starts
+    first = xp.take_along_axis(order, start, -1)  # its first token, in sorted order
+    first = xp.take_along_axis(first, xp.argsort(order, -1), -1)  # back in token order
+    out = places - xp.astype(first, dtype)
     if cap is not None and cap < seq - 1:  # ids never exceed seq - 1 otherwise
         out = xp.fill_where(out, out > cap, cap)
     return out
-
-
-def table_cell_ids_host(types: np.ndarray, cap: int | None, dtype: Any) -> np.ndarray:
-    """:func:`table_cell_ids` for NumPy, in memory and time proportional to the
-    output: a stable sort by (column, row) gathers each cell, whose first token is the
-    first of its group."""
-    column, row = types[..., 1], types[..., 2]
-    seq = column.shape[-1]
-    lead = column.shape[:-1]
-    column, row = column.reshape(-1, seq), row.reshape(-1, seq)
-    order = np.lexsort((row, column), axis=-1)  # stable: a cell's tokens stay in order
-    sorted_column = np.take_along_axis(column, order, -1)
-    sorted_row = np.take_along_axis(row, order, -1)
-    start = np.ones(order.shape, bool)
-    start[:, 1:] = (sorted_column[:, 1:] != sorted_column[:, :-1]) | (
-        sorted_row[:, 1:] != sorted_row[:, :-1]
-    )
-    places = np.arange(seq, dtype=np.int64)
-    group = np.maximum.accumulate(np.where(start, places, 0), axis=-1)
-    first = np.empty(order.shape, np.int64)
-    np.put_along_axis(first, order, np.take_along_axis(order, group, -1), -1)
-    out = places - first
-    if cap is not None and cap < seq - 1:
-        out = np.minimum(out, cap)
-    return out.reshape(*lead, seq).astype(dtype, copy=False)
