@@ -175,10 +175,10 @@ _SLOW = "works through the 2**40 inputs (minutes) before any refusal"
 GAPS = {
     **dict.fromkeys(
         "allegro_frequencies deberta_log_bucket fourier_features "
-        "from_attention_mask from_input_ids grid grid_encoding "
+        "from_attention_mask from_input_ids "
         "llama4_attention_scales mrope_position_ids rope_constants "
         "rope_frequencies rope_permutation similarity_matrix t5_relative_bias "
-        "t5_relative_bucket transformer_xl_embedding transformer_xl_positions "
+        "t5_relative_bucket "
         "xpos_scale".split(),
         _MEMORY,
     ),
