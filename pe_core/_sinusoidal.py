@@ -132,6 +132,9 @@ def _prepare(
     d = check_d(d, spec)
     xp, source, dtype, like = _choose_namespace(pos, backend, dtype, out, like, what)
     out_name, _ = resolve_dtype(xp, dtype)
+    face = "encode" if what == "pos" else "timestep_embedding"
+    if isinstance(pos, np.ndarray):  # before reading a host array (maybe a broadcast view)
+        check_request_size(pos.size * d, out_name, what=face, n_pairs=d // 2)
     named = "positions" if what == "pos" else what  # encode's errors say "positions"
     positions = prepare_positions(pos, xp, source, check_values=check_values, what=named)
     shape = positions.shape  # sizes may be None while tracing
@@ -139,7 +142,7 @@ def _prepare(
     check_request_size(
         None if n_rows is None else n_rows * d,
         out_name,
-        what="encode" if what == "pos" else "timestep_embedding",
+        what=face,
         n_pairs=d // 2,
         host_output=positions.placement == "host",
     )

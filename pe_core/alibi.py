@@ -90,6 +90,7 @@ def alibi_slopes(n_heads: int, *, alibi_bias_max: float = 8.0) -> np.ndarray:
     """
     n = positive_int(n_heads, "n_heads")
     top = finite_real(alibi_bias_max, "alibi_bias_max", greater_than=0)
+    check_request_size(n, "float64", what="alibi_slopes", extra_bytes=16 * n)
     p = 1 << (n.bit_length() - 1)  # largest power of two <= n
     k = np.arange(1, p + 1, dtype=np.float64)
     slopes = np.power(2.0, -top * k / p)

@@ -23,7 +23,14 @@ from typing import Any, overload
 
 import numpy as np
 
-from pe_core._kernel.inputs import as_positions, choose_backend, resolve_dtype, working_dtype
+from pe_core._kernel.inputs import (
+    as_positions,
+    check_request_size,
+    choose_backend,
+    known_size,
+    resolve_dtype,
+    working_dtype,
+)
 from pe_core.typing import (
     Array,
     BackendArrayT,
@@ -94,6 +101,9 @@ def binary_encode(
     """
     d = positive_int(d, "d")
     xp, source = choose_backend(pos, backend)
+    n = known_size(pos)
+    if n is not None:  # the int64 bits, their working copies: before reading pos
+        check_request_size(n * d, "int64", what="binary_encode", extra_bytes=16 * n * d)
     values = _host_values(pos, source)
     if values.dtype.kind == "f":
         bad = ~np.isfinite(values) | (values != np.floor(values))
@@ -160,6 +170,7 @@ def normalized_positions(
     [0.0]
     """
     length = positive_int(length, "length")
+    check_request_size(length, "float64", what="normalized_positions", extra_bytes=8 * length)
     xp, _ = choose_backend(None, backend)
     values = np.arange(length, dtype=np.float64) / max(length - 1, 1)
     return _to_backend(xp, values, dtype)
@@ -222,6 +233,8 @@ def learned_table_init(
     if not is_integer(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer. Received: {seed!r}")
     std = finite_real(std, "std", greater_than=0)
+    n = n_positions * d  # the float64 draws, the mask and the scaled copy
+    check_request_size(n, "float64", what="learned_table_init", extra_bytes=9 * n)
     xp, _ = choose_backend(None, backend)
     rng = np.random.default_rng(int(seed))
     values = rng.standard_normal((n_positions, d))

@@ -49,6 +49,8 @@ from typing import Any, overload
 
 import numpy as np
 
+from pe_core._kernel.inputs import check_request_size
+
 # The N-D engines, also importable from here: check_nd_d, encode_nd, relative_matrix_nd
 # and shift_nd are what encode, relative_matrix and shift call for axes > 1.
 from pe_core._relative import relative_matrix_nd as relative_matrix_nd
@@ -169,6 +171,7 @@ def grid(
         name = xp.dtype_name(dtype)
     target = xp.dtype(name)
     _check_grid_dtype(name, sizes)
+    _check_coordinates(sizes, "grid")
     axes = np.meshgrid(*(np.arange(n, dtype=np.int64) for n in sizes), indexing="ij")
     coords = np.stack(axes, axis=-1)
     if name in ("int32", "int64", "float16", "float32", "float64"):
@@ -196,6 +199,13 @@ def _check_grid_dtype(name: str, sizes: tuple[int, ...]) -> None:
             f"Received shape: {sizes}. Use an integer dtype (the default) or float32, "
             "and keep low precision for the encoding (encode(..., dtype=...))."
         )
+
+
+def _check_coordinates(sizes: tuple[int, ...], what: str) -> None:
+    """Refuse, before any is built, more coordinates than memory holds (eight bytes
+    each, with the per-axis meshes and the stacked copy)."""
+    n = math.prod(sizes) * len(sizes)
+    check_request_size(n, "int64", what=what, extra_bytes=16 * n)
 
 
 def _scaled_coordinates(
@@ -337,6 +347,7 @@ def grid_encoding(
         raise TypeError(f"extra_tokens must be a non-negative int. Received: {extra_tokens!r}")
     if extra_tokens < 0:
         raise ValueError(f"extra_tokens must be a non-negative int. Received: {extra_tokens!r}")
+    _check_coordinates(sizes, "grid_encoding")  # the engine checks the table itself
     coords = _scaled_coordinates(sizes, base, scales).reshape(-1, len(sizes))
     if resolved.axes > 1:
         table = encode_nd(coords, d, resolved, backend, dtype)

@@ -27,6 +27,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from pe_core._kernel.inputs import check_request_size
 from pe_core.encoding import encode
 from pe_core.spec import Spec
 from pe_core.typing import (
@@ -78,12 +79,18 @@ def transformer_xl_positions(
     >>> transformer_xl_positions(2, mem_len=3, clamp_len=2).tolist()
     [2, 2, 2, 1, 0]
     """
+    return _positions(q_len, mem_len, clamp_len, "transformer_xl_positions")
+
+
+def _positions(q_len: Any, mem_len: Any, clamp_len: Any, what: str) -> np.ndarray:
     q_len = positive_int(q_len, "q_len")
     mem_len = positive_int(mem_len, "mem_len", minimum=0)
     if clamp_len is not None and not is_integer(clamp_len):
         raise TypeError(
             f"clamp_len must be None or an integer (<= 0 clamps nothing). Received: {clamp_len!r}"
         )
+    n = mem_len + q_len  # the distances and their clamped copy, before either is built
+    check_request_size(n, "int64", what=what, extra_bytes=8 * n)
     positions = np.arange(mem_len + q_len - 1, -1, -1, dtype=np.int64)
     if clamp_len is not None and clamp_len > 0:
         positions = np.minimum(positions, int(clamp_len))
@@ -154,7 +161,7 @@ def transformer_xl_embedding(
     >>> bool(np.allclose(R[0], [np.sin(2), np.sin(0.02), np.cos(2), np.cos(0.02)]))
     True
     """
-    positions = transformer_xl_positions(q_len, mem_len=mem_len, clamp_len=clamp_len)
+    positions = _positions(q_len, mem_len, clamp_len, "transformer_xl_embedding")
     if backend is None and like is not None:
         backend = backend_of(like)
     return encode(positions, d, spec=TRANSFORMER_XL, backend=backend, dtype=dtype, like=like)

@@ -7,6 +7,7 @@ checks that keep a bad position from becoming a silent wrong answer.
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
 import warnings
@@ -234,6 +235,19 @@ def check_request_size(
         f"{_size(available)} are available. Ask for fewer positions or features (or a "
         "smaller dtype), or compute in pieces."
     )
+
+
+def known_size(obj: Any) -> int | None:
+    """The element count of an array whose shape is a tuple of ints (NumPy, torch, JAX),
+    read from the shape alone (a broadcast view is not copied); else ``None``.
+
+    >>> known_size(np.broadcast_to(np.zeros(()), (2**20, 2**20))), known_size([1, 2])
+    (1099511627776, None)
+    """
+    shape = getattr(obj, "shape", None)
+    if not isinstance(shape, tuple) or not all(type(n) is int for n in shape):
+        return None
+    return math.prod(shape)
 
 
 def _size(n_bytes: float) -> str:
