@@ -21,6 +21,7 @@ length-extrapolation scale).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from pe_core import _scaling
+from pe_core._kernel.inputs import check_request_size
 from pe_core._modules import module_entries
 from pe_core._scaling import _config as c
 from pe_core._scaling import _types
@@ -387,6 +389,8 @@ def rope_frequencies(
     theta = c._theta(config, params)
     head_dim = c._head_dim(config, layer_type)
     pairs = c._rotary_pairs(config, params, head_dim, rope_type)
+    n = max(pairs, head_dim // 2)  # inv_freq and the type's float64 temporaries
+    check_request_size(n, "float64", what="rope_frequencies", extra_bytes=64 * n)
 
     overflow = (
         f"The rope parameters of rope_type {rope_type!r} give frequencies that are not "
@@ -526,6 +530,8 @@ def xpos_scale(
     dim = even_int(rotary_dim, "rotary_dim")
     scale_base = _real(scale_base, "scale_base", minimum=0)
     gamma = _real(gamma, "gamma", minimum=0)
+    n = math.prod(np.shape(positions)) * (dim // 2)  # the output and a float64 temporary
+    check_request_size(n, "float64", what="xpos_scale", extra_bytes=8 * n)
     pos = c._xpos_positions(positions)
     zeta = (np.arange(0, dim, 2, dtype=np.float64) + gamma * dim) / ((1 + gamma) * dim)
     return zeta ** (pos[..., None] / scale_base)
