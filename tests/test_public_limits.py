@@ -196,7 +196,7 @@ GAPS = {
     ),
     **dict.fromkeys(
         "bucket_thresholds encode frequencies omegas "
-        "relative_matrix resolution_report rope_cos_sin shift similarity "
+        "relative_matrix resolution_report shift similarity "
         "similarity_by_distance timestep_embedding".split(),
         _SLOW,
     ),
