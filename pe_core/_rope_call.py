@@ -21,7 +21,7 @@ import numpy as np
 from pe_core import device_tables
 from pe_core._kernel.angles import exact_cos_sin
 from pe_core._kernel.host_tables import host_sin_cos, small_call_fits
-from pe_core._kernel.inputs import working_dtype
+from pe_core._kernel.inputs import check_request_size, working_dtype
 from pe_core._kernel.placement import Positions, prepare_positions
 from pe_core._kernel.rope_factors import small_cos_sin
 from pe_core.rope_layout import LAYOUTS
@@ -81,6 +81,7 @@ def rope_factors(x: Any, pos: Any, *config: Any) -> tuple[Namespace, Any, Any, A
     rotary_dim = check_rotary_dim(rotary_dim, head_dim)
     working = working_dtype(x_dtype)
     base = check_base(base)
+    check_size(xp, x, pos, "apply_rope")
 
     positions = classify(pos, xp, check_values, xp.is_traced(x), x)
     check_broadcast(positions.shape, shape)
@@ -108,6 +109,34 @@ def rope_factors(x: Any, pos: Any, *config: Any) -> tuple[Namespace, Any, Any, A
             xp, positions.array, inv_freq, working=working, scale=attention_factor
         )
     return xp, x, cos, sin, layout, rotary_dim, working
+
+
+def shape_size(obj: Any, trailing: int = 0) -> int | None:
+    """The number of elements of ``obj``'s shape (less its last ``trailing`` axes), read
+    from the shape only; ``None`` without a shape of known ints (Python values, traced)."""
+    shape = getattr(obj, "shape", None)
+    if shape is None or not all(type(d) is int for d in shape):  # torch.Size holds ints
+        return None
+    return math.prod(tuple(shape)[: len(shape) - trailing])
+
+
+def check_size(xp: Namespace, x: Any, pos: Any, what: str, trailing: int = 0) -> None:
+    """Refuse, from the shapes alone and before ``pos`` is read, a RoPE call whose output
+    (``x``'s shape) or cos/sin (float64 on the host: a pair per position and pair of
+    features) cannot fit in memory; traced calls are not checked."""
+    if xp.is_traced(x):
+        return
+    shape = xp.shape(x)
+    n_out = math.prod(shape)
+    n_tables = (shape_size(pos, trailing) or 1) * shape[-1]
+    on_host = not xp.on_accelerator(x)
+    check_request_size(
+        max(n_out, n_tables),
+        xp.dtype_of(x),
+        what=what,
+        extra_bytes=16 * n_tables if on_host else 0,
+        host_output=on_host,
+    )
 
 
 def classify(pos: Any, xp: Namespace, check_values: bool, tracing: bool, like: Any) -> Positions:

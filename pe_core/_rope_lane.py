@@ -25,11 +25,13 @@ raises the errors.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from pe_core import _rope_call as call
+from pe_core._kernel.inputs import check_request_size
 from pe_core._kernel.placement import host_view, namespace_of
 from pe_core._kernel.rope_factors import HostFactors, small_cos_sin
 from pe_core._kernel.routes import FEW_POSITIONS, SMALL_MAX_INTEGER, SMALL_MAX_PAIRS
@@ -117,6 +119,8 @@ def _lane_constants(
             return None
         if not broadcasts_into(values.shape, shape[:-1]):
             return None
+        # the output in host memory (float32 at least): O(1), refused before any work
+        check_request_size(math.prod(shape), "float32", what="apply_rope")
     return constants
 
 

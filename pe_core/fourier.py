@@ -357,6 +357,9 @@ def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> Call:
                 "frequencies must have shape (m,) or (k, m) with k, m >= 1. Received: "
                 f"shape {f_shape}"
             )
+    shape = getattr(coords, "shape", None)
+    if coord_source in _ON_HOST and shape is not None:  # sized before the float64 copy
+        _check_shapes(tuple(shape), f_shape, out_name, host_output=on_host)
     if on_host:
         # Host coordinates and frequencies: float64 on the host, rounded once.
         x = _host_coords(coords)

@@ -33,6 +33,7 @@ from pe_core._rope_call import (
     all_none,
     as_input,
     check_broadcast,
+    check_size,
     configuration,
     each,
     rope_factors,
@@ -322,6 +323,7 @@ def _apply_rope_each(xs: tuple[Any, ...], pos: Any, *config: Any) -> tuple[Any, 
         shape = xp_x.shape(x)
         if xp_x is xp and shape and shape[-1] == head_dim and xp.dtype_of(x) == dtype:
             check_broadcast(pos_shape, shape)
+            check_size(xp, x, pos, "apply_rope")
             out.append(xp.rotate_pairs(x, cos, sin, layout, rotary_dim, working))
         else:  # another backend, dtype or head_dim: its own factors
             out.append(apply_rope(x, pos, **options))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pe_core.validation import choice, is_integer, positive_int
+from pe_core.validation import check_request_size, choice, is_integer, positive_int
 
 __all__ = ["LAYOUTS", "ROTARY_FEATURES", "TABLE_LAYOUTS", "rope_permutation", "table_layout"]
 
@@ -114,6 +114,7 @@ def rope_permutation(
     from_layout = choice(from_layout, "from_layout", LAYOUTS)
     to_layout = choice(to_layout, "to_layout", LAYOUTS)
     head_dim = positive_int(head_dim, "head_dim")
+    check_request_size(head_dim, "int64", what="rope_permutation", extra_bytes=24 * head_dim)
     rot = head_dim if rotary_dim is None else rotary_dim
     if not is_integer(rot) or not 0 <= rot <= head_dim:
         raise ValueError(f"rotary_dim must be an integer in [0, head_dim={head_dim}], got {rot!r}.")

@@ -66,7 +66,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pe_core import _rope_call as call
-from pe_core._kernel.inputs import working_dtype
+from pe_core._kernel.inputs import check_request_size, working_dtype
 from pe_core._kernel.placement import prepare_positions
 from pe_core._position_ids import mrope
 from pe_core._rope_nd import plan as plans
@@ -142,13 +142,13 @@ def pair_axes(sections: Sequence[int], section_layout: str = "contiguous") -> tu
     >>> pair_axes((4, 2, 2), "interleaved")  # t h w t h w t t
     (0, 1, 2, 0, 1, 2, 0, 0)
     """
-    return plans.pair_axes(
-        _check_sections(sections), choice(section_layout, "section_layout", SECTION_LAYOUTS)
-    )
+    sections = _check_sections(sections, "pair_axes")
+    return plans.pair_axes(sections, choice(section_layout, "section_layout", SECTION_LAYOUTS))
 
 
-def _check_sections(sections: object) -> tuple[int, ...]:
-    """``sections`` as a tuple of ints (a 1-D NumPy array as its values)."""
+def _check_sections(sections: object, what: str | None = None) -> tuple[int, ...]:
+    """``sections`` as a tuple of ints (a 1-D NumPy array as its values); with ``what``
+    (the public name), refused when a tuple of their pairs cannot fit in memory."""
     if isinstance(sections, np.ndarray) and sections.ndim == 1:
         sections = list(sections.tolist())
     elif isinstance(sections, (str, bytes, Mapping)) or not isinstance(sections, Sequence):
@@ -164,6 +164,8 @@ def _check_sections(sections: object) -> tuple[int, ...]:
             "sections must be one or more integers >= 0 with a positive sum (rotary pairs "
             f"per axis). Received: {tuple(values)!r}"
         )
+    if what is not None:  # a tuple of Python objects (up to 32 bytes each) per pair
+        check_request_size(sum(values), "float64", what=what, extra_bytes=32 * sum(values))
     return tuple(values)
 
 
@@ -199,7 +201,7 @@ def pixel_frequencies(
     >>> [round(w / math.pi, 3) for w in pixel_frequencies((3, 2), max_freq=10.0)]
     [1.0, 3.0, 5.0, 1.0, 5.0]
     """
-    sections = _check_sections(sections)
+    sections = _check_sections(sections, "pixel_frequencies")
     axes = plans.pair_axes(sections, choice(section_layout, "section_layout", SECTION_LAYOUTS))
     try:
         finite_real(max_freq, "max_freq", greater_than=0)
@@ -261,6 +263,8 @@ def allegro_frequencies(
     (1.0, 0.01)
     """
     head_dim = positive_int(head_dim, "head_dim")
+    n = head_dim // 2  # a tuple of Python floats and per-axis lists
+    check_request_size(n, "float64", what="allegro_frequencies", extra_bytes=64 * n)
     if head_dim % 6:
         raise ValueError(
             "head_dim must be a multiple of 6 (three blocks of head_dim / 3 features, each "
@@ -427,6 +431,7 @@ def apply_rope_nd(
     head_dim = call.check_head_dim(shape[-1])
     rotary_dim = call.check_rotary_dim(rotary_dim, head_dim)
     base = call.check_base(base)
+    call.check_size(xp, x, pos, "apply_rope_nd", trailing=1)
     working = working_dtype(xp.dtype_of(x))
 
     positions = prepare_positions(
@@ -578,6 +583,8 @@ def mrope_position_ids(
     [[-2]]
     """
     source = backend_of(input_ids)
+    n = call.shape_size(input_ids) or 0  # (3, batch, seq) positions, per-token temporaries
+    check_request_size(3 * n, "int64", what="mrope_position_ids", extra_bytes=40 * n)
     ids = mrope.host_ints(input_ids, "input_ids")
     if ids.ndim != 2:
         raise ValueError(f"input_ids must have shape (batch, seq). Received shape: {ids.shape}")

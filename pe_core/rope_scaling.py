@@ -21,6 +21,7 @@ length-extrapolation scale).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -35,7 +36,7 @@ from pe_core._scaling._common import _max_positions, _original_max_positions, _r
 from pe_core._scaling._config import _TYPE_ALIASES, DEFAULT_THETA  # noqa: F401 (re-exported)
 from pe_core._scaling._types import MissingRopeKeyError, RopeScalingType, ScalingInputs
 from pe_core.typing import RopeConfig
-from pe_core.validation import even_int, positive_int
+from pe_core.validation import check_request_size, even_int, positive_int
 
 __all__ = [
     "READ_CONFIG_KEYS",
@@ -387,6 +388,8 @@ def rope_frequencies(
     theta = c._theta(config, params)
     head_dim = c._head_dim(config, layer_type)
     pairs = c._rotary_pairs(config, params, head_dim, rope_type)
+    n = max(pairs, head_dim // 2)  # inv_freq and the type's float64 temporaries
+    check_request_size(n, "float64", what="rope_frequencies", extra_bytes=64 * n)
 
     overflow = (
         f"The rope parameters of rope_type {rope_type!r} give frequencies that are not "
@@ -526,6 +529,8 @@ def xpos_scale(
     dim = even_int(rotary_dim, "rotary_dim")
     scale_base = _real(scale_base, "scale_base", minimum=0)
     gamma = _real(gamma, "gamma", minimum=0)
+    n = math.prod(np.shape(positions)) * (dim // 2)  # the output and a float64 temporary
+    check_request_size(n, "float64", what="xpos_scale", extra_bytes=8 * n)
     pos = c._xpos_positions(positions)
     zeta = (np.arange(0, dim, 2, dtype=np.float64) + gamma * dim) / ((1 + gamma) * dim)
     return zeta ** (pos[..., None] / scale_base)

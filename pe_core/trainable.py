@@ -35,8 +35,13 @@ What holds (see the "Trainable frequencies" page):
 
 from __future__ import annotations
 
+from typing import Any
+
+from pe_core._kernel.inputs import check_request_size
 from pe_core._learned import framework_angles, framework_frequencies, learned_rope, mixed_axes
+from pe_core._rope_call import shape_size
 from pe_core.typing import ArrayT, HostData, RopeLayout, SupportsArray
+from pe_core_backends import backend_of, get_namespace
 
 __all__ = ["apply_rope_mixed", "framework_frequencies", "rope_angles", "rope_mixed_angles"]
 
@@ -74,6 +79,7 @@ def rope_angles(
     >>> a.sum().backward(); f.grad.tolist()  # d/df of sum(pos * f) = sum(pos)
     [[3.0, 3.0], [3.0, 3.0]]
     """
+    _check_size(pos, frequencies, "rope_angles")
     return framework_angles(pos, frequencies, axes=None, check_values=check_values)[1]
 
 
@@ -111,6 +117,7 @@ def rope_mixed_angles(
     [[[3.0, 5.0]]]
     """
     axes = mixed_axes(frequencies)
+    _check_size(pos, frequencies, "rope_mixed_angles", trailing=1)
     return framework_angles(pos, frequencies, axes=axes, check_values=check_values)[1]
 
 
@@ -157,4 +164,25 @@ def apply_rope_mixed(
     True
     """
     axes = mixed_axes(frequencies)
+    _check_size(pos, frequencies, "apply_rope_mixed", trailing=1, x=x)
     return learned_rope(x, pos, frequencies, axes=axes, layout=layout, check_values=check_values)
+
+
+def _check_size(pos: Any, frequencies: Any, what: str, trailing: int = 0, x: Any = None) -> None:
+    """Refuse, from the shapes alone and before anything is uploaded, angles (at least a
+    row of ``frequencies.shape[-1]`` per position) or an ``x`` that cannot fit in memory;
+    traced and non-framework frequencies are left to the call's own checks."""
+    source = backend_of(frequencies)
+    xp = None if source is None else get_namespace(source)
+    if xp is None or xp.is_traced(frequencies) or not xp.shape(frequencies):
+        return
+    n_pos = shape_size(pos, trailing) or 1
+    n = max(n_pos * int(xp.shape(frequencies)[-1]), shape_size(x) or 0)
+    on_host = not xp.on_accelerator(frequencies)
+    check_request_size(
+        n,
+        xp.dtype_of(frequencies),
+        what=what,
+        extra_bytes=16 * (n + n_pos) if on_host else 0,  # uploads and temporaries
+        host_output=on_host,
+    )

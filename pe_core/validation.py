@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -253,3 +254,92 @@ def even_int(value: object, name: str, *, minimum: int = 1) -> int:
     if out % 2:
         raise ValueError(f"{name} must be even (RoPE rotates pairs of features). Received: {out}")
     return out
+
+
+#: Requests whose estimated memory stays below this are not checked further.
+_CHECKED_BYTES = 256 * 2**20
+
+#: Host memory per sin/cos pair for the frequency and reduction constants.
+BYTES_PER_PAIR = 512
+
+_ITEMSIZE = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the system can still give (``MemAvailable``; else free pages).
+
+    >>> m = available_memory()
+    >>> m is None or m > 0
+    True
+    """
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_request_size(
+    n_elements: int | None,
+    dtype_name: str,
+    *,
+    what: str,
+    n_pairs: int = 0,
+    extra_bytes: int = 0,
+    host_output: bool = True,
+) -> None:
+    """Refuse, before allocating anything, a request that cannot fit in memory.
+
+    The estimate is the output (``n_elements`` of ``dtype_name``, when it is built in
+    host memory), the per-pair constants (:data:`BYTES_PER_PAIR` each) and
+    ``extra_bytes`` of temporaries; it is compared with :func:`available_memory`.
+    ``n_elements=None`` (sizes unknown while tracing) checks the rest only.
+
+    >>> check_request_size(10, "float32", what="encode")
+    >>> check_request_size(2**62, "float32", what="encode")
+    Traceback (most recent call last):
+    ...
+    ValueError: encode would need about 16777216.0 TiB of memory (4611686018427387904 float32 values and their working memory); about ... are available. Ask for fewer positions or features (or a smaller dtype), or compute in pieces.
+    """
+    out_bytes = (n_elements or 0) * _ITEMSIZE.get(dtype_name, 8) if host_output else 0
+    total = out_bytes + n_pairs * BYTES_PER_PAIR + extra_bytes
+    if total < _CHECKED_BYTES:
+        return
+    available = available_memory()
+    if available is None or total <= available:
+        return
+    count = f"{n_elements} {dtype_name} values and their working memory"
+    if not host_output or not n_elements:
+        count = f"{n_pairs} sin/cos pairs of constants"
+    raise ValueError(
+        f"{what} would need about {_size(total)} of memory ({count}); about "
+        f"{_size(available)} are available. Ask for fewer positions or features (or a "
+        "smaller dtype), or compute in pieces."
+    )
+
+
+def known_size(obj: Any) -> int | None:
+    """The element count of an array whose shape is a tuple of ints (NumPy, torch, JAX),
+    read from the shape alone (a broadcast view is not copied); else ``None``.
+
+    >>> known_size(np.broadcast_to(np.zeros(()), (2**20, 2**20))), known_size([1, 2])
+    (1099511627776, None)
+    """
+    shape = getattr(obj, "shape", None)
+    if not isinstance(shape, tuple) or not all(type(n) is int for n in shape):
+        return None
+    return math.prod(shape)
+
+
+def _size(n_bytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n_bytes < 1024:
+            return f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1024
+    return f"{n_bytes:.1f} TiB"

@@ -7,14 +7,18 @@ checks that keep a bad position from becoming a silent wrong answer.
 
 from __future__ import annotations
 
-import math
 import numbers
-import os
 import warnings
 from typing import Any
 
 import numpy as np
 
+from pe_core.validation import (  # noqa: F401  (re-exported: the engines import them here)
+    BYTES_PER_PAIR,
+    available_memory,
+    check_request_size,
+    known_size,
+)
 from pe_core_backends import (
     FLOAT_DTYPES,
     Namespace,
@@ -167,95 +171,6 @@ def _check_python_integers(obj: Any, array: np.ndarray, what: str) -> None:
                     f"rounded to {float(v)!r}. Pass integers in [-2**63, 2**63) only, or "
                     "an int64/uint64 array."
                 )
-
-
-#: Requests whose estimated memory stays below this are not checked further.
-_CHECKED_BYTES = 256 * 2**20
-
-#: Host memory per sin/cos pair for the frequency and reduction constants.
-BYTES_PER_PAIR = 512
-
-_ITEMSIZE = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
-
-
-def available_memory() -> int | None:
-    """Bytes of memory the system can still give (``MemAvailable``; else free pages).
-
-    >>> m = available_memory()
-    >>> m is None or m > 0
-    True
-    """
-    try:
-        with open("/proc/meminfo") as info:
-            for line in info:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def check_request_size(
-    n_elements: int | None,
-    dtype_name: str,
-    *,
-    what: str,
-    n_pairs: int = 0,
-    extra_bytes: int = 0,
-    host_output: bool = True,
-) -> None:
-    """Refuse, before allocating anything, a request that cannot fit in memory.
-
-    The estimate is the output (``n_elements`` of ``dtype_name``, when it is built in
-    host memory), the per-pair constants (:data:`BYTES_PER_PAIR` each) and
-    ``extra_bytes`` of temporaries; it is compared with :func:`available_memory`.
-    ``n_elements=None`` (sizes unknown while tracing) checks the rest only.
-
-    >>> check_request_size(10, "float32", what="encode")
-    >>> check_request_size(2**62, "float32", what="encode")
-    Traceback (most recent call last):
-    ...
-    ValueError: encode would need about 16777216.0 TiB of memory (4611686018427387904 float32 values and their working memory); about ... are available. Ask for fewer positions or features (or a smaller dtype), or compute in pieces.
-    """
-    out_bytes = (n_elements or 0) * _ITEMSIZE.get(dtype_name, 8) if host_output else 0
-    total = out_bytes + n_pairs * BYTES_PER_PAIR + extra_bytes
-    if total < _CHECKED_BYTES:
-        return
-    available = available_memory()
-    if available is None or total <= available:
-        return
-    count = f"{n_elements} {dtype_name} values and their working memory"
-    if not host_output or not n_elements:
-        count = f"{n_pairs} sin/cos pairs of constants"
-    raise ValueError(
-        f"{what} would need about {_size(total)} of memory ({count}); about "
-        f"{_size(available)} are available. Ask for fewer positions or features (or a "
-        "smaller dtype), or compute in pieces."
-    )
-
-
-def known_size(obj: Any) -> int | None:
-    """The element count of an array whose shape is a tuple of ints (NumPy, torch, JAX),
-    read from the shape alone (a broadcast view is not copied); else ``None``.
-
-    >>> known_size(np.broadcast_to(np.zeros(()), (2**20, 2**20))), known_size([1, 2])
-    (1099511627776, None)
-    """
-    shape = getattr(obj, "shape", None)
-    if not isinstance(shape, tuple) or not all(type(n) is int for n in shape):
-        return None
-    return math.prod(shape)
-
-
-def _size(n_bytes: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n_bytes < 1024:
-            return f"{n_bytes:.1f} {unit}"
-        n_bytes /= 1024
-    return f"{n_bytes:.1f} TiB"
 
 
 def fits_backend(values: np.ndarray, xp: Namespace) -> bool:
