@@ -174,16 +174,16 @@ _SLOW = "works through the 2**40 inputs (minutes) before any refusal"
 #: cases not refused up front today: run=False (they allocate or hang), kept to be fixed.
 GAPS = {
     **dict.fromkeys(
-        "alibi_slopes allegro_frequencies binary_encode deberta_log_bucket fourier_features "
+        "alibi_slopes allegro_frequencies binary_encode fourier_features "
         "from_attention_mask from_input_ids grid grid_encoding learned_table_init "
-        "llama4_attention_scales mrope_position_ids normalized_positions rope_constants "
-        "rope_frequencies rope_permutation similarity_matrix t5_relative_bias "
-        "t5_relative_bucket transformer_xl_embedding transformer_xl_positions "
+        "mrope_position_ids normalized_positions rope_constants "
+        "rope_frequencies rope_permutation similarity_matrix "
+        "transformer_xl_embedding transformer_xl_positions "
         "xpos_scale".split(),
         _MEMORY,
     ),
     **dict.fromkeys(
-        "apply_rope apply_rope_nd bucket_thresholds encode frequencies omegas pair_axes "
+        "apply_rope apply_rope_nd encode frequencies omegas pair_axes "
         "pixel_frequencies relative_matrix resolution_report rope_cos_sin shift similarity "
         "similarity_by_distance timestep_embedding".split(),
         _SLOW,

@@ -110,6 +110,31 @@ def check_size(n_elements: int, what: str) -> None:
     check_request_size(n_elements, "int64", what=what, extra_bytes=16 * n_elements)
 
 
+def known_size(obj: Any) -> int | None:
+    """The elements of array ``obj`` from its shape alone (no data is read); ``None`` for
+    Python data (already in memory) and while sizes are unknown (traced)."""
+    shape = getattr(obj, "shape", None)
+    try:
+        dims = list(shape) if shape is not None else [None]
+    except (TypeError, ValueError):  # a TensorFlow shape of unknown rank
+        return None
+    n = 1
+    for size in dims:  # (a loop, not a generator: torch.compile traces it)
+        if not isinstance(size, (int, np.integer)):
+            return None
+        n *= int(size)
+    return n
+
+
+def check_input_size(obj: Any, what: str, *, dtype: str = "int64", per_element: int = 24) -> None:
+    """Refuse, from its shape alone, an array input whose result of ``dtype`` and working
+    memory (``per_element`` bytes in all per element) exceed the available memory."""
+    n = known_size(obj)
+    if n:
+        size = np.dtype(dtype).itemsize
+        check_request_size(n, dtype, what=what, extra_bytes=max(per_element - size, 0) * n)
+
+
 def _holds_bool(obj: Any) -> bool:
     """Whether a (nested) list or tuple holds a Python bool."""
     if isinstance(obj, bool):
