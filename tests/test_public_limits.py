@@ -175,7 +175,7 @@ _SLOW = "works through the 2**40 inputs (minutes) before any refusal"
 GAPS = {
     **dict.fromkeys(
         "alibi_slopes allegro_frequencies binary_encode fourier_features "
-        "from_attention_mask from_input_ids grid grid_encoding learned_table_init "
+        "grid grid_encoding learned_table_init "
         "mrope_position_ids normalized_positions rope_constants "
         "rope_frequencies rope_permutation similarity_matrix "
         "transformer_xl_embedding transformer_xl_positions "
