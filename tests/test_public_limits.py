@@ -177,15 +177,15 @@ GAPS = {
         "alibi_slopes allegro_frequencies binary_encode fourier_features "
         "grid grid_encoding learned_table_init "
         "mrope_position_ids normalized_positions rope_constants "
-        "rope_frequencies rope_permutation similarity_matrix "
+        "rope_frequencies rope_permutation "
         "transformer_xl_embedding transformer_xl_positions "
         "xpos_scale".split(),
         _MEMORY,
     ),
     **dict.fromkeys(
         "apply_rope apply_rope_nd encode frequencies omegas pair_axes "
-        "pixel_frequencies relative_matrix resolution_report rope_cos_sin shift similarity "
-        "similarity_by_distance timestep_embedding".split(),
+        "pixel_frequencies relative_matrix rope_cos_sin shift "
+        "timestep_embedding".split(),
         _SLOW,
     ),
     **dict.fromkeys(
