@@ -184,7 +184,7 @@ GAPS = {
     ),
     **dict.fromkeys(
         "apply_rope apply_rope_nd encode frequencies omegas pair_axes "
-        "pixel_frequencies relative_matrix rope_cos_sin shift "
+        "pixel_frequencies rope_cos_sin "
         "timestep_embedding".split(),
         _SLOW,
     ),
