@@ -117,16 +117,15 @@ def shift(
     spec = resolve_spec(spec)
     if spec.axes > 1:  # N-D: k is (..., axes); each axis's block shifts (pe_core.nd)
         return shift_nd(encoding, k, spec)
-    dims = _dims(encoding), _dims(k)
-    if backend_of(encoding) is not None and dims[0] and dims[1] is not None:
+    source, dims = backend_of(encoding), (_dims(encoding), _dims(k))
+    if source is not None and dims[0] and dims[1] is not None:
         try:  # the shifted encodings (leading axes broadcast with k's) before any work
             lead = np.broadcast_shapes(dims[0][:-1], dims[1])
         except ValueError:
             lead = None  # refused with its shapes named below
         if lead is not None:
-            xp = get_namespace(backend_of(encoding))
             n = math.prod(lead) * dims[0][-1]
-            _check_early("shift", encoding, n, xp.dtype_of(encoding), 2)
+            _check_early("shift", encoding, n, get_namespace(source).dtype_of(encoding), 2)
     return shift_1d(encoding, k, spec)
 
 
@@ -136,7 +135,9 @@ def _dims(x: Any) -> tuple[int, ...] | None:
     if is_integer(x) or isinstance(x, float):
         return ()
     shape = getattr(x, "shape", None)
-    return tuple([int(n) for n in shape]) if known_size(x) is not None else None
+    if shape is None or known_size(x) is None:
+        return None
+    return tuple([int(n) for n in shape])
 
 
 def _check_early(what: str, x: Any, n: int, dtype_name: str, temporaries: int) -> None:
