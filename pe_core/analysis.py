@@ -38,7 +38,7 @@ from typing import Any, cast
 import numpy as np
 
 from pe_core import _analysis
-from pe_core._kernel.inputs import choose_backend, working_dtype
+from pe_core._kernel.inputs import check_request_size, choose_backend, working_dtype
 from pe_core._schedule import check_d
 from pe_core.codes import binary_encode, normalized_positions
 from pe_core.encoding import encode
@@ -55,7 +55,7 @@ from pe_core.typing import (
     PositionCode,
     PresetLike,
 )
-from pe_core.validation import positive_int
+from pe_core.validation import is_integer, known_size, positive_int
 from pe_core_backends import backend_of, get_namespace
 
 __all__ = [
@@ -122,6 +122,16 @@ def similarity_matrix(encodings: ArrayT | HostData, *, metric: Metric = "cosine"
         raise ValueError(f"encodings must have shape (n, d). Received shape: {shape}")
     name = xp.dtype_of(encodings)
     working = working_dtype(name)
+    if is_integer(shape[0]):  # the (n, n) matrix and as much again of temporaries
+        on_host = not xp.on_accelerator(encodings)
+        n_pairs = int(shape[0]) ** 2
+        check_request_size(
+            n_pairs,
+            working,
+            what="similarity_matrix",
+            extra_bytes=16 * n_pairs if on_host else 0,
+            host_output=on_host,
+        )
     if name != working:
         encodings = xp.astype(encodings, xp.dtype(working))
     return _analysis.similarity(xp, encodings, metric, working)
@@ -173,6 +183,16 @@ def similarity(
     metric = _check_metric(metric)
     xp, _ = choose_backend(positions, backend)
     working = _analysis.work_dtype(xp, dtype)
+    n = known_size(positions)
+    if n is not None:  # the (n, n) similarities, the (n, d) encodings and temporaries
+        on_host = not xp.on_accelerator(positions)
+        check_request_size(
+            n * n,
+            working,
+            what="similarity",
+            extra_bytes=(16 * n * n + 8 * n * d if is_integer(d) else 0) if on_host else 0,
+            host_output=on_host,
+        )
     table = encode(cast(Any, positions), d, spec=spec, backend=xp.name, dtype=working)
     shape = xp.shape(table)
     if len(shape) != 2:
@@ -243,6 +263,9 @@ def similarity_by_distance(
     d = check_d(d, spec)
     xp = get_namespace(backend or "numpy")
     working = _analysis.work_dtype(xp, dtype)
+    check_request_size(  # the result, and its blocks before they are joined
+        max_distance + 1, working, what="similarity_by_distance", extra_bytes=8 * max_distance
+    )
     squared = _analysis.squared_distance_by_k(xp, d, spec, max_distance + 1, working)
     return _analysis.by_distance(squared, d, metric)
 
@@ -387,6 +410,9 @@ def resolution_report(
             f"spec applies to the sinusoidal code only. Received: code={code!r}, spec={spec!r}"
         )
     args = (max_len, min_separation, tolerance)
+    # a measure per distance (sinusoidal), a value per position (normalized), a code
+    # per position (binary): the largest of them and a few float64 temporaries each
+    check_request_size(max_len, "float64", what="resolution_report", extra_bytes=32 * max_len)
     resolved = None
     if code == "sinusoidal":
         resolved = resolve_spec(spec)

@@ -33,6 +33,7 @@ from typing import Literal
 
 import numpy as np
 
+from pe_core._index.place import check_input_size
 from pe_core._kernel.inputs import check_request_size
 from pe_core._position_ids import navit, rules
 from pe_core._position_ids.inputs import (
@@ -118,6 +119,9 @@ def from_attention_mask(
     >>> from_attention_mask(mask, padding_value=0).tolist()  # transformers 5's generate
     [[0, 0, 0, 1], [0, 1, 2, 3]]
     """
+    check_input_size(
+        attention_mask, "from_attention_mask", per_element=32
+    )  # the ids and their temporaries
     xp, mask, host, kind, wide, dtype = inputs(attention_mask, backend, "attention_mask")
     if type(padding_value) is not int:
         padding_value = integer(padding_value, "padding_value")
@@ -179,6 +183,7 @@ def from_input_ids(
     >>> from_input_ids([[8, 9]], padding_idx=1, past_length=4).tolist()
     [[6, 7]]
     """
+    check_input_size(input_ids, "from_input_ids", per_element=32)  # the ids and their temporaries
     xp, ids, _, kind, wide, dtype = inputs(input_ids, backend, "input_ids")
     if kind != "int":
         allow(xp, ids, kind, "input_ids", "int")

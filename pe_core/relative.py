@@ -12,6 +12,12 @@ block-diagonally in the spec's layout. Its angles use the same exact kernel as
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
+import numpy as np
+
+from pe_core._kernel.inputs import check_request_size
 from pe_core._relative import relative_matrix_1d, relative_matrix_nd, shift_1d, shift_nd
 from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
@@ -24,6 +30,8 @@ from pe_core.typing import (
     PresetLike,
     SupportsArray,
 )
+from pe_core.validation import is_integer, known_size
+from pe_core_backends import backend_of, get_namespace
 
 
 def relative_matrix(
@@ -69,6 +77,11 @@ def relative_matrix(
     spec = resolve_spec(spec)
     if spec.axes > 1:  # N-D: k is (..., axes); block-diagonal per axis (pe_core.nd)
         return relative_matrix_nd(k, d, spec, backend, dtype)
+    n_shifts = known_size(k)
+    if n_shifts is not None and is_integer(d) and backend is None:  # before k is read
+        _check_early(
+            "relative_matrix", k, n_shifts * int(d) ** 2, "float32", 0
+        )  # (at least float32)
     return relative_matrix_1d(k, d, spec, backend, dtype)
 
 
@@ -103,4 +116,35 @@ def shift(
     spec = resolve_spec(spec)
     if spec.axes > 1:  # N-D: k is (..., axes); each axis's block shifts (pe_core.nd)
         return shift_nd(encoding, k, spec)
+    source, dims = backend_of(encoding), (_dims(encoding), _dims(k))
+    if source is not None and dims[0] and dims[1] is not None:
+        try:  # the shifted encodings (leading axes broadcast with k's) before any work
+            lead = np.broadcast_shapes(dims[0][:-1], dims[1])
+        except ValueError:
+            lead = None  # refused with its shapes named below
+        if lead is not None:
+            n = math.prod(lead) * dims[0][-1]
+            _check_early("shift", encoding, n, get_namespace(source).dtype_of(encoding), 2)
     return shift_1d(encoding, k, spec)
+
+
+def _dims(x: Any) -> tuple[int, ...] | None:
+    """The sizes of array ``x`` (``()`` for a Python number), ``None`` where not known
+    without reading or converting it (Python sequences, traced sizes)."""
+    if is_integer(x) or isinstance(x, float):
+        return ()
+    shape = getattr(x, "shape", None)
+    if shape is None or known_size(x) is None:
+        return None
+    return tuple([int(n) for n in shape])
+
+
+def _check_early(what: str, x: Any, n: int, dtype_name: str, temporaries: int) -> None:
+    """Refuse a result of ``n`` values (and ``temporaries`` times as much of working
+    memory) beyond the available memory, from the inputs' sizes alone."""
+    source = backend_of(x)
+    on_host = source is None or not get_namespace(source).on_accelerator(x)
+    size = (8 if dtype_name == "float64" else 4) if on_host else 0  # the working dtype
+    check_request_size(
+        n, dtype_name, what=what, extra_bytes=temporaries * n * size, host_output=on_host
+    )

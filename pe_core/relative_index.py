@@ -615,6 +615,7 @@ def deberta_log_bucket(
     ([119], [118])
     """
     mid = _check_deberta(bucket_size, max_position, arithmetic)
+    _place.check_input_size(relative_pos, "deberta_log_bucket")
     xp, _ = choose_backend(None, backend, source=backend_of(relative_pos))
     rel = _place.as_integers(relative_pos, xp, "relative_pos", uint64=True)
     return deberta_buckets(xp, rel, mid, int(max_position), arithmetic)

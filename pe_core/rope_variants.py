@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from pe_core._index import place as _place
 from pe_core._kernel.inputs import as_positions, check_request_size
 from pe_core._rope_call import as_input, rope_factors
 from pe_core.typing import BackendArrayT, BackendLike, HostData, SupportsArray
@@ -216,6 +217,7 @@ def llama4_attention_scales(
         raise ValueError(f"dtype must be 'float32' or 'float64'. Received: {dtype!r}")
     source = backend_of(positions)
     on_host = source is None or get_namespace(source).numpy_arrays
+    _place.check_input_size(positions, "llama4_attention_scales", dtype=dtype, per_element=40)
     if on_host or (backend is not None and canonical_backend(backend) != source):
         values = _host_positions(positions, None if on_host else source)
         steps = _steps(HOST, values, floor_scale, _HOST_FLOAT)  # exact, rounded once

@@ -36,7 +36,7 @@ from pe_core._index import t5 as _t5
 from pe_core._index.log_buckets import SEARCHED as _SEARCHED
 from pe_core._index.log_buckets import t5_thresholds
 from pe_core._index.t5 import MAX_OFFSET, _kernel
-from pe_core._kernel.inputs import choose_backend
+from pe_core._kernel.inputs import check_request_size, choose_backend
 from pe_core.typing import (
     BackendArrayT,
     BackendLike,
@@ -50,7 +50,7 @@ from pe_core.typing import (
     TorchBackend,
     TorchTensor,
 )
-from pe_core.validation import choice, flag, is_integer, positive_int
+from pe_core.validation import choice, flag, is_integer, known_size, positive_int
 from pe_core_backends import backend_of, canonical_backend, get_namespace
 
 __all__ = [
@@ -138,6 +138,9 @@ def bucket_thresholds(
     >>> bucket_thresholds(16, 128)  # T5's defaults: 32 buckets, bidirectional
     (12, 16, 23, 32, 46, 64, 91)
     """
+    if is_integer(num_buckets):  # a search per bucket: refused before it starts
+        steps = int(num_buckets) - int(num_buckets) // 2
+        check_request_size(steps, "int64", what="bucket_thresholds", extra_bytes=64 * steps)
     return t5_thresholds(num_buckets, max_distance, arithmetic)
 
 
@@ -199,6 +202,7 @@ def t5_relative_bucket(
     [0, 5, 31]
     """
     n, max_exact, most, mode, bidi = _config(bidirectional, num_buckets, max_distance, arithmetic)
+    _place.check_input_size(relative_position, "t5_relative_bucket")
     source = backend_of(relative_position)
     xp, _ = choose_backend(None, backend, source=source)
     rel, carry = _t5.as_relative(relative_position, xp, source, "relative_position")
@@ -346,6 +350,11 @@ def t5_relative_bias(
     k_len = positive_int(key_length, "key_length")
     config = _config(bidirectional, int(shape[0]), max_distance, arithmetic)
     offset, _ = _t5.offset_and_source(offset)
+    n_heads = int(shape[1]) if is_integer(shape[1]) else 1  # (unknown while tracing)
+    n_pairs = (known_size(offset) or 1) * q_len * k_len  # the bias, then its buckets
+    check_request_size(
+        n_pairs * n_heads, xp.dtype_of(array), what="t5_relative_bias", extra_bytes=24 * n_pairs
+    )
     scalar = isinstance(offset, numbers.Integral)
     if (
         xp.compile_eager_kernels

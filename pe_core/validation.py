@@ -325,16 +325,24 @@ def check_request_size(
 
 
 def known_size(obj: Any) -> int | None:
-    """The element count of an array whose shape is a tuple of ints (NumPy, torch, JAX),
-    read from the shape alone (a broadcast view is not copied); else ``None``.
+    """The element count of array ``obj`` from its shape alone (a broadcast view is not
+    copied, no data is read); ``None`` for Python data (already in memory) and while
+    sizes are unknown (traced, symbolic).
 
     >>> known_size(np.broadcast_to(np.zeros(()), (2**20, 2**20))), known_size([1, 2])
     (1099511627776, None)
     """
     shape = getattr(obj, "shape", None)
-    if not isinstance(shape, tuple) or not all(type(n) is int for n in shape):
+    try:
+        dims = list(shape) if shape is not None else [None]
+    except (TypeError, ValueError):  # a TensorFlow shape of unknown rank
         return None
-    return math.prod(shape)
+    n = 1
+    for size in dims:  # (a loop, not a generator: torch.compile traces it)
+        if not isinstance(size, (int, np.integer)):
+            return None
+        n *= int(size)
+    return n
 
 
 def _size(n_bytes: float) -> str:

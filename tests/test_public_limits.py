@@ -182,22 +182,6 @@ EXEMPT = {
     "rope_sections": "the sections a config names (ints)",
 }
 
-_MEMORY = "allocates before refusing (a MemoryError, not a ValueError naming the size)"
-_SLOW = "works through the 2**40 inputs (minutes) before any refusal"
-#: cases not refused up front today: run=False (they allocate or hang), kept to be fixed.
-GAPS = {
-    **dict.fromkeys(
-        "deberta_log_bucket from_attention_mask from_input_ids llama4_attention_scales "
-        "similarity_matrix t5_relative_bias t5_relative_bucket".split(),
-        _MEMORY,
-    ),
-    **dict.fromkeys(
-        "bucket_thresholds relative_matrix resolution_report shift similarity "
-        "similarity_by_distance".split(),
-        _SLOW,
-    ),
-}
-
 #: integer extremes: where each kind of position input is shown exact or refused.
 EXTREMES = {
     "tests/test_domain_edges.py": (
@@ -231,16 +215,9 @@ def test_every_public_function_has_an_entry() -> None:
     missing = sorted(set(public) - set(HUGE) - set(EXEMPT))
     assert not missing, f"public functions without a size case or an exemption: {missing}"
     assert not (set(HUGE) | set(EXEMPT)) - set(public), "entries for names no longer public"
-    assert set(GAPS) <= set(HUGE), "gaps for names without a size case"
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(run=False, reason=GAPS[n])) if n in GAPS else n
-        for n in sorted(HUGE)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(HUGE))
 def test_huge_requests_are_refused_at_once_with_their_size(name: str) -> None:
     start = time.perf_counter()
     with pytest.raises(ValueError) as info:

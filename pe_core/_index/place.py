@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from pe_core._kernel.inputs import _host_numpy, check_request_size, choose_backend
-from pe_core.validation import is_integer
+from pe_core.validation import is_integer, known_size
 from pe_core_backends import HOST, backend_of
 
 #: The host tables, by name (see :func:`table`).
@@ -108,6 +108,15 @@ def table(xp: Any, kind: str, args: tuple[Any, ...], like: Any, dtype: str | Non
 
 def check_size(n_elements: int, what: str) -> None:
     check_request_size(n_elements, "int64", what=what, extra_bytes=16 * n_elements)
+
+
+def check_input_size(obj: Any, what: str, *, dtype: str = "int64", per_element: int = 24) -> None:
+    """Refuse, from its shape alone, an array input whose result of ``dtype`` and working
+    memory (``per_element`` bytes in all per element) exceed the available memory."""
+    n = known_size(obj)
+    if n:
+        size = np.dtype(dtype).itemsize
+        check_request_size(n, dtype, what=what, extra_bytes=max(per_element - size, 0) * n)
 
 
 def _holds_bool(obj: Any) -> bool:
