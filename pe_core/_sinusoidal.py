@@ -37,6 +37,7 @@ from pe_core._kernel.host_tables import (
 from pe_core._kernel.inputs import (
     check_request_size,
     choose_backend,
+    known_size,
     resolve_dtype,
     working_dtype,
 )
@@ -133,8 +134,10 @@ def _prepare(
     xp, source, dtype, like = _choose_namespace(pos, backend, dtype, out, like, what)
     out_name, _ = resolve_dtype(xp, dtype)
     face = "encode" if what == "pos" else "timestep_embedding"
-    if isinstance(pos, np.ndarray):  # before reading a host array (maybe a broadcast view)
-        check_request_size(pos.size * d, out_name, what=face, n_pairs=d // 2)
+    n_pos = known_size(pos)
+    if n_pos is not None:  # before reading the positions (maybe a broadcast view)
+        device = source not in (None, "numpy") and get_namespace(source).on_accelerator(pos)
+        check_request_size(n_pos * d, out_name, what=face, n_pairs=d // 2, host_output=not device)
     named = "positions" if what == "pos" else what  # encode's errors say "positions"
     positions = prepare_positions(pos, xp, source, check_values=check_values, what=named)
     shape = positions.shape  # sizes may be None while tracing

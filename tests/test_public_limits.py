@@ -42,8 +42,15 @@ MODULES = (
 ).split()
 
 
-def view(*shape: int, dtype: Any = np.float32) -> np.ndarray:
-    """A read-only array of ``shape`` that holds one element (a broadcast view)."""
+#: the framework whose broadcast views the cases build ("numpy" or "torch").
+FRAMEWORK = {"name": "numpy"}
+
+
+def view(*shape: int, dtype: Any = np.float32) -> Any:
+    """A read-only array of ``shape`` that holds one element (a broadcast view), of
+    :data:`FRAMEWORK`'s kind."""
+    if FRAMEWORK["name"] == "torch":
+        return torch.zeros((), dtype=getattr(torch, np.dtype(dtype).name)).expand(*shape)
     return np.broadcast_to(np.zeros((), dtype), shape)
 
 
@@ -68,37 +75,39 @@ FREQS = np.ones((1, 4), np.float32)
 
 #: public name -> a call asking for about 2**40 elements (or more).
 HUGE: dict[str, Callable[[], Any]] = {
-    "alibi_bias": lambda: pe_core.alibi_bias(BIG, BIG, 8),
+    "alibi_bias": lambda **kw: pe_core.alibi_bias(BIG, BIG, 8, **kw),
     "alibi_slopes": lambda: pe_core.alibi_slopes(BIG),
     "apply_rope": lambda: pe_core.apply_rope(view(1, 8), ids(2**20, 2**20)),
     "apply_rope_mixed": lambda: pe_core.apply_rope_mixed(view(BIG, 8), ids(BIG, 2), tview(2, 4)),
     "binary_encode": lambda: pe_core.binary_encode(ids(BIG), 8),
     "box_fourier_embedding": lambda: pe_core.box_fourier_embedding(view(BIG, 4)),
-    "clipped_relative_position": lambda: pe_core.clipped_relative_position(BIG, BIG, max_left=3),
+    "clipped_relative_position": lambda **kw: pe_core.clipped_relative_position(
+        BIG, BIG, max_left=3, **kw
+    ),
     "deberta_log_bucket": lambda: pe_core.deberta_log_bucket(ids(2**20, 2**20), 256, 512),
-    "deberta_relative_position": lambda: pe_core.deberta_relative_position(BIG, BIG),
+    "deberta_relative_position": lambda **kw: pe_core.deberta_relative_position(BIG, BIG, **kw),
     "encode": lambda: pe_core.encode(ids(BIG), 512),
     "esmfold_relative_bins": lambda: pe_core.esmfold_relative_bins(np.zeros(2**21, np.int64), 4),
     "fourier_features": lambda: pe_core.fourier_features(view(BIG, 1), FREQS),
     "frequencies": lambda: pe_core.frequencies(BIG),
-    "funnel_block_positions": lambda: pe_core.funnel_block_positions(BIG, 0),
+    "funnel_block_positions": lambda **kw: pe_core.funnel_block_positions(BIG, 0, **kw),
     "funnel_pooled_positions": lambda: pe_core.funnel_pooled_positions(range(4), BIG),
-    "funnel_position_embeds": lambda: pe_core.funnel_position_embeds(BIG, 8),
+    "funnel_position_embeds": lambda **kw: pe_core.funnel_position_embeds(BIG, 8, **kw),
     "funnel_relative_positions": lambda: pe_core.funnel_relative_positions(
         list(range(4)), stride=1, shift=BIG
     ),
-    "grid": lambda: pe_core.grid((2**20, 2**20)),
-    "grid_encoding": lambda: pe_core.grid_encoding(8, (2**20, 2**20)),
-    "learned_table_init": lambda: pe_core.learned_table_init(BIG, 8),
-    "levit_attention_offsets": lambda: pe_core.levit_attention_offsets(BIG),
+    "grid": lambda **kw: pe_core.grid((2**20, 2**20), **kw),
+    "grid_encoding": lambda **kw: pe_core.grid_encoding(8, (2**20, 2**20), **kw),
+    "learned_table_init": lambda **kw: pe_core.learned_table_init(BIG, 8, **kw),
+    "levit_attention_offsets": lambda **kw: pe_core.levit_attention_offsets(BIG, **kw),
     "llama4_attention_scales": lambda: pe_core.llama4_attention_scales(ids(2**20, 2**20)),
     "mrope_position_ids": lambda: pe_core.mrope_position_ids(ids(2**20, 2**20)),
-    "normalized_positions": lambda: pe_core.normalized_positions(BIG),
+    "normalized_positions": lambda **kw: pe_core.normalized_positions(BIG, **kw),
     "perceiver_fourier_features": lambda: pe_core.perceiver_fourier_features(view(BIG, 2), 8),
-    "perceiver_positions": lambda: pe_core.perceiver_positions((2**20, 2**20)),
+    "perceiver_positions": lambda **kw: pe_core.perceiver_positions((2**20, 2**20), **kw),
     "relative_matrix": lambda: pe_core.relative_matrix(ids(BIG), 8),
     "relative_position_bias": lambda: pe_core.relative_position_bias(view(4, 2), (2**20, 2**20)),
-    "relative_position_index": lambda: pe_core.relative_position_index(BIG),
+    "relative_position_index": lambda **kw: pe_core.relative_position_index(BIG, **kw),
     "resample_pos_embed": lambda: pe_core.resample_pos_embed(view(1, 5, 8), 2**20),
     "rope_angles": lambda: pe_core.rope_angles(ids(BIG), tview(4)),
     "rope_cos_sin": lambda: pe_core.rope_cos_sin(ids(2**20, 2**20), 64),
@@ -108,12 +117,12 @@ HUGE: dict[str, Callable[[], Any]] = {
     "rope_mixed_angles": lambda: pe_core.rope_mixed_angles(ids(BIG, 2), tview(2, 4)),
     "rope_permutation": lambda: pe_core.rope_permutation(2 * BIG, "half", "interleaved"),
     "shift": lambda: pe_core.shift(view(BIG, 8), ids(BIG)),
-    "swinv2_coords_table": lambda: pe_core.swinv2_coords_table((2**20, 2**20)),
-    "t5_bucket_matrix": lambda: pe_core.t5_bucket_matrix(BIG, BIG),
+    "swinv2_coords_table": lambda **kw: pe_core.swinv2_coords_table((2**20, 2**20), **kw),
+    "t5_bucket_matrix": lambda **kw: pe_core.t5_bucket_matrix(BIG, BIG, **kw),
     "t5_relative_bias": lambda: pe_core.t5_relative_bias(BIG, BIG, view(32, 4)),
     "t5_relative_bucket": lambda: pe_core.t5_relative_bucket(ids(2**20, 2**20)),
     "timestep_embedding": lambda: pe_core.timestep_embedding(ids(BIG), 8),
-    "transformer_xl_embedding": lambda: pe_core.transformer_xl_embedding(BIG, 8),
+    "transformer_xl_embedding": lambda **kw: pe_core.transformer_xl_embedding(BIG, 8, **kw),
     "vjepa2_rope": lambda: pe_core.vjepa2_rope(view(1, 6), ids(2**20, 2**20, 3)),
     "xpos_scale": lambda: pe_core.xpos_scale(ids(BIG), 8),
     "resolution_report": lambda: analysis.resolution_report(8, max_len=BIG),
@@ -123,7 +132,7 @@ HUGE: dict[str, Callable[[], Any]] = {
     "feature_error_bound": lambda: fourier.feature_error_bound(view(2**20, 2**20, 2), view(2, 4)),
     "omegas": lambda: frequency.omegas(BIG, pe_core.Spec()),
     "from_attention_mask": lambda: position_ids.from_attention_mask(view(2**20, 2**20, dtype=bool)),
-    "from_cu_seqlens": lambda: position_ids.from_cu_seqlens([0, 3], total_length=BIG),
+    "from_cu_seqlens": lambda **kw: position_ids.from_cu_seqlens([0, 3], total_length=BIG, **kw),
     "from_input_ids": lambda: position_ids.from_input_ids(ids(2**20, 2**20), 1),
     "from_patch_attention_mask": lambda: position_ids.from_patch_attention_mask(
         view(1, 2, 2, dtype=bool), BIG
@@ -219,13 +228,38 @@ def test_every_public_function_has_an_entry() -> None:
 
 @pytest.mark.parametrize("name", sorted(HUGE))
 def test_huge_requests_are_refused_at_once_with_their_size(name: str) -> None:
+    _refused_at_once(HUGE[name])
+
+
+#: the cases that take ``backend=`` and ask by sizes alone: refused on every backend.
+BY_SIZES = sorted(n for n in HUGE if "**kw" in inspect.getsource(HUGE[n]))
+#: the cases whose inputs are broadcast views: also built as PyTorch views.
+BY_VIEWS = sorted(n for n in HUGE if re.search(r"\b(view|ids)\(", inspect.getsource(HUGE[n])))
+
+
+def _refused_at_once(call: Callable[[], Any]) -> None:
     start = time.perf_counter()
     with pytest.raises(ValueError) as info:
-        HUGE[name]()
+        call()
     assert time.perf_counter() - start < 2
     message = str(info.value)  # the size, or the value beyond what fits, is named
     numbers = [int(n) for n in re.findall(r"\d+", message)]
     assert "memory" in message or max(numbers, default=0) >= 2**20, message
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "tensorflow"])
+@pytest.mark.parametrize("name", BY_SIZES)
+def test_huge_sizes_are_refused_on_every_backend(name: str, backend: str) -> None:
+    pytest.importorskip({"tensorflow": "tensorflow"}.get(backend, backend))
+    _refused_at_once(lambda: HUGE[name](backend=backend))
+
+
+@pytest.mark.parametrize("name", BY_VIEWS)
+def test_huge_torch_views_are_refused_at_once(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if torch is None:
+        pytest.skip("needs torch")
+    monkeypatch.setitem(FRAMEWORK, "name", "torch")
+    _refused_at_once(HUGE[name])
 
 
 def test_the_integer_extremes_tests_exist() -> None:
