@@ -332,6 +332,8 @@ def known_size(obj: Any) -> int | None:
     >>> known_size(np.broadcast_to(np.zeros(()), (2**20, 2**20))), known_size([1, 2])
     (1099511627776, None)
     """
+    if isinstance(obj, np.ndarray):
+        return obj.size
     shape = getattr(obj, "shape", None)
     try:
         dims = list(shape) if shape is not None else [None]
