@@ -136,7 +136,7 @@ def _prepare(
     face = "encode" if what == "pos" else "timestep_embedding"
     n_pos = known_size(pos)
     if n_pos is not None:  # before reading the positions (maybe a broadcast view)
-        device = source not in (None, "numpy") and get_namespace(source).on_accelerator(pos)
+        device = source is not None and get_namespace(source).on_accelerator(pos)
         check_request_size(n_pos * d, out_name, what=face, n_pairs=d // 2, host_output=not device)
     named = "positions" if what == "pos" else what  # encode's errors say "positions"
     positions = prepare_positions(pos, xp, source, check_values=check_values, what=named)
