@@ -161,15 +161,11 @@ def features(call: Call, order: str) -> Any:
     if call.vector:
         x = xp.expand_dims(x, -1)
     if call.target is not None:  # on the host: in blocks, straight into the output
-        fh, fl, f = (np.asarray(part, dtype=np.float64) for part in call.freqs)
-        m = fh.shape[1]
+        parts = tuple(np.asarray(part, dtype=np.float64) for part in call.freqs)
+        m = parts[0].shape[1]
         out, rows = _host_output(call, x, 2 * m)
         first = 0 if order == "sin_cos" else m
-        for r, j in _blocks(rows.shape[0], x.shape[-1], m):
-            turns = reduced_turns(
-                HOST, rows[r], (fh[:, j], fl[:, j], f[:, j]), "float64", host=True
-            )
-            sines, cosines = sin_cos(HOST, turns)
+        for r, j, sines, cosines in _host_blocks(rows, parts, m, contract=True):
             out[r, first + j.start : first + j.stop] = sines
             out[r, m - first + j.start : m - first + j.stop] = cosines
         return finish(call, out.reshape((*x.shape[:-1], 2 * m)))
@@ -182,10 +178,7 @@ def perceiver(
 ) -> Any:
     """Perceiver's bands of a validated call (frequencies ``linspace(1, r / 2) / 2``)."""
     xp, x = call.xp, call.x
-    if xp.is_tracing():  # plain tuples, which compilers embed as constants
-        parts = xp.host_constant(perceiver_constants, bands, resolution, call.working)
-    else:  # NumPy arrays: a few bytes per frequency, not a Python float each
-        parts = _perceiver_arrays(bands, resolution, call.working)
+    parts = _constants(xp, perceiver_constants, _perceiver_arrays, bands, resolution, call.working)
     if call.target is not None:  # on the host: in blocks, straight into the output
         d = len(resolution)
         pos = d if concat_pos else 0  # the raw positions first
@@ -193,10 +186,7 @@ def perceiver(
         out, rows = _host_output(call, x, width)
         if concat_pos:
             out[:, :d] = rows
-        for r, j in _blocks(rows.shape[0], d, bands):
-            cols = tuple(part[:, j] for part in parts)
-            turns = reduced_turns(HOST, rows[r], cols, "float64", host=True, contract=False)
-            halves = sin_cos(HOST, turns)  # each (rows, d, block)
+        for r, j, *halves in _host_blocks(rows, parts, bands):  # each (rows, d, block)
             for h, half in enumerate(halves[:1] if sine_only else halves):
                 for a in range(d):
                     at = pos + (h * d + a) * bands
@@ -211,17 +201,11 @@ def perceiver(
 def box(call: Call, n: int, c: int) -> Any:
     """GLIGEN's box features of a validated call, frequency by frequency."""
     xp = call.xp
-    if xp.is_tracing():  # plain tuples, which compilers embed as constants
-        parts = xp.host_constant(box_constants, n, call.working)
-    else:  # NumPy arrays: a few bytes per frequency, not a Python float each
-        parts = _box_arrays(n, call.working)
+    parts = _constants(xp, box_constants, _box_arrays, n, call.working)
     if call.target is not None:  # on the host: in blocks, straight into the output
         out, rows = _host_output(call, call.x, 2 * c * n)
         grouped = out.reshape(rows.shape[0], n, 2, c)  # a view: [e][sin, cos][coordinate]
-        for r, j in _blocks(rows.shape[0], c, n):
-            cols = tuple(part[:, j] for part in parts)
-            turns = reduced_turns(HOST, rows[r], cols, "float64", host=True, contract=False)
-            sines, cosines = sin_cos(HOST, turns)  # (rows, c, block)
+        for r, j, sines, cosines in _host_blocks(rows, parts, n):  # (rows, c, block)
             grouped[r, j, 0] = sines.transpose(0, 2, 1)
             grouped[r, j, 1] = cosines.transpose(0, 2, 1)
         return finish(call, out.reshape((*call.x.shape[:-1], 2 * c * n)))
@@ -247,6 +231,21 @@ def _blocks(n_rows: int, k: int, m: int) -> Any:
     for r0 in range(0, n_rows, step):
         for j0 in range(0, m, cols):
             yield slice(r0, min(n_rows, r0 + step)), slice(j0, min(m, j0 + cols))
+
+
+def _host_blocks(rows: np.ndarray, parts: tuple, m: int, contract: bool = False) -> Any:
+    """``(rows, columns, sines, cosines)`` of the host computation, block by block
+    (:func:`_blocks` of ``rows`` ``(points, k)`` against ``m`` frequency columns)."""
+    for r, j in _blocks(rows.shape[0], rows.shape[1], m):
+        cols = tuple(part[:, j] for part in parts)
+        turns = reduced_turns(HOST, rows[r], cols, "float64", host=True, contract=contract)
+        yield (r, j, *sin_cos(HOST, turns))
+
+
+def _constants(xp: Namespace, tuples: Any, arrays: Any, *args: Any) -> Any:
+    """The split frequencies: plain tuples while tracing (compilers embed them as
+    constants), else NumPy arrays (a few bytes per frequency, not a Python float each)."""
+    return xp.host_constant(tuples, *args) if xp.is_tracing() else arrays(*args)
 
 
 def _host_output(call: Call, x: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -410,17 +410,13 @@ def _source(obj: Any) -> str | None:
 
 def _frequency_key(frequencies: Any) -> tuple:
     """Host frequencies as a nested tuple of floats (hashable, a constant to compilers)."""
-    if isinstance(frequencies, bool) or (
-        isinstance(frequencies, np.ndarray) and frequencies.dtype.kind not in "iuf"
-    ):
-        raise TypeError(f"frequencies must be real numbers. Received: {frequencies!r}")
     if isinstance(frequencies, np.ndarray):
-        values = frequencies.astype(np.float64).tolist()
-    elif isinstance(frequencies, (int, float, np.generic)):
-        values = float(frequencies)
-    else:
-        values = frequencies
-    return _freeze(values)
+        if frequencies.dtype.kind not in "iuf":
+            raise TypeError(f"frequencies must be real numbers. Received: {frequencies!r}")
+        frequencies = frequencies.astype(np.float64).tolist()
+    elif isinstance(frequencies, np.generic):
+        frequencies = float(frequencies)
+    return _freeze(frequencies)
 
 
 def _freeze(values: Any) -> Any:
