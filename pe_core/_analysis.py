@@ -161,14 +161,9 @@ def sinusoidal_measures(
     squared = xp.to_numpy(squared).astype(np.float64)
     distance = np.sqrt(squared)
     k_min = 1 + int(np.argmin(distance[1:]))
-    n_pairs = d // 2
     far = None
     if min_separation < max_len:
-        cosine = (
-            1 - squared[min_separation:] / (2 * n_pairs)
-            if n_pairs
-            else 0 * squared[min_separation:]
-        )
+        cosine = by_distance(squared[min_separation:], d, "cosine")
         k_far = min_separation + int(np.argmax(cosine))
         far = float(cosine[k_far - min_separation]), (0, k_far)
     close = np.flatnonzero(distance[1:] < tolerance)
