@@ -153,10 +153,9 @@ def learned_angles(
     freqs = xp.astype(frequencies, xp.dtype(working))
     if axes is None:
         return xp.expand_dims(positions, -1) * xp.expand_dims(freqs, -2)
-    total = None
-    for a in range(axes):
-        term = xp.expand_dims(positions[..., a], -1) * xp.expand_dims(freqs[a], -2)
-        total = term if total is None else total + term
+    total = xp.expand_dims(positions[..., 0], -1) * xp.expand_dims(freqs[0], -2)
+    for a in range(1, axes):
+        total = total + xp.expand_dims(positions[..., a], -1) * xp.expand_dims(freqs[a], -2)
     return total
 
 

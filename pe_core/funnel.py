@@ -139,8 +139,7 @@ def funnel_position_embeds(
         pos = np.arange(n, dtype=np.int64)
         table = embed(pos)  # [sin | cos]
         xp = get_namespace(backend_of(table) or "numpy")
-        half = d // 2
-        sin, cos = table[:, :half], table[:, half:]
+        sin, cos = table[:, : d // 2], table[:, d // 2 :]
         phi = xp.concat([sin, sin], axis=-1)
         pi = xp.concat([cos, cos], axis=-1)
         psi = xp.concat([cos, sin], axis=-1)
@@ -150,16 +149,12 @@ def funnel_position_embeds(
     out: list[Any] = []
     pos = funnel_block_positions(n, 0).tolist()
     for block in range(blocks):
-        if block == 0:
-            pooled = pos
-            pooling = None
-        else:
+        pooling = None  # block 0 has no pooling
+        if block:
             pooled = funnel_block_positions(n, block, separate_cls=sep, truncate_seq=trunc).tolist()
-            rel = funnel_relative_positions(pos, 2 ** (block - 1), pooled, shift=2)
-            pooling = embed(rel)
-        pos = pooled
-        no_pooling = embed(funnel_relative_positions(pos, 2**block))
-        out.append((no_pooling, pooling))
+            pooling = embed(funnel_relative_positions(pos, 2 ** (block - 1), pooled, shift=2))
+            pos = pooled
+        out.append((embed(funnel_relative_positions(pos, 2**block)), pooling))
     return out
 
 

@@ -165,10 +165,8 @@ def grid(
     if backend is None and like is not None:
         backend = backend_of(like)
     xp = get_namespace(canonical_backend(backend) if backend is not None else "numpy")
-    if dtype is None:
-        name = "int64" if xp.supports("int64") else "int32"
-    else:
-        name = xp.dtype_name(dtype)
+    default = "int64" if xp.supports("int64") else "int32"
+    name = default if dtype is None else xp.dtype_name(dtype)
     target = xp.dtype(name)
     _check_grid_dtype(name, sizes)
     _check_coordinates(sizes, "grid")
@@ -349,10 +347,8 @@ def grid_encoding(
         raise ValueError(f"extra_tokens must be a non-negative int. Received: {extra_tokens!r}")
     _check_coordinates(sizes, "grid_encoding")  # the engine checks the table itself
     coords = _scaled_coordinates(sizes, base, scales).reshape(-1, len(sizes))
-    if resolved.axes > 1:
-        table = encode_nd(coords, d, resolved, backend, dtype)
-    else:
-        table = encode_1d(coords, d, resolved, backend, dtype)
+    engine = encode_nd if resolved.axes > 1 else encode_1d
+    table = engine(coords, d, resolved, backend, dtype)
     if not extra_tokens:
         return table
     xp = get_namespace(backend_of(table) or "numpy")

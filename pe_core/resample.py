@@ -361,20 +361,17 @@ def decomposed_rel_pos(
     >>> decomposed_rel_pos(q, r, r, (4, 4), (4, 4)).shape
     (2, 4, 4, 4, 4)
     """
-    qh, qw = _size(q_size, "q_size")
-    kh, kw = _size(k_size, "k_size")
+    q, k = _size(q_size, "q_size"), _size(k_size, "k_size")
     xp, (batch, n_query, dim) = _array(query, "query", 3)
-    if n_query != qh * qw:
+    if n_query != q[0] * q[1]:
         raise ValueError(
-            f"query has {n_query} rows, q_size {(qh, qw)} needs {qh * qw}. "
+            f"query has {n_query} rows, q_size {q} needs {q[0] * q[1]}. "
             f"Received: shape {(batch, n_query, dim)}"
         )
-    axes = _resample.rel_axes(xp, dim, (rel_pos_h, rel_pos_w), (qh, qw), (kh, kw))
-    size = batch * qh * qw * kh * kw
+    axes = _resample.rel_axes(xp, dim, (rel_pos_h, rel_pos_w), q, k)
+    size = batch * q[0] * q[1] * k[0] * k[1]
     _resample.check_rel_request(xp, query, axes, size, "decomposed_rel_pos")
-    return _resample.run(
-        xp, _resample.decomposed_kernel, (query, rel_pos_h, rel_pos_w), ((qh, qw), (kh, kw))
-    )
+    return _resample.run(xp, _resample.decomposed_kernel, (query, rel_pos_h, rel_pos_w), (q, k))
 
 
 def add_decomposed_rel_pos(
@@ -397,30 +394,25 @@ def add_decomposed_rel_pos(
     ...                        (4, 4), (4, 4))[0, 0, 0]
     np.float32(16.0)
     """
-    qh, qw = _size(q_size, "q_size")
-    kh, kw = _size(k_size, "k_size")
+    q, k = _size(q_size, "q_size"), _size(k_size, "k_size")
     xp, (batch, rows, cols) = _array(attn, "attn", 3)
-    if (rows, cols) != (qh * qw, kh * kw):
+    if (rows, cols) != (q[0] * q[1], k[0] * k[1]):
         raise ValueError(
-            f"attn must be (B, {qh * qw}, {kh * kw}) for q_size {(qh, qw)} and k_size "
-            f"{(kh, kw)}. Received: shape {(batch, rows, cols)}"
+            f"attn must be (B, {q[0] * q[1]}, {k[0] * k[1]}) for q_size {q} and k_size "
+            f"{k}. Received: shape {(batch, rows, cols)}"
         )
     other, (q_batch, n_query, dim) = _array(query, "query", 3)
-    if other.name != xp.name or (q_batch, n_query) != (batch, qh * qw):
+    if other.name != xp.name or (q_batch, n_query) != (batch, rows):
         raise ValueError(
-            f"query must be a {xp.name} array of shape ({batch}, {qh * qw}, C) for attn "
+            f"query must be a {xp.name} array of shape ({batch}, {rows}, C) for attn "
             f"{(batch, rows, cols)}. Received: a {other.name} array of shape "
             f"{(q_batch, n_query, dim)}"
         )
-    axes = _resample.rel_axes(xp, dim, (rel_pos_h, rel_pos_w), (qh, qw), (kh, kw))
+    axes = _resample.rel_axes(xp, dim, (rel_pos_h, rel_pos_w), q, k)
     size = 2 * batch * rows * cols
     _resample.check_rel_request(xp, attn, axes, size, "add_decomposed_rel_pos")
-    return _resample.run(
-        xp,
-        _resample.add_decomposed_kernel,
-        (attn, query, rel_pos_h, rel_pos_w),
-        ((qh, qw), (kh, kw)),
-    )
+    arrays = (attn, query, rel_pos_h, rel_pos_w)
+    return _resample.run(xp, _resample.add_decomposed_kernel, arrays, (q, k))
 
 
 # -- loading checkpoints ----------------------------------------------------------------
