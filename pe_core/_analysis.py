@@ -153,10 +153,9 @@ def _measures(
 
 
 def sinusoidal_measures(
-    d: int, spec: Spec, max_len: int, min_separation: int, tolerance: float, backend: str | None
+    d: int, spec: Spec, max_len: int, min_separation: int, tolerance: float, xp: Namespace
 ) -> dict[str, Any]:
-    """The sinusoidal code's, from the distance-only sums (pairs ``(0, k)``)."""
-    xp = get_namespace(backend or "numpy")
+    """The sinusoidal code's, from the distance-only sums (pairs ``(0, k)``) on ``xp``."""
     squared = squared_distance_by_k(xp, d, spec, max_len, work_dtype(xp, None))
     squared = xp.to_numpy(squared).astype(np.float64)
     distance = np.sqrt(squared)

@@ -394,13 +394,6 @@ def taps(in_size: int, out_size: int, mode: str, antialias: bool) -> tuple:
 
 
 @functools.lru_cache(maxsize=512)
-def _weights(in_size: int, out_size: int, mode: str, antialias: bool) -> np.ndarray:
-    index, weight, _ = taps(in_size, out_size, mode, antialias)
-    dense = np.zeros((out_size, in_size + 1), dtype=np.float64)
-    np.put_along_axis(dense, index, weight, axis=1)
-    return dense[:, :in_size]
-
-
 def weights(in_size: int, out_size: int, mode: str, antialias: bool) -> np.ndarray:
     """The float64 ``(out_size, in_size)`` matrix of PyTorch's 1-D interpolation weights
     (a read-only array from a cache; for reading, the resize itself uses :func:`taps`).
@@ -410,7 +403,10 @@ def weights(in_size: int, out_size: int, mode: str, antialias: bool) -> np.ndarr
     >>> (7 * weights(4, 2, "bilinear", True)).round(12).tolist()  # triangle widened by 2
     [[3.0, 3.0, 1.0, 0.0], [0.0, 1.0, 3.0, 3.0]]
     """
-    out = _weights(in_size, out_size, mode, antialias)
+    index, weight, _ = taps(in_size, out_size, mode, antialias)
+    dense = np.zeros((out_size, in_size + 1), dtype=np.float64)
+    np.put_along_axis(dense, index, weight, axis=1)
+    out = dense[:, :in_size]
     out.flags.writeable = False
     return out
 
@@ -490,44 +486,32 @@ def resize_grid(
     h_first = h_out * th * w_in + h_out * w_out * tw <= h_in * w_out * tw + h_out * th * w_out
     for axis in (1, 2) if h_first else (2, 1):
         size_in, size_out = (h_in, h_out) if axis == 1 else (w_in, w_out)
-        if size_in != size_out:
-            x = _resize_axis(xp, x, axis, size_in, size_out, mode, antialias, work)
+        if size_in == size_out:
+            continue
+        index, weight, padded = placed_taps(xp, size_in, size_out, mode, antialias, x, work)
+        n, h, w, c = xp.shape(x)
+        if padded:  # padded taps read a zero row (weight 0 times 0, never 0 times inf)
+            shape = (n, 1, w, c) if axis == 1 else (n, h, 1, c)
+            x = xp.concat([x, xp.zeros(shape, xp.dtype(work), like=x)], axis=axis)
+        taps_per = xp.shape(weight)[2]
+        if axis == 1:  # long rows: one product of (1, T) weights with (T, W * C) per output
+            rows = xp.take(xp.reshape(x, (n, -1, w * c)), index, axis=1)  # (N, out * T, W * C)
+            rows = xp.reshape(rows, (n, size_out, taps_per, w * c))
+            x = xp.reshape(xp.matmul(weight, rows), (n, size_out, w, c))
+            continue
+        # short rows (C): tap by tap, each a scaled gather of (N * H, out, C)
+        rows = xp.take(xp.reshape(x, (n * h, -1, c)), index, axis=1)  # (N * H, out * T, C)
+        rows = xp.reshape(rows, (n * h, size_out, taps_per, c))
+        out = weight[:, 0, 0:1] * rows[:, :, 0]  # (out, 1) against (N * H, out, C)
+        for t in range(1, taps_per):
+            out = out + weight[:, 0, t : t + 1] * rows[:, :, t]
+        x = xp.reshape(out, (n, h, size_out, c))
     return x if name == work else xp.astype(x, xp.dtype(name))
 
 
 def _tap_count(in_size: int, out_size: int, mode: str, antialias: bool) -> int:
     # plain arithmetic (compilers trace it), not the taps themselves
     return 0 if in_size == out_size else tap_count_bound(in_size, out_size, mode, antialias)
-
-
-def _resize_axis(
-    xp: Namespace,
-    x: Any,
-    axis: int,
-    size_in: int,
-    size_out: int,
-    mode: str,
-    antialias: bool,
-    work: str,
-) -> Any:
-    """One pass of :func:`resize_grid`: axis 1 (H) or 2 (W) of ``(N, H, W, C)``."""
-    index, weight, padded = placed_taps(xp, size_in, size_out, mode, antialias, x, work)
-    n, h, w, c = xp.shape(x)
-    if padded:  # padded taps read a zero row (weight 0 times 0, never 0 times inf)
-        shape = (n, 1, w, c) if axis == 1 else (n, h, 1, c)
-        x = xp.concat([x, xp.zeros(shape, xp.dtype(work), like=x)], axis=axis)
-    taps_per = xp.shape(weight)[2]
-    if axis == 1:  # long rows: one product of (1, T) weights with (T, W * C) per output
-        rows = xp.take(xp.reshape(x, (n, -1, w * c)), index, axis=1)  # (N, out * T, W * C)
-        rows = xp.reshape(rows, (n, size_out, taps_per, w * c))
-        return xp.reshape(xp.matmul(weight, rows), (n, size_out, w, c))
-    # short rows (C): tap by tap, each a scaled gather of (N * H, out, C)
-    rows = xp.take(xp.reshape(x, (n * h, -1, c)), index, axis=1)  # (N * H, out * T, C)
-    rows = xp.reshape(rows, (n * h, size_out, taps_per, c))
-    out = weight[:, 0, 0:1] * rows[:, :, 0]  # (out, 1) against (N * H, out, C)
-    for t in range(1, taps_per):
-        out = out + weight[:, 0, t : t + 1] * rows[:, :, t]
-    return xp.reshape(out, (n, h, size_out, c))
 
 
 # -- the kernels of pe_core.resample: kernel(xp, *arrays, *static sizes) -------------------

@@ -55,8 +55,15 @@ def encode_nd(
     if backend is None and backend_of(coords) is None:  # Python values follow like / out
         backend = anchor_backend(like, out)
     coords, _ = coordinates(coords, spec)
-    if out is not None:
-        backend, dtype, like = _follow_out(out, backend, dtype, like)
+    if out is not None:  # backend, dtype and like follow out where the caller gave none
+        out_backend = backend_of(out)
+        if out_backend is None:
+            raise TypeError(
+                f"out must be a NumPy array or a torch tensor. Received: {type(out).__name__}"
+            )
+        backend = out_backend if backend is None else backend
+        dtype = out.dtype if dtype is None else dtype
+        like = out if like is None else like
     blocks = [
         encode_1d(
             coords[..., block.axis],
@@ -72,7 +79,12 @@ def encode_nd(
     xp = get_namespace(backend_of(blocks[0]) or "numpy")
     if spec.axis_layout == "split":
         blocks = group_halves(blocks, [block.pairs for block in layout])
-    table = _join_blocks(xp, blocks, extra, d)
+    # side by side, then the zero columns of "zero_pad" or the first d features of "truncate"
+    if extra > 0:
+        blocks = blocks + [xp.zeros_like(blocks[0][..., :1])] * extra
+    table = xp.concat(blocks, axis=-1)
+    if extra < 0:
+        table = table[..., :d]
     return table if out is None else _write_out(xp, table, out)
 
 
@@ -82,29 +94,6 @@ def group_halves(blocks: list[Any], pairs: list[int]) -> list[Any]:
     firsts = [block[..., :n] for block, n in zip(blocks, pairs, strict=True)]
     seconds = [block[..., n : 2 * n] for block, n in zip(blocks, pairs, strict=True)]
     return firsts + seconds
-
-
-def _follow_out(out: Any, backend: str | None, dtype: Any, like: Any) -> tuple[Any, Any, Any]:
-    """``(backend, dtype, like)``, each taken from ``out`` where the caller gave none."""
-    out_backend = backend_of(out)
-    if out_backend is None:
-        raise TypeError(
-            f"out must be a NumPy array or a torch tensor. Received: {type(out).__name__}"
-        )
-    return (
-        backend if backend is not None else out_backend,
-        out.dtype if dtype is None else dtype,
-        out if like is None else like,
-    )
-
-
-def _join_blocks(xp: Namespace, blocks: list[Any], extra: int, d: int) -> Any:
-    """The per-axis blocks side by side, then ``extra`` zero columns (``odd_d="zero_pad"``)
-    or, for a negative ``extra``, only the first ``d`` features (``"truncate"``)."""
-    if extra > 0:
-        blocks = blocks + [xp.zeros_like(blocks[0][..., :1])] * extra
-    table = xp.concat(blocks, axis=-1)
-    return table[..., :d] if extra < 0 else table
 
 
 def _write_out(xp: Namespace, table: Any, out: Any) -> Any:

@@ -410,11 +410,11 @@ def resolution_report(
     # a measure per distance (sinusoidal), a value per position (normalized), a code
     # per position (binary): the largest of them and a few float64 temporaries each
     check_request_size(max_len, "float64", what="resolution_report", extra_bytes=32 * max_len)
-    resolved = None
+    resolved, xp = None, get_namespace(backend or "numpy")
     if code == "sinusoidal":
         resolved = resolve_spec(spec)
         d = check_d(d, resolved)
-        found = _analysis.sinusoidal_measures(d, resolved, *args, backend)
+        found = _analysis.sinusoidal_measures(d, resolved, *args, xp)
     elif code == "binary":
         d = positive_int(d, "d")
         if d < 63 and max_len > 2**d:
@@ -422,11 +422,10 @@ def resolution_report(
                 f"max_len must be <= 2**d = {2**d}: a {d}-bit binary code has no code for "
                 f"position {2**d} and beyond. Received: max_len={max_len}. Use a larger d."
             )
-        xp = get_namespace(backend or "numpy")
         table = _analysis.host(binary_encode(xp.asarray(np.arange(max_len)), d))
         found = _analysis.pairwise_measures(table.reshape(max_len, -1), min_separation, tolerance)
     else:
-        d, xp = 1, get_namespace(backend or "numpy")
+        d = 1
         working = _analysis.work_dtype(xp, None)
 
         def values(length: int) -> np.ndarray:

@@ -104,7 +104,7 @@ def binary_encode(
     n = known_size(pos)
     if n is not None:  # the int64 bits, their working copies: before reading pos
         check_request_size(n * d, "int64", what="binary_encode", extra_bytes=16 * n * d)
-    values = _host_values(pos, source)
+    values = np.asarray(as_positions(pos, HOST, source, what="pos"))
     if values.dtype.kind == "f":
         bad = ~np.isfinite(values) | (values != np.floor(values))
         _raise_at(bad, values, "pos must be finite integers (whole numbers)")
@@ -248,10 +248,6 @@ def learned_table_init(
 # --------------------------------------------------------------------------- helpers
 
 
-def _host_values(pos: Any, source: str | None) -> np.ndarray:
-    return np.asarray(as_positions(pos, HOST, source, what="pos"))
-
-
 def _raise_at(bad: np.ndarray, values: np.ndarray, message: str, hint: str = "") -> None:
     if not np.any(bad):
         return
@@ -262,8 +258,7 @@ def _raise_at(bad: np.ndarray, values: np.ndarray, message: str, hint: str = "")
 
 def _to_backend(xp: Namespace, values: np.ndarray, dtype: Any) -> Any:
     name, out_dtype = resolve_dtype(xp, dtype)
-    host = values.astype(working_dtype(name))
-    array = xp.asarray(host)
+    array = xp.asarray(values.astype(working_dtype(name)))
     if name not in ("float32", "float64"):
         array = xp.astype(array, out_dtype)
     return array

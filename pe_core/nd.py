@@ -206,21 +206,6 @@ def _check_coordinates(sizes: tuple[int, ...], what: str) -> None:
     check_request_size(n, "int64", what=what, extra_bytes=16 * n)
 
 
-def _scaled_coordinates(
-    sizes: tuple[int, ...], base_size: float | None, interpolation_scale: tuple[float, ...]
-) -> np.ndarray:
-    """The coordinates of :func:`grid_encoding`: per axis ``i / (n / base_size) / s``."""
-    axes = []
-    for n, scale in zip(sizes, interpolation_scale, strict=True):
-        values: np.ndarray = np.arange(n, dtype=np.float64 if base_size is not None else np.int64)
-        if base_size is not None:
-            values = values / (n / base_size)
-        if scale != 1.0:
-            values = values / scale
-        axes.append(values)
-    return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
-
-
 def _check_scale(name: str, value: object, allow_none: bool) -> float | None:
     if value is None and allow_none:
         return None
@@ -346,7 +331,15 @@ def grid_encoding(
     if extra_tokens < 0:
         raise ValueError(f"extra_tokens must be a non-negative int. Received: {extra_tokens!r}")
     _check_coordinates(sizes, "grid_encoding")  # the engine checks the table itself
-    coords = _scaled_coordinates(sizes, base, scales).reshape(-1, len(sizes))
+    axes = []  # the coordinates per axis: i / (n / base_size) / interpolation_scale
+    for n, scale in zip(sizes, scales, strict=True):
+        values: np.ndarray = np.arange(n, dtype=np.float64 if base is not None else np.int64)
+        if base is not None:
+            values = values / (n / base)
+        if scale != 1.0:
+            values = values / scale
+        axes.append(values)
+    coords = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(sizes))
     engine = encode_nd if resolved.axes > 1 else encode_1d
     table = engine(coords, d, resolved, backend, dtype)
     if not extra_tokens:
