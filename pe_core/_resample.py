@@ -44,6 +44,9 @@ from pe_core._kernel.inputs import check_request_size, working_dtype
 from pe_core.validation import is_integer, positive_int
 from pe_core_backends import Namespace, backend_of, get_namespace
 
+#: Two sizes: ``(h, w)`` of a grid, or ``(in, out)`` of a side.
+Pair = tuple[int, int]
+
 #: Modes and their tap counts (PyTorch's ``interp_size``).
 INTERP_SIZE = {"bilinear": 2, "bicubic": 4}
 
@@ -79,7 +82,7 @@ def array(x: Any, name: str, ndim: int | tuple[int, ...]) -> tuple[Namespace, tu
     return xp, tuple(int(n) for n in shape)
 
 
-def size(value: object, name: str) -> tuple[int, int]:
+def size(value: object, name: str) -> Pair:
     """An ``int`` (a square) or a pair of ints ``>= 1`` as ``(h, w)``."""
     if is_integer(value):
         n = positive_int(value, name)
@@ -92,7 +95,7 @@ def size(value: object, name: str) -> tuple[int, int]:
 def check_request(
     xp: Namespace,
     table: Any,
-    sides: Sequence[tuple[int, int]],
+    sides: Sequence[Pair],
     mode: str,
     antialias: bool,
     out_elements: int,
@@ -131,7 +134,7 @@ def square_side(n: int, name: str, what: str) -> int:
     return side
 
 
-def pos_embed_grid(shape: tuple[int, ...], prefix: int, old_size: object) -> tuple[int, int]:
+def pos_embed_grid(shape: tuple[int, ...], prefix: int, old_size: object) -> Pair:
     """The ``(old_h, old_w)`` grid of a ``(N, rows, C)`` table's rows after ``prefix``."""
     rows = shape[1]
     if rows < prefix:
@@ -150,7 +153,7 @@ def pos_embed_grid(shape: tuple[int, ...], prefix: int, old_size: object) -> tup
     return old
 
 
-def spatial_pairs(spatial_shapes: Any) -> list[tuple[int, int]]:
+def spatial_pairs(spatial_shapes: Any) -> list[Pair]:
     """Static ``(h, w)`` pairs from a sequence of pairs or an integer ``(B, 2)`` array of
     any framework (read on the host: the sizes fix the output's shape)."""
     source = backend_of(spatial_shapes)
@@ -184,7 +187,7 @@ def resize_bias_table(
     xp: Namespace,
     table: Any,
     shape: tuple[int, ...],
-    new: tuple[int, int],
+    new: Pair,
     old_window_size: object,
     extra: int,
     mode: str,
@@ -248,7 +251,7 @@ def check_rel_request(
 
 
 def rel_axes(
-    xp: Namespace, dim: int, tables: tuple[Any, Any], q: tuple[int, int], k: tuple[int, int]
+    xp: Namespace, dim: int, tables: tuple[Any, Any], q: Pair, k: Pair
 ) -> list[tuple[int, int, int]]:
     """SAM's ``(rel_pos_h, rel_pos_w)`` checked against a query of ``dim`` channels on
     ``xp``: per axis ``(L, q, k)`` for :func:`check_rel_request`."""
@@ -467,9 +470,7 @@ def run(
     return kernel(xp, *arrays, *static)
 
 
-def resize_grid(
-    xp: Namespace, grid: Any, old: tuple[int, int], new: tuple[int, int], mode: str, antialias: bool
-) -> Any:
+def resize_grid(xp: Namespace, grid: Any, old: Pair, new: Pair, mode: str, antialias: bool) -> Any:
     """``grid`` of shape ``(N, H, W, C)`` resized to ``(N, h, w, C)`` in its own dtype
     (computed in the working dtype: float32 for float16/bfloat16).
 
@@ -516,13 +517,7 @@ def _tap_count(in_size: int, out_size: int, mode: str, antialias: bool) -> int:
 
 # -- the kernels of pe_core.resample: kernel(xp, *arrays, *static sizes) -------------------
 def pos_embed_kernel(
-    xp: Namespace,
-    table: Any,
-    prefix: int,
-    old: tuple[int, int],
-    new: tuple[int, int],
-    mode: str,
-    antialias: bool,
+    xp: Namespace, table: Any, prefix: int, old: Pair, new: Pair, mode: str, antialias: bool
 ) -> Any:
     """``(N, prefix + old_h * old_w, C)`` -> ``(N, prefix + new_h * new_w, C)``."""
     n, _, channels = xp.shape(table)
@@ -533,12 +528,7 @@ def pos_embed_kernel(
 
 
 def naflex_kernel(
-    xp: Namespace,
-    table: Any,
-    pairs: tuple[tuple[int, int], ...],
-    length: int,
-    mode: str,
-    antialias: bool,
+    xp: Namespace, table: Any, pairs: tuple[Pair, ...], length: int, mode: str, antialias: bool
 ) -> Any:
     """``(H, W, C)`` -> ``(B, length, C)``: each image's grid, padded with its first row."""
     height, width, channels = xp.shape(table)
@@ -554,13 +544,7 @@ def naflex_kernel(
 
 
 def flat_bias_kernel(
-    xp: Namespace,
-    table: Any,
-    extra: int,
-    old: tuple[int, int],
-    new: tuple[int, int],
-    mode: str,
-    antialias: bool,
+    xp: Namespace, table: Any, extra: int, old: Pair, new: Pair, mode: str, antialias: bool
 ) -> Any:
     """``(old_h * old_w + extra, heads)`` -> ``(new_h * new_w + extra, heads)``."""
     rows, heads = xp.shape(table)
@@ -569,9 +553,7 @@ def flat_bias_kernel(
     return xp.concat([out, table[rows - extra :]], axis=0) if extra else out
 
 
-def cube_bias_kernel(
-    xp: Namespace, table: Any, new: tuple[int, int], mode: str, antialias: bool
-) -> Any:
+def cube_bias_kernel(xp: Namespace, table: Any, new: Pair, mode: str, antialias: bool) -> Any:
     """``(heads, H, W)`` -> ``(heads, h, w)``."""
     heads, src_h, src_w = xp.shape(table)
     out = resize_grid(xp, xp.expand_dims(table, -1), (src_h, src_w), new, mode, antialias)
@@ -601,12 +583,7 @@ def rel_pos_kernel(xp: Namespace, rel_pos: Any, q_size: int, k_size: int) -> Any
 
 
 def decomposed_kernel(
-    xp: Namespace,
-    query: Any,
-    rel_pos_h: Any,
-    rel_pos_w: Any,
-    q_size: tuple[int, int],
-    k_size: tuple[int, int],
+    xp: Namespace, query: Any, rel_pos_h: Any, rel_pos_w: Any, q_size: Pair, k_size: Pair
 ) -> Any:
     """The bias ``(B, q_h, q_w, k_h, k_w)`` of SAM's decomposed relative positions."""
     (qh, qw), (kh, kw) = q_size, k_size
@@ -621,13 +598,7 @@ def decomposed_kernel(
 
 
 def add_decomposed_kernel(
-    xp: Namespace,
-    attn: Any,
-    query: Any,
-    rel_pos_h: Any,
-    rel_pos_w: Any,
-    q_size: tuple[int, int],
-    k_size: tuple[int, int],
+    xp: Namespace, attn: Any, query: Any, rel_pos_h: Any, rel_pos_w: Any, q_size: Pair, k_size: Pair
 ) -> Any:
     """``attn`` ``(B, q_h * q_w, k_h * k_w)`` plus the decomposed bias."""
     batch, rows, cols = xp.shape(attn)
