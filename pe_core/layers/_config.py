@@ -435,7 +435,6 @@ class RotaryEmbeddingConfig(QueryKeyConfig):
     ValueError: Unknown layout 'neox'. Expected one of: half, interleaved.
     """
 
-    head_dim: int
     base: float
     layout: RopeLayout
     rotary_dim: int | None
@@ -465,8 +464,13 @@ class RotaryEmbeddingConfig(QueryKeyConfig):
     def _validate(
         head_dim: Any, trainable_frequencies: Any = False, frequency_heads: Any = None, **rope: Any
     ) -> dict[str, Any]:
-        """The validated arguments (``scaling`` as plain data) and ``rope_spec``."""
-        head_dim, spec = RotaryEmbeddingConfig.rope_spec_for(head_dim, **rope)
+        """The validated arguments (``scaling`` as plain data) and ``rope_spec``: the
+        :class:`~pe_core.rope_spec.RopeSpec` of the rope arguments, with its frequencies
+        built once for ``head_dim`` (so a bad ``head_dim`` or ``scaling`` raises now, not
+        at the first call)."""
+        check_scaling_type(rope["scaling"])
+        spec = RopeSpec(**rope)
+        spec.constants(head_dim)  # head_dim an even int, rotary_dim fits, scaling computes
         trainable_frequencies = check_flag(trainable_frequencies, "trainable_frequencies")
         if frequency_heads is not None:
             if not trainable_frequencies:
@@ -476,30 +480,14 @@ class RotaryEmbeddingConfig(QueryKeyConfig):
                 )
             frequency_heads = positive_int(frequency_heads, "frequency_heads")
         return {
-            "head_dim": head_dim,
+            "head_dim": int(head_dim),
             "rope_spec": spec,
-            "base": spec.base,
-            "layout": spec.layout,
-            "rotary_dim": spec.rotary_dim,
+            **{name: getattr(spec, name) for name in ("base", "layout", "rotary_dim")},
             "scaling": None if spec.scaling is None else thaw(spec.scaling),
             "layer_type": spec.layer_type,
             "trainable_frequencies": trainable_frequencies,
             "frequency_heads": frequency_heads,
         }
-
-    @staticmethod
-    def rope_spec_for(
-        head_dim: Any, base: Any, layout: Any, rotary_dim: Any, scaling: Any, layer_type: Any = None
-    ) -> tuple[int, RopeSpec]:
-        """``(head_dim, spec)``: the validated :class:`~pe_core.rope_spec.RopeSpec` of
-        these arguments, with its frequencies built once for ``head_dim`` (so a bad
-        ``head_dim`` or ``scaling`` raises now, not at the first call)."""
-        check_scaling_type(scaling)
-        spec = RopeSpec(
-            base=base, layout=layout, rotary_dim=rotary_dim, scaling=scaling, layer_type=layer_type
-        )
-        spec.constants(head_dim)  # head_dim an even int, rotary_dim fits, scaling computes
-        return int(head_dim), spec
 
     def initial_frequencies(self) -> np.ndarray:
         """The float32 initial value of the trainable ``frequencies``: the schedule's

@@ -91,14 +91,9 @@ class T5RelativeBiasConfig(LayerConfig):
     ) -> Any:
         """:func:`pe_core.t5.t5_relative_bias` with the learned ``table`` and this layer's
         configuration: ``(1, n_heads, query_length, key_length)``."""
+        options = {"bidirectional": self.bidirectional, "max_distance": self.max_distance}
         return t5_relative_bias(
-            query_length,
-            key_length,
-            table,
-            offset=offset,
-            bidirectional=self.bidirectional,
-            max_distance=self.max_distance,
-            backend=backend,
+            query_length, key_length, table, offset=offset, backend=backend, **options
         )
 
     t5_config = LayerConfig._layer_config
@@ -157,15 +152,8 @@ class AlibiBiasConfig(LayerConfig):
         leading batch axis: ``(1, n_heads, query_length, key_length)``."""
         heads = self.n_heads if n_heads is None else n_heads
         assert heads is not None
-        bias = alibi_bias(
-            query_length,
-            key_length,
-            heads,
-            causal=self.causal,
-            alibi_bias_max=self.alibi_bias_max,
-            **kwargs,
-        )
-        return bias[None]
+        options = {"causal": self.causal, "alibi_bias_max": self.alibi_bias_max, **kwargs}
+        return alibi_bias(query_length, key_length, heads, **options)[None]
 
     alibi_config = LayerConfig._layer_config
 

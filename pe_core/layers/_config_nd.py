@@ -225,7 +225,6 @@ class RotaryEmbeddingNDConfig(QueryKeyConfig):
     ValueError: ...
     """
 
-    head_dim: int
     sections: tuple[int, ...]
     base: float
     layout: str
@@ -250,16 +249,7 @@ class RotaryEmbeddingNDConfig(QueryKeyConfig):
         self._configure(locals())
 
     @staticmethod
-    def _validate(
-        head_dim: Any,
-        sections: Any,
-        base: Any,
-        layout: Any,
-        section_layout: Any,
-        frequencies: Any,
-        rotary_dim: Any,
-        grid_shape: Any,
-    ) -> dict[str, Any]:
+    def _validate(head_dim: Any, sections: Any, grid_shape: Any, **rope: Any) -> dict[str, Any]:
         """The validated arguments (checked by rotating one row)."""
         d = positive_int(head_dim, "head_dim", what="features per head")
         if isinstance(sections, (str, bytes)) or not hasattr(sections, "__iter__"):
@@ -267,25 +257,24 @@ class RotaryEmbeddingNDConfig(QueryKeyConfig):
                 f"sections must be a sequence of pair counts, one per axis. Received: {sections!r}"
             )
         parts = tuple(sections)
-        if frequencies is not None and not isinstance(frequencies, str):
-            frequencies = tuple(float(w) for w in frequencies)
+        if rope["frequencies"] is not None and not isinstance(rope["frequencies"], str):
+            rope["frequencies"] = tuple(float(w) for w in rope["frequencies"])
         shape = check_grid_shape(grid_shape)
         if shape is not None and len(shape) != len(parts):
             raise ValueError(
                 f"grid_shape has {len(shape)} axes but sections has {len(parts)} "
                 f"(one per axis). Received: grid_shape={shape}, sections={parts}"
             )
-        kwargs = dict(locals(), sections=parts)
         row, positions = np.zeros((1, d), np.float32), np.zeros((1, len(parts)), np.int64)
-        apply_rope(row, positions, **{name: kwargs[name] for name in _ROPE_ND_KWARGS})
+        apply_rope(row, positions, sections=parts, **rope)
         return {
             "head_dim": d,
             "sections": tuple(int(s) for s in parts),
-            "base": float(base),
-            "layout": str(layout),
-            "section_layout": str(section_layout),
-            "frequencies": frequencies,
-            "rotary_dim": None if rotary_dim is None else int(rotary_dim),
+            "base": float(rope["base"]),
+            "layout": str(rope["layout"]),
+            "section_layout": str(rope["section_layout"]),
+            "frequencies": rope["frequencies"],
+            "rotary_dim": None if rope["rotary_dim"] is None else int(rope["rotary_dim"]),
             "grid_shape": shape,
         }
 

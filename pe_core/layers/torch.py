@@ -192,9 +192,8 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         batch_first: bool = True,
     ) -> None:
         check_argument_order(dropout, max_len)
-        batch_first = check_flag(batch_first, "batch_first")
+        self.batch_first = check_flag(batch_first, "batch_first")
         super().__init__(d_model, spec=spec, dropout=dropout, max_len=max_len)
-        self.batch_first = batch_first
 
     def _setup(self) -> None:
         self.dropout_layer = nn.Dropout(self.dropout) if self.dropout else None
