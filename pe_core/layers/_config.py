@@ -240,8 +240,7 @@ class LayerConfig:
         keyword-only parameters of :meth:`_setup`, NNX's ``rngs``), then store the
         validated arguments, then run :meth:`_setup` (with those keywords)."""
         kwargs = dict(arguments["kwargs"])
-        names = [p.name for p in setup_keywords(type(self))]
-        setup = {name: kwargs.pop(name) for name in names if name in kwargs}
+        setup = {p.name: kwargs.pop(p.name) for p in setup_keywords(type(self)) if p.name in kwargs}
         super().__init__(**kwargs)
         values = {k: v for k, v in arguments.items() if k not in ("self", "kwargs")}
         for name, value in self._validate(**values).items():
@@ -266,6 +265,10 @@ class LayerConfig:
     def _layer_repr(self) -> str:
         """``key=value, ...`` for ``repr``."""
         return ", ".join(f"{k}={v!r}" for k, v in self._layer_config().items())
+
+    def _set_parts(self, *names: str) -> list[str]:
+        """``name=value`` for ``repr`` of those of ``names`` that are set (not ``None`` or 0)."""
+        return [f"{n}={getattr(self, n)!r}" for n in names if getattr(self, n) not in (None, 0)]
 
 
 class SinusoidalEncodingConfig(LayerConfig):
@@ -359,11 +362,7 @@ class SinusoidalEncodingConfig(LayerConfig):
 
     def _layer_repr(self) -> str:
         parts = [f"d_model={self.d_model}", spec_repr(self.spec)]
-        if self.dropout:
-            parts.append(f"dropout={self.dropout}")
-        if self.max_len is not None:
-            parts.append(f"max_len={self.max_len}")
-        return ", ".join(parts)
+        return ", ".join(parts + self._set_parts("dropout", "max_len"))
 
 
 class QueryKeyConfig(LayerConfig):
@@ -550,9 +549,7 @@ class RotaryEmbeddingConfig(QueryKeyConfig):
         factors), not only the arguments."""
         parts = rope_repr(self.rope_spec, self.head_dim)
         if getattr(self, "trainable_frequencies", False):
-            parts.append("trainable_frequencies=True")
-            if self.frequency_heads is not None:
-                parts.append(f"frequency_heads={self.frequency_heads}")
+            parts += self._set_parts("trainable_frequencies", "frequency_heads")
         return ", ".join(parts)
 
 

@@ -172,16 +172,12 @@ class PatchEncodingConfig(LayerConfig):
     patch_config = _layer_config
 
     def _layer_repr(self) -> str:
-        parts = [f"d_model={self.d_model}"]
-        if self.grid_shape is not None:
-            parts.append(f"grid_shape={self.grid_shape}")
+        parts = [f"d_model={self.d_model}", *self._set_parts("grid_shape")]
         if self.spec is not None:
             parts.append(spec_repr(self.spec))
         elif self.grid_shape is not None:  # the default of a grid with these axes
             parts.append(spec_repr(self.spec_for(len(self.grid_shape), self.grid_shape)))
-        if self.dropout:
-            parts.append(f"dropout={self.dropout}")
-        return ", ".join(parts)
+        return ", ".join(parts + self._set_parts("dropout"))
 
 
 #: The arguments of :func:`pe_core.rope.apply_rope` an N-D rotary layer passes on.
@@ -322,10 +318,7 @@ class RotaryEmbeddingNDConfig(QueryKeyConfig):
             parts.append(f"section_layout={self.section_layout!r}")
         if self.frequencies is not None:
             parts.append(f"frequencies={short_repr(self.frequencies)}")
-        for key in ("rotary_dim", "grid_shape"):
-            if getattr(self, key) is not None:
-                parts.append(f"{key}={getattr(self, key)!r}")
-        return ", ".join(parts)
+        return ", ".join(parts + self._set_parts("rotary_dim", "grid_shape"))
 
 
 class FourierFeaturesConfig(LayerConfig):
