@@ -241,10 +241,9 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         """A DTensor's local shard plus its encoding: ``ranges`` are the shard's global
         ``(start, length)`` per axis (sequence rows from ``offset + start``)."""
         offset = _check_offset(offset)
-        start = ranges[-2][0]
         if isinstance(offset, torch.Tensor) and offset.ndim == 1 and offset.shape[0] != 1:
             offset = offset[ranges[0][0] : ranges[0][0] + ranges[0][1]]  # per example
-        offset = offset + start
+        offset = offset + ranges[-2][0]
         table = self.encoding(
             local.shape[-2], offset, device=local.device, dtype=local.dtype, like=local
         )
@@ -269,11 +268,9 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         """
         offset = _check_offset(offset)
         device = torch.device("cpu") if device is None else torch.device(device)
-        x_shape: tuple[int | None, ...] = (
-            tuple(like.shape) if like is not None else (None, length, self.d_model)
-        )
         # A symbolic length stays so, and a tensor offset is on the device.
         if _TORCH.is_exporting() or torch.compiler.is_compiling() or not isinstance(offset, int):
+            x_shape = (None, length, self.d_model) if like is None else tuple(like.shape)
             positions = _positions(offset, length, x_shape, device)
             return nan_where_wrapped(_TORCH, positions, self._encode(positions, dtype))
         cached = self._cached_rows(offset, length, device, dtype)
