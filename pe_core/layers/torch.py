@@ -365,10 +365,9 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
         return self._rotate_from(q, offset), self._rotate_from(k, offset)
 
     def _rotate_from(self, x: torch.Tensor, offset: Offset) -> torch.Tensor:
-        length = x.shape[-2]
         if isinstance(offset, int) and not torch.compiler.is_compiling():
-            return self.rotate(x, range(offset, offset + length))  # exact cos/sin on the host
-        positions = _positions(offset, length, tuple(x.shape), x.device)
+            return self.rotate(x, range(offset, offset + x.shape[-2]))  # exact cos/sin on the host
+        positions = _positions(offset, x.shape[-2], tuple(x.shape), x.device)
         return nan_where_wrapped(_TORCH, positions, self.rotate(x, positions))
 
     def rotate(self, x: torch.Tensor, positions: Any) -> torch.Tensor:
@@ -459,10 +458,7 @@ class AlibiBias(AlibiHeadsConfig, _Module):
         keys = torch.arange(k_len, device=device)
         queries = torch.arange(q_len, device=device) + (k_len - q_len)
         offset = (keys[None, :] - queries[:, None]).to(working)
-        if self.causal:
-            offset = torch.where(offset > 0, float("-inf"), offset)
-        else:
-            offset = -offset.abs()
+        offset = torch.where(offset > 0, float("-inf"), offset) if self.causal else -offset.abs()
         bias = torch.tensor(self._slopes, dtype=working, device=device)[:, None, None] * offset
         return bias.to(dtype)[None]
 
