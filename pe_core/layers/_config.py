@@ -240,8 +240,7 @@ class LayerConfig:
         keyword-only parameters of :meth:`_setup`, NNX's ``rngs``), then store the
         validated arguments, then run :meth:`_setup` (with those keywords)."""
         kwargs = dict(arguments["kwargs"])
-        names = [p.name for p in setup_keywords(type(self))]
-        setup = {name: kwargs.pop(name) for name in names if name in kwargs}
+        setup = {p.name: kwargs.pop(p.name) for p in setup_keywords(type(self)) if p.name in kwargs}
         super().__init__(**kwargs)
         values = {k: v for k, v in arguments.items() if k not in ("self", "kwargs")}
         for name, value in self._validate(**values).items():
@@ -266,6 +265,10 @@ class LayerConfig:
     def _layer_repr(self) -> str:
         """``key=value, ...`` for ``repr``."""
         return ", ".join(f"{k}={v!r}" for k, v in self._layer_config().items())
+
+    def _set_parts(self, *names: str) -> list[str]:
+        """``name=value`` for ``repr`` of those of ``names`` that are set (not ``None`` or 0)."""
+        return [f"{n}={getattr(self, n)!r}" for n in names if getattr(self, n) not in (None, 0)]
 
 
 class SinusoidalEncodingConfig(LayerConfig):
@@ -359,11 +362,7 @@ class SinusoidalEncodingConfig(LayerConfig):
 
     def _layer_repr(self) -> str:
         parts = [f"d_model={self.d_model}", spec_repr(self.spec)]
-        if self.dropout:
-            parts.append(f"dropout={self.dropout}")
-        if self.max_len is not None:
-            parts.append(f"max_len={self.max_len}")
-        return ", ".join(parts)
+        return ", ".join(parts + self._set_parts("dropout", "max_len"))
 
 
 class QueryKeyConfig(LayerConfig):
@@ -435,7 +434,6 @@ class RotaryEmbeddingConfig(QueryKeyConfig):
     ValueError: Unknown layout 'neox'. Expected one of: half, interleaved.
     """
 
-    head_dim: int
     base: float
     layout: RopeLayout
     rotary_dim: int | None
@@ -465,8 +463,13 @@ class RotaryEmbeddingConfig(QueryKeyConfig):
     def _validate(
         head_dim: Any, trainable_frequencies: Any = False, frequency_heads: Any = None, **rope: Any
     ) -> dict[str, Any]:
-        """The validated arguments (``scaling`` as plain data) and ``rope_spec``."""
-        head_dim, spec = RotaryEmbeddingConfig.rope_spec_for(head_dim, **rope)
+        """The validated arguments (``scaling`` as plain data) and ``rope_spec``: the
+        :class:`~pe_core.rope_spec.RopeSpec` of the rope arguments, with its frequencies
+        built once for ``head_dim`` (so a bad ``head_dim`` or ``scaling`` raises now, not
+        at the first call)."""
+        check_scaling_type(rope["scaling"])
+        spec = RopeSpec(**rope)
+        spec.constants(head_dim)  # head_dim an even int, rotary_dim fits, scaling computes
         trainable_frequencies = check_flag(trainable_frequencies, "trainable_frequencies")
         if frequency_heads is not None:
             if not trainable_frequencies:
@@ -476,30 +479,14 @@ class RotaryEmbeddingConfig(QueryKeyConfig):
                 )
             frequency_heads = positive_int(frequency_heads, "frequency_heads")
         return {
-            "head_dim": head_dim,
+            "head_dim": int(head_dim),
             "rope_spec": spec,
-            "base": spec.base,
-            "layout": spec.layout,
-            "rotary_dim": spec.rotary_dim,
+            **{name: getattr(spec, name) for name in ("base", "layout", "rotary_dim")},
             "scaling": None if spec.scaling is None else thaw(spec.scaling),
             "layer_type": spec.layer_type,
             "trainable_frequencies": trainable_frequencies,
             "frequency_heads": frequency_heads,
         }
-
-    @staticmethod
-    def rope_spec_for(
-        head_dim: Any, base: Any, layout: Any, rotary_dim: Any, scaling: Any, layer_type: Any = None
-    ) -> tuple[int, RopeSpec]:
-        """``(head_dim, spec)``: the validated :class:`~pe_core.rope_spec.RopeSpec` of
-        these arguments, with its frequencies built once for ``head_dim`` (so a bad
-        ``head_dim`` or ``scaling`` raises now, not at the first call)."""
-        check_scaling_type(scaling)
-        spec = RopeSpec(
-            base=base, layout=layout, rotary_dim=rotary_dim, scaling=scaling, layer_type=layer_type
-        )
-        spec.constants(head_dim)  # head_dim an even int, rotary_dim fits, scaling computes
-        return int(head_dim), spec
 
     def initial_frequencies(self) -> np.ndarray:
         """The float32 initial value of the trainable ``frequencies``: the schedule's
@@ -562,9 +549,7 @@ class RotaryEmbeddingConfig(QueryKeyConfig):
         factors), not only the arguments."""
         parts = rope_repr(self.rope_spec, self.head_dim)
         if getattr(self, "trainable_frequencies", False):
-            parts.append("trainable_frequencies=True")
-            if self.frequency_heads is not None:
-                parts.append(f"frequency_heads={self.frequency_heads}")
+            parts += self._set_parts("trainable_frequencies", "frequency_heads")
         return ", ".join(parts)
 
 

@@ -157,15 +157,8 @@ class AlibiBiasConfig(LayerConfig):
         leading batch axis: ``(1, n_heads, query_length, key_length)``."""
         heads = self.n_heads if n_heads is None else n_heads
         assert heads is not None
-        bias = alibi_bias(
-            query_length,
-            key_length,
-            heads,
-            causal=self.causal,
-            alibi_bias_max=self.alibi_bias_max,
-            **kwargs,
-        )
-        return bias[None]
+        options = {"causal": self.causal, "alibi_bias_max": self.alibi_bias_max, **kwargs}
+        return alibi_bias(query_length, key_length, heads, **options)[None]
 
     alibi_config = LayerConfig._layer_config
 

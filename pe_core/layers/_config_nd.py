@@ -172,16 +172,12 @@ class PatchEncodingConfig(LayerConfig):
     patch_config = _layer_config
 
     def _layer_repr(self) -> str:
-        parts = [f"d_model={self.d_model}"]
-        if self.grid_shape is not None:
-            parts.append(f"grid_shape={self.grid_shape}")
+        parts = [f"d_model={self.d_model}", *self._set_parts("grid_shape")]
         if self.spec is not None:
             parts.append(spec_repr(self.spec))
         elif self.grid_shape is not None:  # the default of a grid with these axes
             parts.append(spec_repr(self.spec_for(len(self.grid_shape), self.grid_shape)))
-        if self.dropout:
-            parts.append(f"dropout={self.dropout}")
-        return ", ".join(parts)
+        return ", ".join(parts + self._set_parts("dropout"))
 
 
 #: The arguments of :func:`pe_core.rope.apply_rope` an N-D rotary layer passes on.
@@ -225,7 +221,6 @@ class RotaryEmbeddingNDConfig(QueryKeyConfig):
     ValueError: ...
     """
 
-    head_dim: int
     sections: tuple[int, ...]
     base: float
     layout: str
@@ -250,16 +245,7 @@ class RotaryEmbeddingNDConfig(QueryKeyConfig):
         self._configure(locals())
 
     @staticmethod
-    def _validate(
-        head_dim: Any,
-        sections: Any,
-        base: Any,
-        layout: Any,
-        section_layout: Any,
-        frequencies: Any,
-        rotary_dim: Any,
-        grid_shape: Any,
-    ) -> dict[str, Any]:
+    def _validate(head_dim: Any, sections: Any, grid_shape: Any, **rope: Any) -> dict[str, Any]:
         """The validated arguments (checked by rotating one row)."""
         d = positive_int(head_dim, "head_dim", what="features per head")
         if isinstance(sections, (str, bytes)) or not hasattr(sections, "__iter__"):
@@ -267,25 +253,24 @@ class RotaryEmbeddingNDConfig(QueryKeyConfig):
                 f"sections must be a sequence of pair counts, one per axis. Received: {sections!r}"
             )
         parts = tuple(sections)
-        if frequencies is not None and not isinstance(frequencies, str):
-            frequencies = tuple(float(w) for w in frequencies)
+        if rope["frequencies"] is not None and not isinstance(rope["frequencies"], str):
+            rope["frequencies"] = tuple(float(w) for w in rope["frequencies"])
         shape = check_grid_shape(grid_shape)
         if shape is not None and len(shape) != len(parts):
             raise ValueError(
                 f"grid_shape has {len(shape)} axes but sections has {len(parts)} "
                 f"(one per axis). Received: grid_shape={shape}, sections={parts}"
             )
-        kwargs = dict(locals(), sections=parts)
         row, positions = np.zeros((1, d), np.float32), np.zeros((1, len(parts)), np.int64)
-        apply_rope(row, positions, **{name: kwargs[name] for name in _ROPE_ND_KWARGS})
+        apply_rope(row, positions, sections=parts, **rope)
         return {
             "head_dim": d,
             "sections": tuple(int(s) for s in parts),
-            "base": float(base),
-            "layout": str(layout),
-            "section_layout": str(section_layout),
-            "frequencies": frequencies,
-            "rotary_dim": None if rotary_dim is None else int(rotary_dim),
+            "base": float(rope["base"]),
+            "layout": str(rope["layout"]),
+            "section_layout": str(rope["section_layout"]),
+            "frequencies": rope["frequencies"],
+            "rotary_dim": None if rope["rotary_dim"] is None else int(rope["rotary_dim"]),
             "grid_shape": shape,
         }
 
@@ -333,10 +318,7 @@ class RotaryEmbeddingNDConfig(QueryKeyConfig):
             parts.append(f"section_layout={self.section_layout!r}")
         if self.frequencies is not None:
             parts.append(f"frequencies={short_repr(self.frequencies)}")
-        for key in ("rotary_dim", "grid_shape"):
-            if getattr(self, key) is not None:
-                parts.append(f"{key}={getattr(self, key)!r}")
-        return ", ".join(parts)
+        return ", ".join(parts + self._set_parts("rotary_dim", "grid_shape"))
 
 
 class FourierFeaturesConfig(LayerConfig):

@@ -137,10 +137,9 @@ def _encode_positions(config: SinusoidalEncodingConfig, positions: Any, dtype: s
     if keras.backend.backend() == "tensorflow" and None in tuple(positions.shape):
         import tensorflow as tf
 
-        d = config.d_model
         flat = tf.reshape(positions, [-1])
         pe = tf.vectorized_map(lambda p: config._encode(p, dtype), flat)
-        return tf.reshape(pe, tf.concat([tf.shape(positions), [d]], 0))
+        return tf.reshape(pe, tf.concat([tf.shape(positions), [config.d_model]], 0))
     return config._encode(positions, dtype)
 
 

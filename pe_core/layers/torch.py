@@ -192,9 +192,8 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         batch_first: bool = True,
     ) -> None:
         check_argument_order(dropout, max_len)
-        batch_first = check_flag(batch_first, "batch_first")
+        self.batch_first = check_flag(batch_first, "batch_first")
         super().__init__(d_model, spec=spec, dropout=dropout, max_len=max_len)
-        self.batch_first = batch_first
 
     def _setup(self) -> None:
         self.dropout_layer = nn.Dropout(self.dropout) if self.dropout else None
@@ -242,10 +241,9 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         """A DTensor's local shard plus its encoding: ``ranges`` are the shard's global
         ``(start, length)`` per axis (sequence rows from ``offset + start``)."""
         offset = _check_offset(offset)
-        start = ranges[-2][0]
         if isinstance(offset, torch.Tensor) and offset.ndim == 1 and offset.shape[0] != 1:
             offset = offset[ranges[0][0] : ranges[0][0] + ranges[0][1]]  # per example
-        offset = offset + start
+        offset = offset + ranges[-2][0]
         table = self.encoding(
             local.shape[-2], offset, device=local.device, dtype=local.dtype, like=local
         )
@@ -270,11 +268,9 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
         """
         offset = _check_offset(offset)
         device = torch.device("cpu") if device is None else torch.device(device)
-        x_shape: tuple[int | None, ...] = (
-            tuple(like.shape) if like is not None else (None, length, self.d_model)
-        )
         # A symbolic length stays so, and a tensor offset is on the device.
         if _TORCH.is_exporting() or torch.compiler.is_compiling() or not isinstance(offset, int):
+            x_shape = (None, length, self.d_model) if like is None else tuple(like.shape)
             positions = _positions(offset, length, x_shape, device)
             return nan_where_wrapped(_TORCH, positions, self._encode(positions, dtype))
         cached = self._cached_rows(offset, length, device, dtype)
@@ -369,10 +365,9 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _Module):
         return self._rotate_from(q, offset), self._rotate_from(k, offset)
 
     def _rotate_from(self, x: torch.Tensor, offset: Offset) -> torch.Tensor:
-        length = x.shape[-2]
         if isinstance(offset, int) and not torch.compiler.is_compiling():
-            return self.rotate(x, range(offset, offset + length))  # exact cos/sin on the host
-        positions = _positions(offset, length, tuple(x.shape), x.device)
+            return self.rotate(x, range(offset, offset + x.shape[-2]))  # exact cos/sin on the host
+        positions = _positions(offset, x.shape[-2], tuple(x.shape), x.device)
         return nan_where_wrapped(_TORCH, positions, self.rotate(x, positions))
 
     def rotate(self, x: torch.Tensor, positions: Any) -> torch.Tensor:
@@ -463,10 +458,7 @@ class AlibiBias(AlibiHeadsConfig, _Module):
         keys = torch.arange(k_len, device=device)
         queries = torch.arange(q_len, device=device) + (k_len - q_len)
         offset = (keys[None, :] - queries[:, None]).to(working)
-        if self.causal:
-            offset = torch.where(offset > 0, float("-inf"), offset)
-        else:
-            offset = -offset.abs()
+        offset = torch.where(offset > 0, float("-inf"), offset) if self.causal else -offset.abs()
         bias = torch.tensor(self._slopes, dtype=working, device=device)[:, None, None] * offset
         return bias.to(dtype)[None]
 
