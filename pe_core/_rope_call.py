@@ -47,13 +47,8 @@ def configuration(spec: RopeSpec | None, *config: Any) -> tuple[float, str, int 
     base, layout, rotary_dim, scaling, layer_type = config
     if spec is not None:
         base, layout, rotary_dim, scaling, layer_type = unpack_spec(spec, *config)
-    if scaling is not None and (layer_type is not None or not isinstance(scaling, Mapping)):
+    if layer_type is not None or (scaling is not None and not isinstance(scaling, Mapping)):
         scaling = _scaling_for_layer(scaling, layer_type)
-    elif layer_type is not None:
-        raise ValueError(
-            f"layer_type={layer_type!r} selects a layer's rope from a model config given as "
-            "scaling=, but scaling is None."
-        )
     return base, layout, rotary_dim, scaling
 
 
@@ -268,12 +263,6 @@ def host_factors(
     )
 
 
-_SPEC_CONFLICT = (
-    "Pass the rope configuration either as spec= or as {name}=, not both (spec already "
-    "holds base, layout, rotary_dim, scaling and layer_type)."
-)
-
-
 def unpack_spec(spec: object, *config: Any) -> tuple[float, str, int | None, Any, None]:
     """``(base, layout, rotary_dim, scaling, None)`` of ``spec`` (scaling reduced to its
     layer type); the plain arguments ``config`` (``(base, layout, rotary_dim, scaling,
@@ -286,7 +275,10 @@ def unpack_spec(spec: object, *config: Any) -> tuple[float, str, int | None, Any
     given["layer_type"] = layer_type is not None
     for name, is_given in given.items():
         if is_given:
-            raise ValueError(_SPEC_CONFLICT.format(name=name))
+            raise ValueError(
+                f"Pass the rope configuration either as spec= or as {name}=, not both (spec "
+                "already holds base, layout, rotary_dim, scaling and layer_type)."
+            )
     return spec.base, spec.layout, spec.rotary_dim, spec.resolved_scaling, None
 
 

@@ -116,6 +116,11 @@ def thaw(obj: Any) -> Any:
 
 def scaling_for_layer(scaling: Any, layer_type: str | None) -> Any:
     """``scaling`` read from a config object, and reduced to ``layer_type``'s rope."""
+    if scaling is None and layer_type is not None:
+        raise ValueError(
+            f"layer_type={layer_type!r} selects a layer's rope from a model config given as "
+            "scaling=, but scaling is None."
+        )
     if not isinstance(scaling, Mapping):
         if not callable(getattr(scaling, "to_dict", None)):
             return scaling  # refused later with the usual message
@@ -204,11 +209,6 @@ class RopeSpec:
                 check_config_keys(scaling, stacklevel=4)
                 check_config_rope(scaling)
             scaling = freeze(scaling)
-        elif layer_type is not None:
-            raise ValueError(
-                f"layer_type={layer_type!r} selects a layer's rope from a model config given "
-                "as scaling=, but scaling is None."
-            )
         set_("scaling", scaling)
         resolved = scaling if layer_type is None else freeze(scaling_for_layer(scaling, layer_type))
         set_("resolved_scaling", resolved)
