@@ -467,12 +467,10 @@ def _check_frequencies(frequencies: object) -> Any:
             "frequencies must be None, 'per_axis' or a sequence of floats. Received: "
             f"{type(frequencies).__name__}"
         )
-    values = []
     for w in frequencies:
         if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w):
             raise ValueError(f"frequencies must be finite real numbers. Received: {w!r}")
-        values.append(float(w))
-    return tuple(values)
+    return tuple(float(w) for w in frequencies)
 
 
 # --------------------------------------------------------------------------- position ids

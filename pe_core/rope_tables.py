@@ -179,14 +179,12 @@ def _rope_of(
     """The call's rope arguments, validated (:class:`~pe_core._rope_tables.TableRope`)."""
     given = spec
     head_dim, spec = _head_dim_and_spec(head_dim_or_config, spec, layer_type)
+    # (for a rope that needs the sequence length: what can be checked without it)
+    constants: tuple[tuple[float, ...], float] | None = spec.constants(head_dim)
+    seq_len_type: str | None = None
     if spec.needs_seq_len:
         seq_len_type, constants = scaling_rope_type(spec.resolved_scaling), None
-        spec.constants(head_dim)  # what can be checked without the sequence length
-    else:
-        seq_len_type, constants = None, spec.constants(head_dim)
-    if layout is None:
-        return TableRope(head_dim, spec, spec.layout, seq_len_type, constants)
-    layout = choice(layout, "layout", ROPE_TABLE_LAYOUTS)
+    layout = spec.layout if layout is None else choice(layout, "layout", ROPE_TABLE_LAYOUTS)
     if given is not None and layout not in ("half_width", spec.layout):
         raise ValueError(
             f"layout={layout!r} lays the table out for {layout!r} pairs, but the rope "
