@@ -47,13 +47,8 @@ def configuration(spec: RopeSpec | None, *config: Any) -> tuple[float, str, int 
     base, layout, rotary_dim, scaling, layer_type = config
     if spec is not None:
         base, layout, rotary_dim, scaling, layer_type = unpack_spec(spec, *config)
-    if scaling is not None and (layer_type is not None or not isinstance(scaling, Mapping)):
+    if layer_type is not None or (scaling is not None and not isinstance(scaling, Mapping)):
         scaling = _scaling_for_layer(scaling, layer_type)
-    elif layer_type is not None:
-        raise ValueError(
-            f"layer_type={layer_type!r} selects a layer's rope from a model config given as "
-            "scaling=, but scaling is None."
-        )
     return base, layout, rotary_dim, scaling
 
 
@@ -69,23 +64,11 @@ def each(rotate: Callable[[Any], Any], x: Any) -> Any:
 def rope_factors(x: Any, pos: Any, *config: Any) -> tuple[Namespace, Any, Any, Any, str, int, str]:
     """Validate one 1-D call and build its ``cos``/``sin`` (prepare → plan); ``config`` is
     ``(base, layout, rotary_dim, scaling, backend, check_values)``."""
-    base, layout, rotary_dim, scaling, backend, check_values = config
-    layout = check_layout(layout)
-    xp, x = as_input(x, backend)
-    xp.check_known_rank(x, "x")
-    shape = xp.shape(x)
-    x_dtype = xp.dtype_of(x)
-    if not shape:
-        raise ValueError("x must have at least one axis (head_dim); received a scalar.")
-    head_dim = check_head_dim(shape[-1])
-    rotary_dim = check_rotary_dim(rotary_dim, head_dim)
-    working = working_dtype(x_dtype)
-    base = check_base(base)
-    check_size(xp, x, pos, "apply_rope")
-
-    positions = classify(pos, xp, check_values, xp.is_traced(x), x)
-    check_broadcast(positions.shape, shape)
-
+    _, _, _, scaling, _, check_values = config
+    xp, x, positions, layout, head_dim, rotary_dim, base = check_call(
+        x, pos, "apply_rope", 0, *config
+    )
+    check_broadcast(positions.shape, xp.shape(x))
     seq_len = None
     if needs_seq_len(scaling):
         seq_len = seq_len_of(xp, positions, str(scaling_rope_type(scaling)), check_values)
@@ -93,9 +76,7 @@ def rope_factors(x: Any, pos: Any, *config: Any) -> tuple[Namespace, Any, Any, A
         rope_constants, scaling, base, head_dim, rotary_dim, seq_len
     )
     rotary_dim = 2 * len(inv_freq)
-
-    if positions.placement == "host":  # float16/bfloat16 x: float64 rotation, rounded once
-        working = working_dtype(x_dtype, xp, round_once=host_float64(xp, x))
+    working = rotation_dtype(xp, x, positions)
     route = factors_route(xp, positions, inv_freq, working, x)
     if route == "small":
         # a few positions off an accelerator (decode steps): one float64 pass, no cache
@@ -109,6 +90,35 @@ def rope_factors(x: Any, pos: Any, *config: Any) -> tuple[Namespace, Any, Any, A
             xp, positions.array, inv_freq, working=working, scale=attention_factor
         )
     return xp, x, cos, sin, layout, rotary_dim, working
+
+
+def check_call(
+    x: Any, pos: Any, what: str, trailing: int, *config: Any
+) -> tuple[Namespace, Any, Positions, str, int, int | None, float]:
+    """The checks every RoPE route shares, in order, for ``config`` as in
+    :func:`rope_factors`: ``(xp, x, positions, layout, head_dim, rotary_dim, base)``,
+    ``x`` on its namespace, ``pos`` classified (its last ``trailing`` axes not counted
+    in the early size check of ``what``)."""
+    base, layout, rotary_dim, _, backend, check_values = config
+    layout = check_layout(layout)
+    xp, x = as_input(x, backend)
+    xp.check_known_rank(x, "x")
+    shape = xp.shape(x)
+    if not shape:
+        raise ValueError("x must have at least one axis (head_dim); received a scalar.")
+    head_dim = check_head_dim(shape[-1])
+    rotary_dim = check_rotary_dim(rotary_dim, head_dim)
+    base = check_base(base)
+    check_size(xp, x, pos, what, trailing)
+    positions = classify(pos, xp, check_values, xp.is_traced(x), x)
+    return xp, x, positions, layout, head_dim, rotary_dim, base
+
+
+def rotation_dtype(xp: Namespace, x: Any, positions: Positions) -> str:
+    """The dtype ``x`` is rotated in: float16/bfloat16 ``x`` at host positions in float64,
+    rounded once, where :func:`host_float64` allows it."""
+    round_once = positions.placement == "host" and host_float64(xp, x)
+    return working_dtype(xp.dtype_of(x), xp, round_once=round_once)
 
 
 def shape_size(obj: Any, trailing: int = 0) -> int | None:
@@ -253,12 +263,6 @@ def host_factors(
     )
 
 
-_SPEC_CONFLICT = (
-    "Pass the rope configuration either as spec= or as {name}=, not both (spec already "
-    "holds base, layout, rotary_dim, scaling and layer_type)."
-)
-
-
 def unpack_spec(spec: object, *config: Any) -> tuple[float, str, int | None, Any, None]:
     """``(base, layout, rotary_dim, scaling, None)`` of ``spec`` (scaling reduced to its
     layer type); the plain arguments ``config`` (``(base, layout, rotary_dim, scaling,
@@ -271,7 +275,10 @@ def unpack_spec(spec: object, *config: Any) -> tuple[float, str, int | None, Any
     given["layer_type"] = layer_type is not None
     for name, is_given in given.items():
         if is_given:
-            raise ValueError(_SPEC_CONFLICT.format(name=name))
+            raise ValueError(
+                f"Pass the rope configuration either as spec= or as {name}=, not both (spec "
+                "already holds base, layout, rotary_dim, scaling and layer_type)."
+            )
     return spec.base, spec.layout, spec.rotary_dim, spec.resolved_scaling, None
 
 

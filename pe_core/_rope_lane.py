@@ -64,9 +64,11 @@ def few_positions_rope(
     """
     single = not isinstance(x, (tuple, list))
     xs = (x,) if single else tuple(x)
-    xp = _namespace_of(xs[0]) if xs else None
-    values = None if xp is None else _few_values(pos, xp)
-    if xp is None or values is None:
+    xp = namespace_of(xs[0]) if xs else None
+    if xp is None or type(xp).rotate_small is Namespace.rotate_small:  # no small rotations
+        return None
+    values = _few_values(pos, xp)
+    if values is None:
         return None
     constants = _lane_constants(xs, values, spec, base, layout, rotary_dim)
     if constants is None:
@@ -122,14 +124,6 @@ def _lane_constants(
         # the output in host memory (float32 at least): O(1), refused before any work
         check_request_size(math.prod(shape), "float32", what="apply_rope")
     return constants
-
-
-def _namespace_of(x: Any) -> Namespace | None:
-    """The namespace of ``x``'s backend if it rotates small arrays, else ``None``."""
-    xp = namespace_of(x)
-    if xp is None or type(xp).rotate_small is Namespace.rotate_small:
-        return None
-    return xp
 
 
 # typed: rotary_dim=4.0 or True must not hit the entry of 4 or 1 (the general route

@@ -47,7 +47,6 @@ def cos_sin_tables(
     xp: Namespace, source: str | None, pos: Any, rope: TableRope, dtype: Any, check_values: bool
 ) -> tuple[Any, Any]:
     """``(cos, sin)`` of ``pos`` (of backend ``source``) on ``xp``, for ``rope``."""
-    layout = rope.layout
     out_name, _ = resolve_dtype(xp, dtype)
     positions = prepare_positions(pos, xp, source, what="positions", check_values=check_values)
     if rope.constants is not None:
@@ -56,7 +55,7 @@ def cos_sin_tables(
         assert rope.seq_len_type is not None
         seq_len = seq_len_of(xp, positions, rope.seq_len_type, check_values)
         inv_freq, factor = rope.spec.constants(rope.head_dim, seq_len)
-    return placed_tables(xp, positions, inv_freq, factor, layout, out_name)
+    return placed_tables(xp, positions, inv_freq, factor, rope.layout, out_name)
 
 
 def frequency_tables(

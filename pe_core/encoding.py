@@ -154,17 +154,10 @@ def encode(
     True
     """
     if any_dtensor(pos, out, like):  # torch.distributed.tensor: on the local shard
+        options = dict(locals(), out=None)  # the arguments, before any other local is bound
+        on_shard: Any = encode  # the implementation, not the stubs
         return encode_on_shards(
-            lambda local, local_like: encode(
-                local,
-                d,
-                spec=spec,
-                backend=backend,
-                dtype=dtype,
-                like=local_like,
-                check_values=check_values,
-                frequencies=frequencies,
-            ),
+            lambda pos, like: on_shard(**{**options, "pos": pos, "like": like}),
             pos,
             out=out,
             like=like,
@@ -173,26 +166,12 @@ def encode(
         if framework_frequencies(frequencies):  # trainable: pos * f on the device
             _check_broadcast(pos, frequencies)
             return encode_frequencies(
-                pos,
-                d,
-                frequencies,
-                resolve_spec(spec),
-                backend,
-                dtype,
-                out,
-                like,
-                check_values,
+                pos, d, frequencies, resolve_spec(spec), backend, dtype, out, like, check_values
             )
         values = frequencies.tolist() if hasattr(frequencies, "tolist") else frequencies
         spec = resolve_spec(spec).replace(frequencies=values)
-    if (
-        spec is None
-        and backend is None
-        and dtype is None
-        and out is None
-        and like is None
-        and not check_values
-    ):  # a decode step or short prompt: the few-positions lane, if it takes the call
+    if spec is backend is dtype is out is like is None and not check_values:
+        # a decode step or short prompt: the few-positions lane, if it takes the call
         table = few_integer_positions(pos, d)
         if table is not None:
             return table

@@ -66,8 +66,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pe_core import _rope_call as call
-from pe_core._kernel.inputs import check_request_size, working_dtype
-from pe_core._kernel.placement import prepare_positions
+from pe_core._kernel.inputs import check_request_size
 from pe_core._position_ids import mrope
 from pe_core._rope_nd import plan as plans
 from pe_core._rope_nd.rotation import rotate
@@ -423,25 +422,8 @@ def apply_rope_nd(
     sections = _check_sections(sections)
     section_layout = choice(section_layout, "section_layout", SECTION_LAYOUTS)
     frequencies = _check_frequencies(frequencies)
-    layout = call.check_layout(layout)
-    xp, x = call.as_input(x, backend)
-    shape = xp.shape(x)
-    if not shape:
-        raise ValueError("x must have at least one axis (head_dim); received a scalar.")
-    head_dim = call.check_head_dim(shape[-1])
-    rotary_dim = call.check_rotary_dim(rotary_dim, head_dim)
-    base = call.check_base(base)
-    call.check_size(xp, x, pos, "apply_rope_nd", trailing=1)
-    working = working_dtype(xp.dtype_of(x))
-
-    positions = prepare_positions(
-        pos,
-        xp,
-        backend_of(pos),
-        what="pos",
-        check_values=check_values,
-        tracing=xp.is_traced(x),
-        like=x,
+    xp, x, positions, layout, head_dim, rotary_dim, base = call.check_call(
+        x, pos, "apply_rope_nd", 1, base, layout, rotary_dim, scaling, backend, check_values
     )
     k = len(sections)
     if not positions.shape or positions.shape[-1] != k:
@@ -452,7 +434,7 @@ def apply_rope_nd(
             "moveaxis(position_ids, 0, -1)[:, None] for x of shape (batch, heads, seq, "
             "head_dim)."
         )
-    call.check_broadcast(tuple(positions.shape[:-1]), shape)
+    call.check_broadcast(tuple(positions.shape[:-1]), xp.shape(x))
 
     if needs_seq_len(scaling):
         fit = ", ".join(t for t, entry in sorted(SCALING_TYPES.items()) if not entry.needs_seq_len)
@@ -464,8 +446,7 @@ def apply_rope_nd(
     plan = xp.host_constant(
         plans.plan, scaling, base, head_dim, rotary_dim, sections, section_layout, frequencies
     )
-    if positions.placement == "host":  # float16/bfloat16 x: float64 rotation, rounded once
-        working = working_dtype(xp.dtype_of(x), xp, round_once=call.host_float64(xp, x))
+    working = call.rotation_dtype(xp, x, positions)
     return rotate(xp, x, positions, plan, working, layout, section_layout, sections)
 
 
@@ -486,12 +467,10 @@ def _check_frequencies(frequencies: object) -> Any:
             "frequencies must be None, 'per_axis' or a sequence of floats. Received: "
             f"{type(frequencies).__name__}"
         )
-    values = []
     for w in frequencies:
         if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w):
             raise ValueError(f"frequencies must be finite real numbers. Received: {w!r}")
-        values.append(float(w))
-    return tuple(values)
+    return tuple(float(w) for w in frequencies)
 
 
 # --------------------------------------------------------------------------- position ids

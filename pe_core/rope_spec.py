@@ -116,6 +116,11 @@ def thaw(obj: Any) -> Any:
 
 def scaling_for_layer(scaling: Any, layer_type: str | None) -> Any:
     """``scaling`` read from a config object, and reduced to ``layer_type``'s rope."""
+    if scaling is None and layer_type is not None:
+        raise ValueError(
+            f"layer_type={layer_type!r} selects a layer's rope from a model config given as "
+            "scaling=, but scaling is None."
+        )
     if not isinstance(scaling, Mapping):
         if not callable(getattr(scaling, "to_dict", None)):
             return scaling  # refused later with the usual message
@@ -204,11 +209,6 @@ class RopeSpec:
                 check_config_keys(scaling, stacklevel=4)
                 check_config_rope(scaling)
             scaling = freeze(scaling)
-        elif layer_type is not None:
-            raise ValueError(
-                f"layer_type={layer_type!r} selects a layer's rope from a model config given "
-                "as scaling=, but scaling is None."
-            )
         set_("scaling", scaling)
         resolved = scaling if layer_type is None else freeze(scaling_for_layer(scaling, layer_type))
         set_("resolved_scaling", resolved)
@@ -253,7 +253,7 @@ class RopeSpec:
         """
         inv_freq, attention_factor = self.constants(head_dim)
         dim = head_dim if self.rotary_dim is None else self.rotary_dim
-        out = rope_summary(_config_for(self.resolved_scaling, self.base, head_dim, dim))
+        out = rope_summary(config_for(self.resolved_scaling, self.base, head_dim, dim))
         out["head_dim"], out["rotary_dim"] = int(head_dim), 2 * len(inv_freq)
         out["attention_factor"] = attention_factor
         return out
@@ -294,7 +294,7 @@ def _cached_rope_constants(
             f"config. Received: {type(scaling).__name__}"
         )
     inv_freq, attention_factor = rope_frequencies(
-        _config_for(scaling, base, head_dim, dim), seq_len=seq_len
+        config_for(scaling, base, head_dim, dim), seq_len=seq_len
     )
     got = 2 * len(inv_freq)
     if rotary_dim is not None and got != rotary_dim:
@@ -311,7 +311,7 @@ def _cached_rope_constants(
     return tuple(float(v) for v in inv_freq), float(attention_factor)
 
 
-def _config_for(scaling: Mapping[str, Any] | None, base: float, head_dim: int, dim: int) -> dict:
+def config_for(scaling: Mapping[str, Any] | None, base: float, head_dim: int, dim: int) -> dict:
     """The model config :func:`rope_frequencies` reads for a rope dict, a config or ``None``."""
     if scaling is None:
         return {"head_dim": dim, "rope_theta": base}

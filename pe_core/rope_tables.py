@@ -179,14 +179,12 @@ def _rope_of(
     """The call's rope arguments, validated (:class:`~pe_core._rope_tables.TableRope`)."""
     given = spec
     head_dim, spec = _head_dim_and_spec(head_dim_or_config, spec, layer_type)
+    # (for a rope that needs the sequence length: what can be checked without it)
+    constants: tuple[tuple[float, ...], float] | None = spec.constants(head_dim)
+    seq_len_type: str | None = None
     if spec.needs_seq_len:
         seq_len_type, constants = scaling_rope_type(spec.resolved_scaling), None
-        spec.constants(head_dim)  # what can be checked without the sequence length
-    else:
-        seq_len_type, constants = None, spec.constants(head_dim)
-    if layout is None:
-        return TableRope(head_dim, spec, spec.layout, seq_len_type, constants)
-    layout = choice(layout, "layout", ROPE_TABLE_LAYOUTS)
+    layout = spec.layout if layout is None else choice(layout, "layout", ROPE_TABLE_LAYOUTS)
     if given is not None and layout not in ("half_width", spec.layout):
         raise ValueError(
             f"layout={layout!r} lays the table out for {layout!r} pairs, but the rope "
@@ -203,14 +201,17 @@ def _head_dim_and_spec(
         raise TypeError(f"spec must be a RopeSpec or None. Received: {spec!r}")
     if is_integer(head_dim_or_config):
         head_dim = even_int(head_dim_or_config, "head_dim", minimum=2)
+        if layer_type is None:
+            return head_dim, RopeSpec() if spec is None else spec
         if spec is None:
-            spec = RopeSpec() if layer_type is None else _layer_without_config(layer_type)
-        elif layer_type is not None:
             raise ValueError(
-                "Pass layer_type either in spec (RopeSpec(layer_type=...)) or as "
-                f"layer_type=, not both. Received: layer_type={layer_type!r}"
+                f"layer_type={layer_type!r} selects a layer's rope from a model config, but "
+                "head_dim_or_config is a head size: pass the model config instead."
             )
-        return head_dim, spec
+        raise ValueError(
+            "Pass layer_type either in spec (RopeSpec(layer_type=...)) or as "
+            f"layer_type=, not both. Received: layer_type={layer_type!r}"
+        )
     if isinstance(head_dim_or_config, RopeSpec):
         raise TypeError(
             "head_dim_or_config is a RopeSpec: pass the head size and the spec as "
@@ -237,10 +238,3 @@ def _head_dim_and_spec(
 def _config_rope(config: Any, layer_type: Any) -> tuple[int, RopeSpec]:
     spec = RopeSpec(scaling=config, layer_type=layer_type)
     return int(rope_summary(config, layer_type=layer_type)["head_dim"]), spec
-
-
-def _layer_without_config(layer_type: object) -> RopeSpec:
-    raise ValueError(
-        f"layer_type={layer_type!r} selects a layer's rope from a model config, but "
-        "head_dim_or_config is a head size: pass the model config instead."
-    )

@@ -220,7 +220,7 @@ def llama4_attention_scales(
     _place.check_input_size(positions, "llama4_attention_scales", dtype=dtype, per_element=40)
     if on_host or (backend is not None and canonical_backend(backend) != source):
         values = _host_positions(positions, None if on_host else source)
-        steps = _steps(HOST, values, floor_scale, _HOST_FLOAT)  # exact, rounded once
+        steps = _steps(HOST, values, floor_scale, np.dtype(np.float64))  # exact, rounded once
         scales = np.log1p(steps) * attn_scale + 1.0
         xp = HOST if backend is None else get_namespace(backend)
         return xp.asarray(scales.astype(dtype), dtype=xp.dtype(dtype))
@@ -232,9 +232,6 @@ def llama4_attention_scales(
         )
     return xp.log1p(_framework_steps(xp, positions, name, floor_scale, dtype)) * attn_scale + 1.0
 
-
-#: The float dtype of host steps.
-_HOST_FLOAT = np.dtype(np.float64)
 
 #: The largest value of each integer dtype.
 _INT_MAX = {
@@ -290,9 +287,8 @@ def _steps(xp: Any, p: Any, floor_scale: int, out: Any, maximum: int | None = No
 
     below = xp.astype(p < const(-1), out) if signed else None  # p + 1 < 0: floor is -1
     if floor_scale - 1 >= maximum:  # p + 1 <= maximum + 1 <= floor_scale
-        steps = xp.astype(p == const(maximum), out) if floor_scale - 1 == maximum else None
-        if steps is None:
-            steps = xp.astype(xp.zeros_like(p), out)
+        hit = p == const(maximum) if floor_scale - 1 == maximum else xp.zeros_like(p)
+        steps = xp.astype(hit, out)
         return steps - below if signed else steps
     f = const(floor_scale)
     q = p // f

@@ -10,17 +10,11 @@ import math
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import Literal
 
 from pe_core.rope_layout import TABLE_LAYOUTS
+from pe_core.typing import AxisLayout, AxisOrder, Denominator, OddDPolicy, SinCosOrder
+from pe_core.typing import TableLayout as Layout
 from pe_core.validation import choice, is_integer, positive_int
-
-Denominator = Literal["d", "half_minus_one"]
-Layout = Literal["interleaved", "split"]
-OddDPolicy = Literal["raise", "zero_pad", "truncate"]
-AxisOrder = Literal["forward", "reversed"]
-SinCosOrder = Literal["sin_cos", "cos_sin"]
-AxisLayout = Literal["blocks", "split"]
 
 _DENOMINATORS = ("d", "half_minus_one")
 _LAYOUTS = TABLE_LAYOUTS  # one definition: pe_core.rope_layout

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pe_core.rope_scaling import rope_frequencies
-from pe_core.rope_spec import freeze, rope_constants
+from pe_core.rope_spec import config_for, freeze, rope_constants
 
 
 @functools.lru_cache(maxsize=128)
@@ -130,7 +130,7 @@ def per_axis_frequencies(
         if s == 0:
             out.append(())
             continue
-        inv_freq, attention = rope_frequencies(_axis_config(2 * s, base, params))
+        inv_freq, attention = rope_frequencies(config_for(params, base, 2 * s, 2 * s))
         out.append(tuple(float(v) for v in inv_freq))
     return out, float(attention)
 
@@ -151,13 +151,3 @@ def _per_axis_scaling(scaling: Any) -> dict[str, Any]:
             "frequencies='per_axis' does not take partial_rotary_factor: give rotary_dim= instead."
         )
     return params
-
-
-def _axis_config(dim: int, base: float, params: dict[str, Any] | None) -> dict[str, Any]:
-    """The model config of one axis's schedule, for :func:`rope_frequencies`."""
-    config: dict[str, Any] = {"head_dim": dim, "rope_theta": base}
-    if params is not None:
-        rope = config["rope_parameters"] = dict(params)
-        if "max_position_embeddings" in rope:
-            config["max_position_embeddings"] = rope.pop("max_position_embeddings")
-    return config

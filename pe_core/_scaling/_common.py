@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core._scaling._types import MissingRopeKeyError
+from pe_core._scaling._types import MissingRopeKeyError, ScalingInputs
 from pe_core.validation import positive_int
 
 #: Top-level synonyms of older configs: (current key, legacy key), read as one value
@@ -127,3 +127,13 @@ def _factor(value: Any, rope_type: str, name: str = "factor") -> float:
             f"(>= {sys.float_info.min!r}), got {value!r}."
         )
     return out
+
+
+def _context_factor(a: ScalingInputs, rope_type: str) -> tuple[int, float]:
+    """``(original context length, factor)`` of ``yarn`` and ``longrope``: a ``factor``
+    of ``None`` is the ratio of the two context lengths (Phi-3, transformers v5)."""
+    original = _original_max_positions(a.config, a.params, rope_type, a.nested)
+    factor = a.params.get("factor")
+    if factor is None:
+        factor = _max_positions(a.config, rope_type, a.params) / original
+    return original, _factor(factor, rope_type)

@@ -9,9 +9,8 @@ from pe_core._scaling._types import RopeScalingType, ScalingInputs
 
 
 def _linear(a: ScalingInputs) -> tuple[np.ndarray, float]:
-    params, theta, dim = a.params, a.theta, a.rotary_dim
-    factor = _factor(_require(params, "factor", "linear"), "linear")
-    return _base_inv_freq(theta, dim) / factor, 1.0
+    factor = _factor(_require(a.params, "factor", "linear"), "linear")
+    return _base_inv_freq(a.theta, a.rotary_dim) / factor, 1.0
 
 
 #: The ``linear`` entry of :data:`pe_core.rope_scaling.SCALING_TYPES`.

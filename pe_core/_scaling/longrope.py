@@ -14,14 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pe_core._scaling._common import (
-    _factor,
-    _is_real,
-    _max_positions,
-    _original_max_positions,
-    _real,
-    _require,
-)
+from pe_core._scaling._common import _context_factor, _is_real, _real, _require
 from pe_core._scaling._types import RopeScalingType, ScalingInputs
 
 
@@ -48,15 +41,10 @@ def _factor_list(params: Mapping[str, Any], key: str, dim: int) -> np.ndarray:
 
 
 def _longrope(a: ScalingInputs) -> tuple[np.ndarray, float]:
-    config, params, theta, dim, nested = a.config, a.params, a.theta, a.rotary_dim, a.nested
-    seq_len = a.seq_len
+    params, theta, dim, seq_len = a.params, a.theta, a.rotary_dim, a.seq_len
     short_factor = _factor_list(params, "short_factor", dim)
     long_factor = _factor_list(params, "long_factor", dim)
-    original = _original_max_positions(config, params, "longrope", nested)
-    factor = params.get("factor")
-    if factor is None:  # Phi-3 style: the ratio of the two context lengths
-        factor = _max_positions(config, "longrope", params) / original
-    factor = _factor(factor, "longrope")
+    original, factor = _context_factor(a, "longrope")
 
     attention_factor = params.get("attention_factor")
     mscale = _mscale(params, attention_factor, seq_len is not None and seq_len > original)

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from pe_core._scaling._common import _factor, _max_positions, _original_max_positions, _real
-from pe_core._scaling._types import MissingRopeKeyError, RopeScalingType, ScalingInputs
+from pe_core._scaling._common import _context_factor, _real
+from pe_core._scaling._types import RopeScalingType, ScalingInputs
 
 
 def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
@@ -17,17 +17,8 @@ def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
 
 
 def _yarn(a: ScalingInputs) -> tuple[np.ndarray, float]:
-    config, params, theta, dim, nested = a.config, a.params, a.theta, a.rotary_dim, a.nested
-    if "factor" not in params:
-        raise MissingRopeKeyError(
-            "rope_type 'yarn' requires the key 'factor' in rope_parameters/rope_scaling, "
-            f"but it is missing. Present keys: {sorted(params)}."
-        )
-    original = _original_max_positions(config, params, "yarn", nested)
-    factor = params["factor"]
-    if factor is None:  # v5: fall back to the implicit ratio post-/pre-yarn context length
-        factor = _max_positions(config, "yarn", params) / original
-    factor = _factor(factor, "yarn")
+    params, theta, dim = a.params, a.theta, a.rotary_dim
+    original, factor = _context_factor(a, "yarn")
 
     attention_factor = params.get("attention_factor")
     mscale, mscale_all_dim = params.get("mscale"), params.get("mscale_all_dim")
