@@ -127,9 +127,8 @@ def forbid_host_reads(*backends: str) -> Iterator[None]:
     >>> float(normalise_with_a_read(x)[-1])
     1.0
     """
-    names = _resolve(backends)
     with contextlib.ExitStack() as stack:
-        for name in names:
+        for name in _resolve(backends):
             stack.enter_context(get_namespace(name).host_read_guard(_error))
         yield
 
@@ -142,14 +141,10 @@ def _error(what: str) -> HostReadError:
 def _resolve(backends: tuple[str, ...]) -> tuple[str, ...]:
     if not backends:
         return tuple(n for n in GUARDED_BACKENDS if backend_info(n).framework in sys.modules)
-    names = []
     for backend in backends:
-        name = canonical_backend(backend)
-        if name not in GUARDED_BACKENDS:
+        if canonical_backend(backend) not in GUARDED_BACKENDS:
             raise ValueError(
                 f"forbid_host_reads guards {' and '.join(GUARDED_BACKENDS)} arrays only. "
                 f"Received: {backend!r}"
             )
-        if name not in names:
-            names.append(name)
-    return tuple(names)
+    return tuple(dict.fromkeys(map(canonical_backend, backends)))

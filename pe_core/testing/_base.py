@@ -8,8 +8,6 @@ from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
-from pe_core._schedule import check_d
-from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.typing import ArrayLike
 from pe_core_backends import backend_of, get_namespace
@@ -103,12 +101,6 @@ def _fail(
     raise PropertyFailure(
         "\n".join(lines), name=prop, error=error, tolerance=tolerance, worst=worst
     )
-
-
-def _resolved(spec: Any, d: int) -> tuple[Spec, int]:
-    """The spec ``spec`` names and ``d`` checked against it."""
-    spec = resolve_spec(spec)
-    return spec, check_d(d, spec)
 
 
 def _encoding_context(spec: Spec, d: int) -> dict[str, Any]:

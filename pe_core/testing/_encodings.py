@@ -23,13 +23,13 @@ from pe_core.testing._base import (
     _item,
     _k_text,
     _largest,
-    _resolved,
     _shifts,
     _to_numpy,
     _where,
     _worst,
 )
 from pe_core.testing.references import (
+    _resolved,
     exact_encoding,
     reference_encoding,
     reference_frequencies,
@@ -262,8 +262,12 @@ def check_uniqueness(
 
 
 def _unique_positions(positions: Any, window: int) -> np.ndarray:
-    if positions is None:
-        return _default_unique_positions(window)
+    if positions is None:  # the first and last 64 of [0, N) and 128 in between
+        if window <= 256:
+            return np.arange(window, dtype=np.int64)
+        middle = np.linspace(64, window - 65, 128).round().astype(np.int64)
+        edges = np.concatenate([np.arange(64), np.arange(window - 64, window)])
+        return np.unique(np.concatenate([edges, middle]))
     positions = np.asarray(positions)
     if positions.size < 2 or window < 2:
         return positions
@@ -292,14 +296,6 @@ def _closest_pair(table: np.ndarray) -> tuple[float, tuple[int, int]]:
         if distances[j] < closest:
             closest, pair = float(distances[j]), (i, i + 1 + j)
     return closest, pair
-
-
-def _default_unique_positions(window: int) -> np.ndarray:
-    if window <= 256:
-        return np.arange(window, dtype=np.int64)
-    middle = np.linspace(64, window - 65, 128).round().astype(np.int64)
-    edges = np.concatenate([np.arange(64), np.arange(window - 64, window)])
-    return np.unique(np.concatenate([edges, middle]))
 
 
 def check_linear_relation(
