@@ -80,7 +80,11 @@ def positions_arg(text: str) -> Positions:
 def parse_range(text: str) -> Positions:
     """``a:b`` or ``a:b:step``: integers as ``range``, else float64 as ``np.arange``."""
     start, stop, step = range_bounds(text)
-    count = range_count(text, start, stop, step)
+    count = math.ceil((stop - start) / step)  # checked to be 1 to MAX_ENCODE_VALUES
+    if count <= 0:
+        raise argparse.ArgumentTypeError(f"the range {text!r} holds no positions")
+    if count > MAX_ENCODE_VALUES:
+        raise argparse.ArgumentTypeError(f"the range {text!r} holds {count} positions; too many")
     if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int):
         values, call = integer_range(start, stop, step)
     else:
@@ -101,16 +105,6 @@ def range_bounds(text: str) -> tuple[int | float, int | float, int | float]:
     return start, stop, step
 
 
-def range_count(text: str, start: float, stop: float, step: float) -> int:
-    """How many positions the range holds, checked to be 1 to ``MAX_ENCODE_VALUES``."""
-    count = math.ceil((stop - start) / step)
-    if count <= 0:
-        raise argparse.ArgumentTypeError(f"the range {text!r} holds no positions")
-    if count > MAX_ENCODE_VALUES:
-        raise argparse.ArgumentTypeError(f"the range {text!r} holds {count} positions; too many")
-    return count
-
-
 def integer_range(start: int, stop: int, step: int) -> tuple[np.ndarray, str]:
     """``range(start, stop, step)`` as :func:`integers` gives it, and how to write it."""
     span = range(start, stop, step)
@@ -124,7 +118,7 @@ def integer_range(start: int, stop: int, step: int) -> tuple[np.ndarray, str]:
 
 def parse_list(text: str) -> Positions:
     """``p0,p1,...`` or a single number: int64 if all are integers, else float64."""
-    items = [p for p in text.split(",")]
+    items = text.split(",")
     if not all(p.strip() for p in items):
         raise argparse.ArgumentTypeError(
             f"positions must be numbers separated by commas. Received: {text!r}"

@@ -23,12 +23,14 @@ def plan(
     specs = args.spec or tuple(PRESETS[name] for name in ONE_AXIS_PRESETS)
     dims = args.dim or ((64, 2, 63, 512) if args.thorough else (64,))
     cases, skipped = encode_plan(specs, dims, args.thorough)
-    rope_cases, rope_skipped = rope_plan(dims, args.thorough)
-    skipped += rope_skipped
-    if not cases and not rope_cases:
+    # the apply_rope cases of every even head_dim (the odd ones skipped)
+    ropes = [case for d in dims if d % 2 == 0 for case in rope_cases(d, args.thorough)]
+    why = "(RoPE rotates pairs: head_dim must be even)"
+    skipped += [f"rope head_dim={d} {why}" for d in dims if d % 2]
+    if not cases and not ropes:
         raise ValueError(f"nothing to check: every combination was skipped: {', '.join(skipped)}")
-    print_plan(cases, rope_cases, skipped, backends, args.thorough)
-    return cases, rope_cases
+    print_plan(cases, ropes, skipped, backends, args.thorough)
+    return cases, ropes
 
 
 def encode_plan(
@@ -43,13 +45,6 @@ def encode_plan(
             else:
                 cases.append(encode_case(spec, check_d(d, spec), thorough))
     return cases, skipped
-
-
-def rope_plan(dims: Sequence[int], thorough: bool) -> tuple[list[RopeCase], list[str]]:
-    """The ``apply_rope`` cases of every even head_dim, and the odd ones skipped."""
-    cases = [case for d in dims if d % 2 == 0 for case in rope_cases(d, thorough)]
-    why = "(RoPE rotates pairs: head_dim must be even)"
-    return cases, [f"rope head_dim={d} {why}" for d in dims if d % 2]
 
 
 def print_plan(

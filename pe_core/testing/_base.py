@@ -191,10 +191,6 @@ def _shifted(positions: np.ndarray, ks: np.ndarray) -> np.ndarray:
     return positions[None, ...] + ks.reshape((-1,) + (1,) * positions.ndim)
 
 
-def _k_text(ks: np.ndarray, index: int) -> str:
-    return f"k={_item(ks[index])!r}"
-
-
 def _library_and_dtype(out: Any) -> tuple[str | None, str]:
     """``("torch", "float32")``: an array's library and dtype (``None`` and the Python type
     for anything else)."""

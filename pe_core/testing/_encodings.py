@@ -21,7 +21,6 @@ from pe_core.testing._base import (
     _fail,
     _feature_name,
     _item,
-    _k_text,
     _largest,
     _shifts,
     _to_numpy,
@@ -340,7 +339,7 @@ def check_linear_relation(
     error, index = _beyond(_abs_error(shifted, predicted), tolerance)
     if index is not None:
         summary = f"fn(p + k) differs from relative_matrix(k) @ fn(p) by up to {error:.3g} "
-        summary += f"(tolerance {tolerance:g}) for {_k_text(ks, index[0])}"
+        summary += f"(tolerance {tolerance:g}) for k={_item(ks[index[0]])!r}"
         worst = f"p={_item(positions[index[1:-1]])!r}, {_feature_name(index[-1], d, spec)}: "
         worst += f"relative_matrix(k) @ fn(p) gives {_item(predicted[index])!r}, fn(p + k) gives "
         worst += f"{_item(shifted[index])!r}"
@@ -400,15 +399,15 @@ def check_relative_dot(
     for table in (diff, off):
         if not _largest(table) <= tolerance:
             m, i = _worst(table)
-            at, k_text, exact_dot = f"p={_item(positions[i])!r}", _k_text(ks, m), exact_dots[m]
+            at, k_text = f"p={_item(positions[i])!r}", f"k={_item(ks[m])!r}"
             if table is diff:
                 other = f"p={_item(positions[n + i])!r}"
                 summary = f"fn(p)·fn(p + k) is {dots[m, i]:.3g} at {at} but {dots[m, n + i]:.3g} "
-                summary += f"at {other} for {k_text} (exact: sum cos(k w_i) = {exact_dot:.3g}; "
+                summary += f"at {other} for {k_text} (exact: sum cos(k w_i) = {exact_dots[m]:.3g}; "
                 worst = f"{at} and {other}, {k_text}"
             else:
                 summary = f"fn(p)·fn(p + k) is {dots[m, i]:.3g} at {at} for {k_text}, but exactly "
-                summary += f"sum cos(k w_i) = {exact_dot:.3g} ("
+                summary += f"sum cos(k w_i) = {exact_dots[m]:.3g} ("
                 worst = f"{at}, {k_text}"
             summary += f"tolerance {tolerance:.2g})"
             _fail("relative dot", summary, error, tolerance, worst, _encoding_context(spec, d))
