@@ -86,7 +86,13 @@ def parse_range(text: str) -> Positions:
     if count > MAX_ENCODE_VALUES:
         raise argparse.ArgumentTypeError(f"the range {text!r} holds {count} positions; too many")
     if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int):
-        values, call = integer_range(start, stop, step)
+        span = range(start, stop, step)  # int64 where it fits, else as :func:`integers` gives it
+        if -(2**63) <= min(span[0], span[-1]) and max(span[0], span[-1]) < 2**63:
+            values = np.arange(start, stop, step, dtype=np.int64)  # a stop past int64 would wrap
+        else:
+            values = integers(span)
+        bounds = f"{start}, {stop}" + (f", {step}" if step != 1 else "")
+        call = f"range({bounds})"
     else:
         values = start + step * np.arange(count, dtype=np.float64)
         call = f"np.arange({start!r}, {stop!r}, {step!r})"
@@ -103,17 +109,6 @@ def range_bounds(text: str) -> tuple[int | float, int | float, int | float]:
     if step == 0:
         raise argparse.ArgumentTypeError(f"the step of {text!r} must not be 0")
     return start, stop, step
-
-
-def integer_range(start: int, stop: int, step: int) -> tuple[np.ndarray, str]:
-    """``range(start, stop, step)`` as :func:`integers` gives it, and how to write it."""
-    span = range(start, stop, step)
-    if -(2**63) <= min(span[0], span[-1]) and max(span[0], span[-1]) < 2**63:
-        values = np.arange(start, stop, step, dtype=np.int64)  # a stop past int64 would wrap
-    else:
-        values = integers(span)
-    bounds = f"{start}, {stop}" + (f", {step}" if step != 1 else "")
-    return values, f"range({bounds})"
 
 
 def parse_list(text: str) -> Positions:

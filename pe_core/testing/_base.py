@@ -78,8 +78,7 @@ def _to_numpy(out: Any) -> np.ndarray:
 
 
 def _describe_spec(spec: Spec) -> str:
-    text = repr(spec)
-    return text if spec.name is None else f"{text} (preset {spec.name!r})"
+    return repr(spec) if spec.name is None else f"{spec!r} (preset {spec.name!r})"
 
 
 def _fail(

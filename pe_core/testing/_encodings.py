@@ -71,8 +71,7 @@ def check_bounded(
     spec, d = _resolved(spec, d)
     positions = np.asarray(positions)
     got = _evaluate(fn, positions, d, "bounded", spec)
-    excess = np.abs(got) - 1.0
-    excess[~np.isfinite(excess)] = np.inf
+    excess = _abs_error(got, np.zeros(())) - 1.0  # |value| - 1, inf for NaN or inf
     error = max(0.0, _largest(excess))
     if not error <= atol:
         index = _worst(excess)
@@ -167,10 +166,9 @@ def _reference_table(
     reference: str | Any, positions: np.ndarray, d: int, spec: Spec
 ) -> tuple[str, np.ndarray]:
     if isinstance(reference, str):
-        if reference == "float64":
-            return "float64", reference_encoding(positions, d, spec)
-        if reference == "mpmath":
-            return "mpmath", exact_encoding(positions, d, spec)
+        tables = {"float64": reference_encoding, "mpmath": exact_encoding}
+        if reference in tables:
+            return reference, tables[reference](positions, d, spec)
         raise ValueError(
             f"Unknown reference {reference!r}. Expected 'float64', 'mpmath' or an array."
         )

@@ -164,7 +164,12 @@ def exact_encoding(
     >>> bool(np.allclose(exact_encoding([3, 7.5], 6, half), reference_encoding([3.5, 8], 6)))
     True
     """
-    mpmath = _import_mpmath()
+    try:
+        import mpmath
+    except ImportError as exc:
+        raise ImportError(
+            "exact_encoding needs mpmath: pip install 'pe-core[test]' (or pip install mpmath)"
+        ) from exc
     spec, d = _resolved(spec, d)
     w = reference_frequencies(d, spec) if frequencies is None else np.asarray(frequencies)
     w = w.astype(np.float64).reshape(-1)
@@ -194,16 +199,6 @@ def _shifted_position(value: Any, offset: float) -> tuple[int | float, float, in
     if integral:  # a fractional offset: the integer exactly, with room for the fraction
         return int(value), offset, max(abs(int(value)).bit_length(), 53) + 53 + 100
     return float(value), offset, 53 + 53 + 100
-
-
-def _import_mpmath() -> Any:
-    try:
-        import mpmath
-    except ImportError as exc:
-        raise ImportError(
-            "exact_encoding needs mpmath: pip install 'pe-core[test]' (or pip install mpmath)"
-        ) from exc
-    return mpmath
 
 
 def reference_rope(
