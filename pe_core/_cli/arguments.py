@@ -13,6 +13,7 @@ prints it as a usage error, exit status 2).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,10 +37,8 @@ ONE_AXIS_PRESETS = [name for name in sorted(PRESETS) if PRESETS[name].axes == 1]
 def number(text: str) -> int | float:
     """``text`` as an ``int`` if it is one, else as a finite ``float``."""
     text = text.strip()
-    try:
+    with contextlib.suppress(ValueError):
         return int(text)
-    except ValueError:
-        pass
     try:
         value = float(text)
     except ValueError:
