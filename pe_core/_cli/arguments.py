@@ -85,9 +85,10 @@ def parse_range(text: str) -> Positions:
     if count > MAX_ENCODE_VALUES:
         raise argparse.ArgumentTypeError(f"the range {text!r} holds {count} positions; too many")
     if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int):
-        span = range(start, stop, step)  # int64 where it fits, else as :func:`integers` gives it
+        span = range(start, stop, step)  # int64 where it fits, else as integers() gives it
         if -(2**63) <= min(span[0], span[-1]) and max(span[0], span[-1]) < 2**63:
-            values = np.arange(start, stop, step, dtype=np.int64)  # a stop past int64 would wrap
+            # np.arange(..., dtype=np.int64) with a stop past int64 would wrap
+            values: np.ndarray = np.arange(start, stop, step, dtype=np.int64)
         else:
             values = integers(span)
         bounds = f"{start}, {stop}" + (f", {step}" if step != 1 else "")
