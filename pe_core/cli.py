@@ -28,6 +28,7 @@ pos  features
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -62,11 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except BrokenPipeError:  # `pe-core encode ... | head`: stop quietly
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except WriteError as exc:
         print(f"pe-core {args.command}: error: {exc}", file=sys.stderr)

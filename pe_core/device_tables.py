@@ -40,7 +40,8 @@ MAX_KEYED_VALUES = 4096
 
 _lock = threading.Lock()
 _entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
-_state = {"budget": DEFAULT_BUDGET_BYTES, "bytes": 0, "hits": 0, "misses": 0}
+#: What :func:`stats` reports besides the number of entries (in its order).
+_state = {"bytes": 0, "budget_bytes": DEFAULT_BUDGET_BYTES, "hits": 0, "misses": 0}
 
 
 def set_budget(n_bytes: int) -> None:
@@ -53,7 +54,7 @@ def set_budget(n_bytes: int) -> None:
             f"the budget must be an integer number of bytes >= 0. Received: {n_bytes!r}"
         )
     with _lock:
-        _state["budget"] = n_bytes
+        _state["budget_bytes"] = n_bytes
         _evict()
 
 
@@ -71,13 +72,7 @@ def clear() -> None:
 def stats() -> dict[str, int]:
     """Entries, bytes held, budget, hits and misses so far."""
     with _lock:
-        return {
-            "entries": len(_entries),
-            "bytes": _state["bytes"],
-            "budget_bytes": _state["budget"],
-            "hits": _state["hits"],
-            "misses": _state["misses"],
-        }
+        return {"entries": len(_entries), **_state}
 
 
 def cached(
@@ -114,7 +109,7 @@ def cached(
     size = sum(part.size for part in parts) * _itemsize(dtype_name)
     if full_key is not None:
         with _lock:
-            if size <= _state["budget"]:
+            if size <= _state["budget_bytes"]:
                 _entries[full_key] = (table, size)
                 _state["bytes"] += size
                 _evict()
@@ -159,6 +154,6 @@ def _itemsize(dtype_name: str) -> int:
 
 
 def _evict() -> None:
-    while _entries and (_state["bytes"] > _state["budget"] or len(_entries) > MAX_ENTRIES):
+    while _entries and (_state["bytes"] > _state["budget_bytes"] or len(_entries) > MAX_ENTRIES):
         _, (_, size) = _entries.popitem(last=False)
         _state["bytes"] -= size

@@ -127,9 +127,15 @@ def forbid_host_reads(*backends: str) -> Iterator[None]:
     >>> float(normalise_with_a_read(x)[-1])
     1.0
     """
-    names = _resolve(backends)
+    for backend in backends:
+        if canonical_backend(backend) not in GUARDED_BACKENDS:
+            raise ValueError(
+                f"forbid_host_reads guards {' and '.join(GUARDED_BACKENDS)} arrays only. "
+                f"Received: {backend!r}"
+            )
+    imported = tuple(n for n in GUARDED_BACKENDS if backend_info(n).framework in sys.modules)
     with contextlib.ExitStack() as stack:
-        for name in names:
+        for name in dict.fromkeys(map(canonical_backend, backends or imported)):
             stack.enter_context(get_namespace(name).host_read_guard(_error))
         yield
 
@@ -137,19 +143,3 @@ def forbid_host_reads(*backends: str) -> Iterator[None]:
 def _error(what: str) -> HostReadError:
     """The error of a host read ``what`` (the backends' guards name the read)."""
     return HostReadError(what + _HINT)
-
-
-def _resolve(backends: tuple[str, ...]) -> tuple[str, ...]:
-    if not backends:
-        return tuple(n for n in GUARDED_BACKENDS if backend_info(n).framework in sys.modules)
-    names = []
-    for backend in backends:
-        name = canonical_backend(backend)
-        if name not in GUARDED_BACKENDS:
-            raise ValueError(
-                f"forbid_host_reads guards {' and '.join(GUARDED_BACKENDS)} arrays only. "
-                f"Received: {backend!r}"
-            )
-        if name not in names:
-            names.append(name)
-    return tuple(names)

@@ -106,8 +106,7 @@ def plot_heatmap(
     >>> fig.axes[0].images[0].get_array().shape
     (20, 16)
     """
-    length = positive_int(length, "length")
-    return encodings.draw_heatmap(d, length, spec, code)
+    return encodings.draw_heatmap(d, positive_int(length, "length"), spec, code)
 
 
 def plot_similarity(

@@ -13,6 +13,7 @@ prints it as a usage error, exit status 2).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,10 +37,8 @@ ONE_AXIS_PRESETS = [name for name in sorted(PRESETS) if PRESETS[name].axes == 1]
 def number(text: str) -> int | float:
     """``text`` as an ``int`` if it is one, else as a finite ``float``."""
     text = text.strip()
-    try:
+    with contextlib.suppress(ValueError):
         return int(text)
-    except ValueError:
-        pass
     try:
         value = float(text)
     except ValueError:
@@ -80,9 +79,20 @@ def positions_arg(text: str) -> Positions:
 def parse_range(text: str) -> Positions:
     """``a:b`` or ``a:b:step``: integers as ``range``, else float64 as ``np.arange``."""
     start, stop, step = range_bounds(text)
-    count = range_count(text, start, stop, step)
+    count = math.ceil((stop - start) / step)  # checked to be 1 to MAX_ENCODE_VALUES
+    if count <= 0:
+        raise argparse.ArgumentTypeError(f"the range {text!r} holds no positions")
+    if count > MAX_ENCODE_VALUES:
+        raise argparse.ArgumentTypeError(f"the range {text!r} holds {count} positions; too many")
     if isinstance(start, int) and isinstance(stop, int) and isinstance(step, int):
-        values, call = integer_range(start, stop, step)
+        span = range(start, stop, step)  # int64 where it fits, else as integers() gives it
+        if -(2**63) <= min(span[0], span[-1]) and max(span[0], span[-1]) < 2**63:
+            # np.arange(..., dtype=np.int64) with a stop past int64 would wrap
+            values: np.ndarray = np.arange(start, stop, step, dtype=np.int64)
+        else:
+            values = integers(span)
+        bounds = f"{start}, {stop}" + (f", {step}" if step != 1 else "")
+        call = f"range({bounds})"
     else:
         values = start + step * np.arange(count, dtype=np.float64)
         call = f"np.arange({start!r}, {stop!r}, {step!r})"
@@ -101,30 +111,9 @@ def range_bounds(text: str) -> tuple[int | float, int | float, int | float]:
     return start, stop, step
 
 
-def range_count(text: str, start: float, stop: float, step: float) -> int:
-    """How many positions the range holds, checked to be 1 to ``MAX_ENCODE_VALUES``."""
-    count = math.ceil((stop - start) / step)
-    if count <= 0:
-        raise argparse.ArgumentTypeError(f"the range {text!r} holds no positions")
-    if count > MAX_ENCODE_VALUES:
-        raise argparse.ArgumentTypeError(f"the range {text!r} holds {count} positions; too many")
-    return count
-
-
-def integer_range(start: int, stop: int, step: int) -> tuple[np.ndarray, str]:
-    """``range(start, stop, step)`` as :func:`integers` gives it, and how to write it."""
-    span = range(start, stop, step)
-    if -(2**63) <= min(span[0], span[-1]) and max(span[0], span[-1]) < 2**63:
-        values = np.arange(start, stop, step, dtype=np.int64)  # a stop past int64 would wrap
-    else:
-        values = integers(span)
-    bounds = f"{start}, {stop}" + (f", {step}" if step != 1 else "")
-    return values, f"range({bounds})"
-
-
 def parse_list(text: str) -> Positions:
     """``p0,p1,...`` or a single number: int64 if all are integers, else float64."""
-    items = [p for p in text.split(",")]
+    items = text.split(",")
     if not all(p.strip() for p in items):
         raise argparse.ArgumentTypeError(
             f"positions must be numbers separated by commas. Received: {text!r}"

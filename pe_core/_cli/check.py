@@ -35,8 +35,7 @@ def quiet_frameworks() -> Iterator[None]:
     saved_env = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
     loggers = [logging.getLogger(name) for name in ("tensorflow", "jax", "absl")]
     saved_levels = [logger.level for logger in loggers]
-    if saved_env is None:
-        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"  # errors only
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # errors only
     for logger in loggers:
         logger.setLevel(max(logger.level, logging.ERROR))
     try:

@@ -13,7 +13,6 @@ from pe_core._cli.arguments import ONE_AXIS_PRESETS
 from pe_core._cli.check_cases import EncodeCase, RopeCase, encode_case, rope_cases
 from pe_core._schedule import check_d
 from pe_core.presets import PRESETS
-from pe_core.spec import Spec
 
 
 def plan(
@@ -22,34 +21,21 @@ def plan(
     """The cases of ``args`` (printed, with what is skipped)."""
     specs = args.spec or tuple(PRESETS[name] for name in ONE_AXIS_PRESETS)
     dims = args.dim or ((64, 2, 63, 512) if args.thorough else (64,))
-    cases, skipped = encode_plan(specs, dims, args.thorough)
-    rope_cases, rope_skipped = rope_plan(dims, args.thorough)
-    skipped += rope_skipped
-    if not cases and not rope_cases:
-        raise ValueError(f"nothing to check: every combination was skipped: {', '.join(skipped)}")
-    print_plan(cases, rope_cases, skipped, backends, args.thorough)
-    return cases, rope_cases
-
-
-def encode_plan(
-    specs: Sequence[Spec], dims: Sequence[int], thorough: bool
-) -> tuple[list[EncodeCase], list[str]]:
-    """The ``encode`` case of every (spec, d), and those skipped (odd d the spec refuses)."""
-    cases, skipped = [], []
+    cases, skipped = [], []  # the encode case of every (spec, d), less odd d the spec refuses
     for spec in specs:
         for d in dims:
             if d % 2 and spec.odd_d == "raise":
                 skipped.append(f"{spec.name} d={d} (odd d needs odd_d='zero_pad')")
             else:
-                cases.append(encode_case(spec, check_d(d, spec), thorough))
-    return cases, skipped
-
-
-def rope_plan(dims: Sequence[int], thorough: bool) -> tuple[list[RopeCase], list[str]]:
-    """The ``apply_rope`` cases of every even head_dim, and the odd ones skipped."""
-    cases = [case for d in dims if d % 2 == 0 for case in rope_cases(d, thorough)]
+                cases.append(encode_case(spec, check_d(d, spec), args.thorough))
+    # the apply_rope cases of every even head_dim (the odd ones skipped)
+    ropes = [case for d in dims if d % 2 == 0 for case in rope_cases(d, args.thorough)]
     why = "(RoPE rotates pairs: head_dim must be even)"
-    return cases, [f"rope head_dim={d} {why}" for d in dims if d % 2]
+    skipped += [f"rope head_dim={d} {why}" for d in dims if d % 2]
+    if not cases and not ropes:
+        raise ValueError(f"nothing to check: every combination was skipped: {', '.join(skipped)}")
+    print_plan(cases, ropes, skipped, backends, args.thorough)
+    return cases, ropes
 
 
 def print_plan(

@@ -32,7 +32,11 @@ def report(
     print_check_table("pe_core.encode", tables["encode"], COLUMNS)
     print_check_table("pe_core.apply_rope", tables["apply_rope"], ROPE_COLUMNS)
     print_across(backends, across)
-    named = named_cells(tables, across)
+    named: dict[str, Cell] = {}  # every cell under the name a failure is reported by
+    for title, rows in tables.items():
+        prefix = " rope" if title == "apply_rope" else ""  # "torch rope norm"
+        named |= {f"{b}{prefix} {c}": cell for b, row in rows.items() for c, cell in row.items()}
+    named |= {f"across backends {what}": cell for what, cell in across.items()}
     return print_failures({where: c for where, c in named.items() if c.status in ("FAIL", "ERROR")})
 
 
@@ -44,18 +48,6 @@ def print_across(backends: Sequence[str], across: dict[str, Cell]) -> None:
     cells = ", ".join(f"{what} {cell.text()}" for what, cell in across.items())
     what = f"check_cross_backend_agreement, {others} vs {REFERENCE_BACKEND}, tol {ACROSS_ATOL:g}"
     print(f"\nacross backends ({what}): {cells}")
-
-
-def named_cells(
-    tables: dict[str, dict[str, dict[str, Cell]]], across: dict[str, Cell]
-) -> dict[str, Cell]:
-    """Every cell under the name a failure is reported by: ``"torch rope norm"``."""
-    named: dict[str, Cell] = {}
-    for title, rows in tables.items():
-        prefix = " rope" if title == "apply_rope" else ""
-        named |= {f"{b}{prefix} {c}": cell for b, row in rows.items() for c, cell in row.items()}
-    named |= {f"across backends {what}": cell for what, cell in across.items()}
-    return named
 
 
 def print_failures(failures: dict[str, Cell]) -> int:

@@ -91,8 +91,16 @@ def check_row(
     """One backend's row of a table: every case, then the compiled ones (``n/a`` for a
     backend the registry lists no compilers for)."""
     row = {column: Cell() for column in columns}
-    for case in cases:
-        check_case(name, case, row, progress)
+    for case in cases:  # every column's checks of the case
+        progress.begin(f"checking {name} {case.label}:")
+        for column, body in case.properties(name).items():
+            if body is None:
+                row[column].status = "SKIP"
+                row[column].notes.append(NEEDS_MPMATH)
+                continue
+            row[column].run(case.label, body)
+            progress.step(column)
+        progress.end()
     compiles = bool(backend_info(name).compilers)
     if not compiles:
         row["compiled"].status = "n/a"
@@ -101,19 +109,6 @@ def check_row(
     for case in compiled if compiles else ():
         check_compiled_case(name, case, row["compiled"], progress)
     return row
-
-
-def check_case(name: str, case: Any, row: dict[str, Cell], progress: Progress) -> None:
-    """Every column's checks of ``case`` on backend ``name``."""
-    progress.begin(f"checking {name} {case.label}:")
-    for column, body in case.properties(name).items():
-        if body is None:
-            row[column].status = "SKIP"
-            row[column].notes.append(NEEDS_MPMATH)
-            continue
-        row[column].run(case.label, body)
-        progress.step(column)
-    progress.end()
 
 
 def check_compiled_case(name: str, case: Any, cell: Cell, progress: Progress) -> None:

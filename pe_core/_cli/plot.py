@@ -77,7 +77,12 @@ def run_plot(args: argparse.Namespace) -> int:
     kind: str = args.kind
     plot = PLOTS[kind]
     check_out_path(args.out)
-    check_plot_options(kind, plot, args)
+    if args.base is not None and not plot.bases:  # refuse the options kind does not take
+        raise ValueError(f"--base applies to the distance plot only. Received: {kind}")
+    if args.length is not None and not plot.positions:
+        raise ValueError(f"--len does not apply to the {kind} plot (it has no positions).")
+    if not plot.several_dims and args.dim is not None and len(args.dim) != 1:
+        raise ValueError(f"{kind} takes one --dim. Received: {','.join(map(str, args.dim))}")
     fig, what = plot.draw(args, args.dim or plot.dims)
     spec_name = args.spec.name if args.spec is not None else plot.spec
     try:
@@ -86,13 +91,3 @@ def run_plot(args: argparse.Namespace) -> int:
         raise WriteError(f"could not write {args.out!r}: {exc.strerror or exc}") from None
     print(f"saved {kind} ({what}, spec={spec_name}) -> {args.out}")
     return 0
-
-
-def check_plot_options(kind: str, plot: PlotKind, args: argparse.Namespace) -> None:
-    """Refuse the options figure ``kind`` does not take."""
-    if args.base is not None and not plot.bases:
-        raise ValueError(f"--base applies to the distance plot only. Received: {kind}")
-    if args.length is not None and not plot.positions:
-        raise ValueError(f"--len does not apply to the {kind} plot (it has no positions).")
-    if not plot.several_dims and args.dim is not None and len(args.dim) != 1:
-        raise ValueError(f"{kind} takes one --dim. Received: {','.join(map(str, args.dim))}")

@@ -12,11 +12,7 @@ from pe_core.spec import Spec
 
 PRESET = Preset(
     spec=Spec(
-        layout="split",
-        axes=3,
-        axis_order=(0, 2, 1),
-        axis_shares=(2, 3, 3),
-        name="cogvideox",
+        layout="split", axes=3, axis_order=(0, 2, 1), axis_shares=(2, 3, 3), name="cogvideox"
     ),
     source=(
         "diffusers get_3d_sincos_pos_embed (CogVideoX, ConsisID CogVideoXPatchEmbed) on "

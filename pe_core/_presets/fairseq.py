@@ -7,11 +7,7 @@ from pe_core.spec import Spec
 
 PRESET = Preset(
     spec=Spec(
-        denominator="half_minus_one",
-        layout="split",
-        offset=2,
-        odd_d="zero_pad",
-        name="fairseq",
+        denominator="half_minus_one", layout="split", offset=2, odd_d="zero_pad", name="fairseq"
     ),
     source=(
         "fairseq SinusoidalPositionalEmbedding with padding_idx=1: the first token "

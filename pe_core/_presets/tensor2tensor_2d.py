@@ -6,16 +6,10 @@ An N-D preset (:mod:`pe_core.nd`): coordinates ``(..., axes)``, one 1-D encoding
 from __future__ import annotations
 
 from pe_core._presets import Preset
-from pe_core.spec import Spec
+from pe_core._presets.tensor2tensor import PRESET as _LINE
 
 PRESET = Preset(
-    spec=Spec(
-        denominator="half_minus_one",
-        layout="split",
-        odd_d="zero_pad",
-        axes=2,
-        name="tensor2tensor_2d",
-    ),
+    spec=_LINE.spec.replace(axes=2, name="tensor2tensor_2d"),
     source=(
         "tensor2tensor common_attention.add_timing_signal_nd on [batch, h, w, channels] "
         "(min_timescale=1, max_timescale=1e4; channels // 4 pairs per axis)"

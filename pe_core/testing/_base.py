@@ -8,8 +8,6 @@ from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
-from pe_core._schedule import check_d
-from pe_core.presets import resolve_spec
 from pe_core.spec import Spec
 from pe_core.typing import ArrayLike
 from pe_core_backends import backend_of, get_namespace
@@ -80,8 +78,7 @@ def _to_numpy(out: Any) -> np.ndarray:
 
 
 def _describe_spec(spec: Spec) -> str:
-    text = repr(spec)
-    return text if spec.name is None else f"{text} (preset {spec.name!r})"
+    return repr(spec) if spec.name is None else f"{spec!r} (preset {spec.name!r})"
 
 
 def _fail(
@@ -103,12 +100,6 @@ def _fail(
     raise PropertyFailure(
         "\n".join(lines), name=prop, error=error, tolerance=tolerance, worst=worst
     )
-
-
-def _resolved(spec: Any, d: int) -> tuple[Spec, int]:
-    """The spec ``spec`` names and ``d`` checked against it."""
-    spec = resolve_spec(spec)
-    return spec, check_d(d, spec)
 
 
 def _encoding_context(spec: Spec, d: int) -> dict[str, Any]:
@@ -197,10 +188,6 @@ def _shifts(k: Any) -> np.ndarray:
 def _shifted(positions: np.ndarray, ks: np.ndarray) -> np.ndarray:
     """``positions + k`` for every ``k``: shape ``(len(ks),) + positions.shape``."""
     return positions[None, ...] + ks.reshape((-1,) + (1,) * positions.ndim)
-
-
-def _k_text(ks: np.ndarray, index: int) -> str:
-    return f"k={_item(ks[index])!r}"
 
 
 def _library_and_dtype(out: Any) -> tuple[str | None, str]:

@@ -21,15 +21,14 @@ from pe_core.testing._base import (
     _fail,
     _feature_name,
     _item,
-    _k_text,
     _largest,
-    _resolved,
     _shifts,
     _to_numpy,
     _where,
     _worst,
 )
 from pe_core.testing.references import (
+    _resolved,
     exact_encoding,
     reference_encoding,
     reference_frequencies,
@@ -72,8 +71,7 @@ def check_bounded(
     spec, d = _resolved(spec, d)
     positions = np.asarray(positions)
     got = _evaluate(fn, positions, d, "bounded", spec)
-    excess = np.abs(got) - 1.0
-    excess[~np.isfinite(excess)] = np.inf
+    excess = _abs_error(got, np.zeros(())) - 1.0  # |value| - 1, inf for NaN or inf
     error = max(0.0, _largest(excess))
     if not error <= atol:
         index = _worst(excess)
@@ -168,10 +166,9 @@ def _reference_table(
     reference: str | Any, positions: np.ndarray, d: int, spec: Spec
 ) -> tuple[str, np.ndarray]:
     if isinstance(reference, str):
-        if reference == "float64":
-            return "float64", reference_encoding(positions, d, spec)
-        if reference == "mpmath":
-            return "mpmath", exact_encoding(positions, d, spec)
+        tables = {"float64": reference_encoding, "mpmath": exact_encoding}
+        if reference in tables:
+            return reference, tables[reference](positions, d, spec)
         raise ValueError(
             f"Unknown reference {reference!r}. Expected 'float64', 'mpmath' or an array."
         )
@@ -262,8 +259,12 @@ def check_uniqueness(
 
 
 def _unique_positions(positions: Any, window: int) -> np.ndarray:
-    if positions is None:
-        return _default_unique_positions(window)
+    if positions is None:  # the first and last 64 of [0, N) and 128 in between
+        if window <= 256:
+            return np.arange(window, dtype=np.int64)
+        middle = np.linspace(64, window - 65, 128).round().astype(np.int64)
+        edges = np.concatenate([np.arange(64), np.arange(window - 64, window)])
+        return np.unique(np.concatenate([edges, middle]))
     positions = np.asarray(positions)
     if positions.size < 2 or window < 2:
         return positions
@@ -292,14 +293,6 @@ def _closest_pair(table: np.ndarray) -> tuple[float, tuple[int, int]]:
         if distances[j] < closest:
             closest, pair = float(distances[j]), (i, i + 1 + j)
     return closest, pair
-
-
-def _default_unique_positions(window: int) -> np.ndarray:
-    if window <= 256:
-        return np.arange(window, dtype=np.int64)
-    middle = np.linspace(64, window - 65, 128).round().astype(np.int64)
-    edges = np.concatenate([np.arange(64), np.arange(window - 64, window)])
-    return np.unique(np.concatenate([edges, middle]))
 
 
 def check_linear_relation(
@@ -344,7 +337,7 @@ def check_linear_relation(
     error, index = _beyond(_abs_error(shifted, predicted), tolerance)
     if index is not None:
         summary = f"fn(p + k) differs from relative_matrix(k) @ fn(p) by up to {error:.3g} "
-        summary += f"(tolerance {tolerance:g}) for {_k_text(ks, index[0])}"
+        summary += f"(tolerance {tolerance:g}) for k={_item(ks[index[0]])!r}"
         worst = f"p={_item(positions[index[1:-1]])!r}, {_feature_name(index[-1], d, spec)}: "
         worst += f"relative_matrix(k) @ fn(p) gives {_item(predicted[index])!r}, fn(p + k) gives "
         worst += f"{_item(shifted[index])!r}"
@@ -404,15 +397,15 @@ def check_relative_dot(
     for table in (diff, off):
         if not _largest(table) <= tolerance:
             m, i = _worst(table)
-            at, k_text, exact_dot = f"p={_item(positions[i])!r}", _k_text(ks, m), exact_dots[m]
+            at, k_text = f"p={_item(positions[i])!r}", f"k={_item(ks[m])!r}"
             if table is diff:
                 other = f"p={_item(positions[n + i])!r}"
                 summary = f"fn(p)·fn(p + k) is {dots[m, i]:.3g} at {at} but {dots[m, n + i]:.3g} "
-                summary += f"at {other} for {k_text} (exact: sum cos(k w_i) = {exact_dot:.3g}; "
+                summary += f"at {other} for {k_text} (exact: sum cos(k w_i) = {exact_dots[m]:.3g}; "
                 worst = f"{at} and {other}, {k_text}"
             else:
                 summary = f"fn(p)·fn(p + k) is {dots[m, i]:.3g} at {at} for {k_text}, but exactly "
-                summary += f"sum cos(k w_i) = {exact_dot:.3g} ("
+                summary += f"sum cos(k w_i) = {exact_dots[m]:.3g} ("
                 worst = f"{at}, {k_text}"
             summary += f"tolerance {tolerance:.2g})"
             _fail("relative dot", summary, error, tolerance, worst, _encoding_context(spec, d))

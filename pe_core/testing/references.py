@@ -28,6 +28,12 @@ __all__ = ["exact_encoding", "reference_encoding", "reference_rope", "uniqueness
 ROPE_LAYOUTS: tuple[str, ...] = ("half", "interleaved")
 
 
+def _resolved(spec: Any, d: int) -> tuple[Spec, int]:
+    """The spec ``spec`` names and ``d`` checked against it."""
+    spec = resolve_spec(spec)
+    return spec, check_d(d, spec)
+
+
 def reference_frequencies(d: int, spec: Spec) -> np.ndarray:
     """The frequency schedule of ``spec`` restated from the :class:`~pe_core.Spec` docstring.
 
@@ -97,8 +103,7 @@ def reference_encoding(pos: ArrayLike, d: int, spec: Spec | PresetLike | None = 
     >>> reference_encoding([1], 5, "flax").shape
     (1, 5)
     """
-    spec = resolve_spec(spec)
-    d = check_d(d, spec)
+    spec, d = _resolved(spec, d)
     w = reference_frequencies(d, spec)
     positions = np.asarray(pos, dtype=np.float64)
     angles = (positions[..., None] + spec.offset) * w
@@ -159,9 +164,13 @@ def exact_encoding(
     >>> bool(np.allclose(exact_encoding([3, 7.5], 6, half), reference_encoding([3.5, 8], 6)))
     True
     """
-    mpmath = _import_mpmath()
-    spec = resolve_spec(spec)
-    d = check_d(d, spec)
+    try:
+        import mpmath
+    except ImportError as exc:
+        raise ImportError(
+            "exact_encoding needs mpmath: pip install 'pe-core[test]' (or pip install mpmath)"
+        ) from exc
+    spec, d = _resolved(spec, d)
     w = reference_frequencies(d, spec) if frequencies is None else np.asarray(frequencies)
     w = w.astype(np.float64).reshape(-1)
     pairs = _width(d, spec) // 2
@@ -190,16 +199,6 @@ def _shifted_position(value: Any, offset: float) -> tuple[int | float, float, in
     if integral:  # a fractional offset: the integer exactly, with room for the fraction
         return int(value), offset, max(abs(int(value)).bit_length(), 53) + 53 + 100
     return float(value), offset, 53 + 53 + 100
-
-
-def _import_mpmath() -> Any:
-    try:
-        import mpmath
-    except ImportError as exc:
-        raise ImportError(
-            "exact_encoding needs mpmath: pip install 'pe-core[test]' (or pip install mpmath)"
-        ) from exc
-    return mpmath
 
 
 def reference_rope(
@@ -279,8 +278,7 @@ def uniqueness_window(d: int, spec: Spec | PresetLike | None = None) -> tuple[in
     >>> n, round(bound, 6)  # w_min = 1e-3: the wavelength is 2000*pi positions
     (6283, 0.001)
     """
-    spec = resolve_spec(spec)
-    d = check_d(d, spec)
+    spec, d = _resolved(spec, d)
     w = reference_frequencies(d, spec)
     w = w[w > 0]
     if w.size == 0:
