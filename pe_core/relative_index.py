@@ -28,7 +28,6 @@ backend asked for (int64; int32 on JAX without x64, the widest integer it has):
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -58,7 +57,7 @@ from pe_core.typing import (
     TorchBackend,
     TorchTensor,
 )
-from pe_core.validation import choice, flag, is_integer, positive_int
+from pe_core.validation import check_elements, choice, flag, is_integer, known_size, positive_int
 from pe_core_backends import backend_of, canonical_backend, get_namespace
 
 __all__ = [
@@ -521,9 +520,8 @@ def esmfold_relative_bins(
     index = _place.as_integers(residue_index, xp, "residue_index")
     if len(index.shape) < 1:
         raise ValueError("residue_index must have at least one axis (..., L). Received a scalar")
-    if not xp.is_tracing():  # (sizes may be symbolic under torch.compile)
-        pairs = math.prod(int(n or 1) for n in index.shape) * int(index.shape[-1] or 1)
-        _place.check_size(pairs, "esmfold_relative_bins")
+    n = known_size(index)  # (None while sizes are symbolic under torch.compile)
+    check_elements(n and n * int(index.shape[-1]), "esmfold_relative_bins", like=index)
     mask = None if mask is None else _place.as_mask(mask, xp, index)
     return esmfold_bins(xp, index, size, mask)
 
@@ -615,7 +613,7 @@ def deberta_log_bucket(
     ([119], [118])
     """
     mid = _check_deberta(bucket_size, max_position, arithmetic)
-    _place.check_input_size(relative_pos, "deberta_log_bucket")
+    check_elements(known_size(relative_pos), "deberta_log_bucket", like=relative_pos)
     xp, _ = choose_backend(None, backend, source=backend_of(relative_pos))
     rel = _place.as_integers(relative_pos, xp, "relative_pos", uint64=True)
     return deberta_buckets(xp, rel, mid, int(max_position), arithmetic)

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from pe_core._kernel.inputs import _host_numpy, check_request_size, choose_backend
-from pe_core.validation import is_integer, known_size
+from pe_core._kernel.inputs import _host_numpy, choose_backend
+from pe_core.validation import check_elements, is_integer
 from pe_core_backends import HOST, backend_of
 
 #: The host tables, by name (see :func:`table`).
@@ -106,17 +106,8 @@ def table(xp: Any, kind: str, args: tuple[Any, ...], like: Any, dtype: str | Non
     return xp.reshape(xp.asarray(values, dtype=xp.dtype(name), like=like), shape)
 
 
-def check_size(n_elements: int, what: str) -> None:
-    check_request_size(n_elements, "int64", what=what, extra_bytes=16 * n_elements)
-
-
-def check_input_size(obj: Any, what: str, *, dtype: str = "int64", per_element: int = 24) -> None:
-    """Refuse, from its shape alone, an array input whose result of ``dtype`` and working
-    memory (``per_element`` bytes in all per element) exceed the available memory."""
-    n = known_size(obj)
-    if n:
-        size = np.dtype(dtype).itemsize
-        check_request_size(n, dtype, what=what, extra_bytes=max(per_element - size, 0) * n)
+#: The size check of every index table (int64, 24 bytes per element with temporaries).
+check_size = check_elements
 
 
 def _holds_bool(obj: Any) -> bool:

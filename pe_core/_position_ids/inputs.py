@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from pe_core._kernel.inputs import check_request_size
 from pe_core.typing import BackendLike
 from pe_core_backends import Namespace, backend_of, canonical_backend, get_namespace
 
@@ -155,12 +154,6 @@ def check_fits(xp: Namespace, wide: str, what: str, *values: int) -> None:
                 f"{what} reaches {value}, which does not fit in {wide}, the output dtype of "
                 f"backend {xp.name!r} (from {info.min} to {info.max}){hint}."
             )
-
-
-def check_tokens(n_tokens: int, what: str, *, per_token: int = 32) -> None:
-    """Refuse, before any work, an output of ``n_tokens`` int64 ids whose output and
-    working memory (``per_token`` bytes each) exceed the available memory."""
-    check_request_size(n_tokens, "int64", what=what, extra_bytes=(per_token - 8) * n_tokens)
 
 
 def check_binary(values: np.ndarray, what: str) -> None:
