@@ -119,12 +119,9 @@ def from_attention_mask(
     n = known_size(attention_mask)  # the ids and their temporaries
     check_elements(n, "from_attention_mask", per_element=32, like=attention_mask)
     xp, mask, host, kind, wide, dtype = inputs(attention_mask, backend, "attention_mask")
-    if type(padding_value) is not int:
-        padding_value = integer(padding_value, "padding_value")
-    if kind != "int" and kind != "bool":
-        allow(xp, mask, kind, "attention_mask")
-    if len(mask.shape) < 1:
-        check_rank(mask, "attention_mask", 1, "(..., seq)")
+    padding_value = integer(padding_value, "padding_value")
+    allow(xp, mask, kind, "attention_mask")
+    check_rank(mask, "attention_mask", 1, "(..., seq)")
     if host is not None:
         check_binary(host, "attention_mask")
     check_fits(xp, wide, "padding_value", padding_value)
@@ -182,8 +179,7 @@ def from_input_ids(
     n = known_size(input_ids)  # the ids and their temporaries
     check_elements(n, "from_input_ids", per_element=32, like=input_ids)
     xp, ids, _, kind, wide, dtype = inputs(input_ids, backend, "input_ids")
-    if kind != "int":
-        allow(xp, ids, kind, "input_ids", "int")
+    allow(xp, ids, kind, "input_ids", "int")
     pad = integer(padding_idx, "padding_idx")
     past = past_length  # a plain int >= 0 is the common case, without the general check
     if type(past) is not int or past < 0:

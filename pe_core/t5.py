@@ -31,6 +31,7 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
+from pe_core._index import place as _place
 from pe_core._index import t5 as _t5
 from pe_core._index.log_buckets import SEARCHED as _SEARCHED
 from pe_core._index.log_buckets import t5_thresholds
@@ -50,7 +51,7 @@ from pe_core.typing import (
     TorchTensor,
 )
 from pe_core.validation import check_elements, choice, flag, is_integer, known_size, positive_int
-from pe_core_backends import backend_of, canonical_backend, get_namespace
+from pe_core_backends import backend_of
 
 __all__ = [
     "ARITHMETICS",
@@ -337,14 +338,9 @@ def t5_relative_bias(
     >>> t5_relative_bias(2, 3, table)[0, 1].tolist()  # head 1
     [[1.0, 35.0, 37.0], [3.0, 1.0, 35.0]]
     """
-    source = canonical_backend(backend) if backend is not None else backend_of(table)
-    array: Any = table
-    if source is None:
-        array, source = np.asarray(table), "numpy"
-    shape = tuple(array.shape)
+    xp, array, shape = _place.learned_table(table, backend)
     if len(shape) != 2:
         raise ValueError(f"table must have shape (num_buckets, n_heads). Received: shape {shape}")
-    xp = get_namespace(source)
     q_len = positive_int(query_length, "query_length")
     k_len = positive_int(key_length, "key_length")
     config = _config(bidirectional, int(shape[0]), max_distance, arithmetic)

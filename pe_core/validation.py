@@ -348,6 +348,25 @@ def check_elements(
         check_request_size(n, dtype, what=what, extra_bytes=extra, like=like)
 
 
+def int32_values(values: np.ndarray, backend: str, what: str) -> np.ndarray:
+    """Host integers as int32, for a backend whose widest integer that is now (JAX
+    without x64); values beyond it are refused, never wrapped.
+
+    >>> int32_values(np.array([2**31]), "jax", "positions")
+    Traceback (most recent call last):
+    ...
+    ValueError: positions do not fit in int32, the widest integer of backend 'jax' now (enable jax_enable_x64 for int64). Received values from 2147483648 to 2147483648
+    """
+    info = np.iinfo(np.int32)
+    if values.size and not (info.min <= int(values.min()) and int(values.max()) <= info.max):
+        raise ValueError(
+            f"{what} do not fit in int32, the widest integer of backend {backend!r} now "
+            f"(enable jax_enable_x64 for int64). Received values from {values.min()} to "
+            f"{values.max()}"
+        )
+    return values.astype(np.int32)
+
+
 def _on_accelerator(obj: Any) -> bool:
     """Whether array ``obj`` sits on an accelerator, as its backend's namespace says."""
     source = backend_of(obj)

@@ -14,7 +14,7 @@ import numpy as np
 
 from pe_core._kernel.inputs import _host_numpy, choose_backend
 from pe_core.validation import check_elements, is_integer
-from pe_core_backends import HOST, backend_of
+from pe_core_backends import HOST, backend_of, canonical_backend, get_namespace
 
 #: The host tables, by name (see :func:`table`).
 TABLES: dict[str, Callable[..., np.ndarray]] = {}
@@ -79,6 +79,29 @@ def place(xp: Any, host: np.ndarray, like: Any = None, what: str = "the table") 
 def anchor(xp: Any, like: Any) -> Any:
     """``like`` when it is an array of ``xp`` (whose device a new table follows)."""
     return like if like is not None and backend_of(like) == xp.name else None
+
+
+def build(
+    what: str, n: int, kind: str, args: tuple[Any, ...], backend: Any, like: Any, dtype: Any = None
+) -> Any:
+    """The plan of every host-table face: its size checked (:func:`check_size`), then
+    the table ``kind`` on ``backend`` (else ``like``'s, else NumPy) beside ``like``, as
+    :func:`table` gives it."""
+    xp = int_namespace(backend, like)
+    check_size(n, what)
+    if dtype == "float64" and not xp.supports("float64"):
+        raise ValueError(f"backend {xp.name!r} has no float64 now. Received: dtype={dtype!r}")
+    return table(xp, kind, args, anchor(xp, like), dtype)
+
+
+def learned_table(table: Any, backend: Any) -> tuple[Any, Any, tuple[Any, ...]]:
+    """``(namespace, array, shape)`` of a learned table (any backend, Python data as
+    NumPy), on ``backend`` when the caller names it (a ``Parameter`` under
+    ``torch.compile``)."""
+    source = canonical_backend(backend) if backend is not None else backend_of(table)
+    if source is None:
+        table, source = np.asarray(table), "numpy"
+    return get_namespace(source), table, tuple(table.shape)
 
 
 def _host_values(kind: str, *args: Any) -> tuple[tuple[int, ...], tuple[Any, ...]]:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from pe_core.typing import BackendLike
+from pe_core.validation import int32_values
 from pe_core_backends import Namespace, backend_of, canonical_backend, get_namespace
 
 
@@ -104,14 +105,7 @@ def _fit_host(values: np.ndarray, xp: Namespace, what: str) -> np.ndarray:
     """Host integers as int64, or int32 where ``xp`` has no int64 (JAX without x64)."""
     if values.dtype.kind not in "iu" or xp.supports("int64"):
         return values
-    info = np.iinfo(np.int32)
-    if values.size and not (info.min <= values.min() and values.max() <= info.max):
-        raise ValueError(
-            f"{what} do not fit in int32, the widest integer of backend {xp.name!r} now "
-            f"(enable jax_enable_x64 for int64). Received values from {values.min()} to "
-            f"{values.max()}"
-        )
-    return values.astype(np.int32)
+    return int32_values(values, xp.name, what)
 
 
 _WIDE: dict[tuple[Namespace, bool], tuple[str, Any]] = {}
