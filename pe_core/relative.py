@@ -133,10 +133,7 @@ def _dims(x: Any) -> tuple[int, ...] | None:
     without reading or converting it (Python sequences, traced sizes)."""
     if is_integer(x) or isinstance(x, float):
         return ()
-    shape = getattr(x, "shape", None)
-    if shape is None or known_size(x) is None:
-        return None
-    return tuple([int(n) for n in shape])
+    return None if known_size(x) is None else tuple([int(n) for n in x.shape])
 
 
 def _check_early(what: str, x: Any, n: int, dtype_name: str, temporaries: int) -> None:
