@@ -8,7 +8,6 @@ face that chooses between them.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,7 @@ from pe_core._rope_call import host_cos_sin
 from pe_core._schedule import Block, axis_blocks, check_d, check_nd_d, omegas
 from pe_core._sinusoidal_nd import coordinates, group_halves
 from pe_core.spec import Spec
+from pe_core.validation import known_size
 from pe_core_backends import HOST, backend_of, get_namespace
 
 
@@ -183,7 +183,7 @@ def relative_matrix_1d(
     out_name, out_dtype = resolve_dtype(xp, dtype)
     working = working_dtype(out_name)
     shifts = prepare_positions(k, xp, source, what="k")
-    n_shifts = math.prod(shifts.shape) if all(isinstance(n, int) for n in shifts.shape) else None
+    n_shifts = known_size(shifts)  # None while sizes are unknown (traced)
     check_request_size(
         None if n_shifts is None else n_shifts * d * d,
         out_name,

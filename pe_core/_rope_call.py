@@ -28,7 +28,7 @@ from pe_core.rope_layout import LAYOUTS
 from pe_core.rope_scaling import needs_seq_len, scaling_rope_type
 from pe_core.rope_spec import RopeSpec, rope_constants
 from pe_core.rope_spec import scaling_for_layer as _scaling_for_layer
-from pe_core.validation import broadcasts_into, choice, finite_real, is_integer
+from pe_core.validation import broadcasts_into, choice, finite_real, is_integer, known_size
 from pe_core_backends import (
     Namespace,
     backend_of,
@@ -121,15 +121,6 @@ def rotation_dtype(xp: Namespace, x: Any, positions: Positions) -> str:
     return working_dtype(xp.dtype_of(x), xp, round_once=round_once)
 
 
-def shape_size(obj: Any, trailing: int = 0) -> int | None:
-    """The number of elements of ``obj``'s shape (less its last ``trailing`` axes), read
-    from the shape only; ``None`` without a shape of known ints (Python values, traced)."""
-    shape = getattr(obj, "shape", None)
-    if shape is None or not all(type(d) is int for d in shape):  # torch.Size holds ints
-        return None
-    return math.prod(tuple(shape)[: len(shape) - trailing])
-
-
 def check_size(xp: Namespace, x: Any, pos: Any, what: str, trailing: int = 0) -> None:
     """Refuse, from the shapes alone and before ``pos`` is read, a RoPE call whose output
     (``x``'s shape) or cos/sin (float64 on the host: a pair per position and pair of
@@ -138,7 +129,7 @@ def check_size(xp: Namespace, x: Any, pos: Any, what: str, trailing: int = 0) ->
         return
     shape = xp.shape(x)
     n_out = math.prod(shape)
-    n_tables = (shape_size(pos, trailing) or 1) * shape[-1]
+    n_tables = (known_size(pos, trailing) or 1) * shape[-1]
     on_host = not xp.on_accelerator(x)
     check_request_size(
         max(n_out, n_tables),

@@ -26,12 +26,8 @@ from typing import overload
 import numpy as np
 
 from pe_core import device_tables
-from pe_core._kernel.inputs import (
-    check_request_size,
-    choose_backend,
-    resolve_dtype,
-    working_dtype,
-)
+from pe_core._index import place as _place
+from pe_core._kernel.inputs import check_request_size, resolve_dtype, working_dtype
 from pe_core.typing import (
     Array,
     BackendLike,
@@ -46,7 +42,6 @@ from pe_core.typing import (
     TorchTensor,
 )
 from pe_core.validation import finite_real, positive_int
-from pe_core_backends import backend_of
 
 __all__ = ["alibi_bias", "alibi_slopes"]
 
@@ -206,21 +201,20 @@ def alibi_bias(
             f"Received: q_len={q_len}, k_len={k_len}"
         )
     slopes = alibi_slopes(n_heads, alibi_bias_max=alibi_bias_max)
-    if backend is None and like is not None:
-        backend = backend_of(like)
-    xp, _ = choose_backend(None, backend)
+    xp = _place.int_namespace(backend, like)
     out_name, out_dtype = resolve_dtype(xp, dtype)
     working = working_dtype(out_name)
     check_request_size(  # the output and the host's (q_len, k_len) offsets, before any
         len(slopes) * q_len * k_len, out_name, what="alibi_bias", extra_bytes=24 * q_len * k_len
     )
-    if like is not None and backend_of(like) == xp.name and xp.on_accelerator(like):
+    anchor = _place.anchor(xp, like)
+    if anchor is not None and xp.on_accelerator(anchor):
         key = ("alibi", q_len, k_len, n_heads, bool(causal), float(alibi_bias_max))
         return device_tables.cached(
             xp, key, like, out_name, lambda: _host_bias(q_len, k_len, slopes, causal, working)
         )
     bias_host = _host_bias(q_len, k_len, slopes, causal, working)
-    bias = xp.from_host(bias_host, like=like if backend_of(like) == xp.name else None)
+    bias = xp.from_host(bias_host, like=anchor)
     if out_name != working:
         bias = xp.astype(bias, out_dtype)
     return bias

@@ -28,12 +28,10 @@ from static shapes, so the functions run under ``jax.jit``, ``torch.compile`` an
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import numpy as np
 
-from pe_core._index.place import check_input_size
 from pe_core._kernel.inputs import check_request_size
 from pe_core._position_ids import navit, rules
 from pe_core._position_ids.inputs import (
@@ -41,11 +39,10 @@ from pe_core._position_ids.inputs import (
     check_binary,
     check_fits,
     check_rank,
-    check_tokens,
     inputs,
 )
 from pe_core.typing import BackendArrayT, BackendLike, HostData
-from pe_core.validation import choice, integer, positive_int
+from pe_core.validation import check_elements, choice, integer, known_size, positive_int
 
 __all__ = [
     "NAVIT_RULES",
@@ -119,16 +116,12 @@ def from_attention_mask(
     >>> from_attention_mask(mask, padding_value=0).tolist()  # transformers 5's generate
     [[0, 0, 0, 1], [0, 1, 2, 3]]
     """
-    check_input_size(
-        attention_mask, "from_attention_mask", per_element=32
-    )  # the ids and their temporaries
+    n = known_size(attention_mask)  # the ids and their temporaries
+    check_elements(n, "from_attention_mask", per_element=32, like=attention_mask)
     xp, mask, host, kind, wide, dtype = inputs(attention_mask, backend, "attention_mask")
-    if type(padding_value) is not int:
-        padding_value = integer(padding_value, "padding_value")
-    if kind != "int" and kind != "bool":
-        allow(xp, mask, kind, "attention_mask")
-    if len(mask.shape) < 1:
-        check_rank(mask, "attention_mask", 1, "(..., seq)")
+    padding_value = integer(padding_value, "padding_value")
+    allow(xp, mask, kind, "attention_mask")
+    check_rank(mask, "attention_mask", 1, "(..., seq)")
     if host is not None:
         check_binary(host, "attention_mask")
     check_fits(xp, wide, "padding_value", padding_value)
@@ -183,10 +176,10 @@ def from_input_ids(
     >>> from_input_ids([[8, 9]], padding_idx=1, past_length=4).tolist()
     [[6, 7]]
     """
-    check_input_size(input_ids, "from_input_ids", per_element=32)  # the ids and their temporaries
+    n = known_size(input_ids)  # the ids and their temporaries
+    check_elements(n, "from_input_ids", per_element=32, like=input_ids)
     xp, ids, _, kind, wide, dtype = inputs(input_ids, backend, "input_ids")
-    if kind != "int":
-        allow(xp, ids, kind, "input_ids", "int")
+    allow(xp, ids, kind, "input_ids", "int")
     pad = integer(padding_idx, "padding_idx")
     past = past_length  # a plain int >= 0 is the common case, without the general check
     if type(past) is not int or past < 0:
@@ -294,7 +287,7 @@ def from_cu_seqlens(
         total_length = int(xp.to_numpy(cu[-1]))
     total = positive_int(total_length, "total_length", minimum=0)
     check_fits(xp, wide, "total_length", total)
-    check_tokens(total, "from_cu_seqlens")
+    check_elements(total, "from_cu_seqlens", per_element=32, like=cu)
     return rules.cu_seqlens_ids(xp, cu, total, wide, dtype, host is not None)
 
 
@@ -365,9 +358,8 @@ def from_table_cells(
     cap = max_position_embeddings
     if cap is not None:
         cap = positive_int(cap, "max_position_embeddings") - 1
-    if not xp.is_tracing():  # (sizes may be symbolic or unknown while tracing)
-        # the ids, their casts, the sorts and the gathers: about a dozen int64 per token
-        check_tokens(math.prod(shape[:-1]), "from_table_cells", per_token=96)
+    # the ids, their casts, the sorts and the gathers: about a dozen int64 per token
+    check_elements(known_size(types, 1), "from_table_cells", per_element=96, like=types)
     return rules.table_cell_ids(xp, types, int(shape[-2]), cap, dtype)
 
 

@@ -133,18 +133,11 @@ def _dims(x: Any) -> tuple[int, ...] | None:
     without reading or converting it (Python sequences, traced sizes)."""
     if is_integer(x) or isinstance(x, float):
         return ()
-    shape = getattr(x, "shape", None)
-    if shape is None or known_size(x) is None:
-        return None
-    return tuple([int(n) for n in shape])
+    return None if known_size(x) is None else tuple([int(n) for n in x.shape])
 
 
 def _check_early(what: str, x: Any, n: int, dtype_name: str, temporaries: int) -> None:
     """Refuse a result of ``n`` values (and ``temporaries`` times as much of working
     memory) beyond the available memory, from the inputs' sizes alone."""
-    source = backend_of(x)
-    on_host = source is None or not get_namespace(source).on_accelerator(x)
-    size = (8 if dtype_name == "float64" else 4) if on_host else 0  # the working dtype
-    check_request_size(
-        n, dtype_name, what=what, extra_bytes=temporaries * n * size, host_output=on_host
-    )
+    size = 8 if dtype_name == "float64" else 4  # the working dtype
+    check_request_size(n, dtype_name, what=what, extra_bytes=temporaries * n * size, like=x)

@@ -28,10 +28,7 @@ backend asked for (int64; int32 on JAX without x64, the widest integer it has):
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal, overload
-
-import numpy as np
 
 from pe_core._index import place as _place
 from pe_core._index import window as _window  # noqa: F401  (registers its host tables)
@@ -58,8 +55,8 @@ from pe_core.typing import (
     TorchBackend,
     TorchTensor,
 )
-from pe_core.validation import choice, flag, is_integer, positive_int
-from pe_core_backends import backend_of, canonical_backend, get_namespace
+from pe_core.validation import check_elements, choice, flag, is_integer, known_size, positive_int
+from pe_core_backends import backend_of, get_namespace
 
 __all__ = [
     "DEBERTA_ARITHMETICS",
@@ -195,10 +192,9 @@ def relative_position_index(
     """
     height, width = _place.window(window_size)
     prefix = _prefix(prefix_tokens)
-    xp = _place.int_namespace(backend, like)
     n = height * width + prefix
-    _place.check_size(n * n, "relative_position_index")
-    return _place.table(xp, "window", (height, width, prefix), _place.anchor(xp, like))
+    args = (height, width, prefix)
+    return _place.build("relative_position_index", n * n, "window", args, backend, like)
 
 
 def relative_position_bias(
@@ -240,17 +236,12 @@ def relative_position_bias(
     [[9.0, 7.0, 3.0, 1.0], [11.0, 9.0, 5.0, 3.0], [15.0, 13.0, 9.0, 7.0], [17.0, 15.0, 11.0, 9.0]]
     """
     rows = num_relative_distance(window_size, prefix_tokens=prefix_tokens)
-    source = canonical_backend(backend) if backend is not None else backend_of(table)
-    array: Any = table
-    if source is None:
-        array, source = np.asarray(table), "numpy"
-    shape = tuple(array.shape)
+    xp, array, shape = _place.learned_table(table, backend)
     if len(shape) != 2 or shape[0] != rows:
         raise ValueError(
             f"table must have shape (num_relative_distance, heads) = ({rows}, heads) for "
             f"window_size={window_size!r}, prefix_tokens={prefix_tokens!r}. Received: shape {shape}"
         )
-    xp = get_namespace(source)
     (height, width), prefix = _place.window(window_size), _prefix(prefix_tokens)
     n = height * width + prefix
     flat = xp.reshape(_place.table(xp, "window", (height, width, prefix), array), (-1,))
@@ -336,12 +327,9 @@ def swinv2_coords_table(
                 f"(None for the window itself). Received: {pretrained_window_size!r}"
             )
     name = choice(dtype, "dtype", ("float32", "float64"))
-    xp = _place.int_namespace(backend, like)
-    _place.check_size((2 * height - 1) * (2 * width - 1) * 2, "swinv2_coords_table")
-    if name == "float64" and not xp.supports("float64"):
-        raise ValueError(f"backend {xp.name!r} has no float64 now. Received: dtype={dtype!r}")
+    n = (2 * height - 1) * (2 * width - 1) * 2
     args = (height, width, scale)
-    return _place.table(xp, "swinv2", args, _place.anchor(xp, like), dtype=name)
+    return _place.build("swinv2_coords_table", n, "swinv2", args, backend, like, name)
 
 
 # --------------------------------------------------------------------------- Shaw
@@ -417,10 +405,8 @@ def clipped_relative_position(
             f"the largest index offset + min(max_right, distance) = {largest} does not fit "
             f"in int64. Received: offset={shift}, max_right={right}"
         )
-    xp = _place.int_namespace(backend, like)
-    _place.check_size(q_len * k_len, "clipped_relative_position")
     args = (q_len, k_len, left, right, shift, reverse)
-    return _place.table(xp, "clipped", args, _place.anchor(xp, like))
+    return _place.build("clipped_relative_position", q_len * k_len, "clipped", args, backend, like)
 
 
 # --------------------------------------------------------------------------- LeViT
@@ -476,9 +462,10 @@ def levit_attention_offsets(
             f"resolution_out must be at most (resolution - 1) // stride + 1 = {most} (a "
             f"query beyond the keys has offsets outside LeViT's table). Received: {out}"
         )
-    xp = _place.int_namespace(backend, like)
-    _place.check_size(out * out * res * res, "levit_attention_offsets")
-    return _place.table(xp, "levit", (res, step, out), _place.anchor(xp, like))
+    args = (res, step, out)
+    return _place.build(
+        "levit_attention_offsets", out * out * res * res, "levit", args, backend, like
+    )
 
 
 # --------------------------------------------------------------------------- ESMFold
@@ -521,9 +508,8 @@ def esmfold_relative_bins(
     index = _place.as_integers(residue_index, xp, "residue_index")
     if len(index.shape) < 1:
         raise ValueError("residue_index must have at least one axis (..., L). Received a scalar")
-    if not xp.is_tracing():  # (sizes may be symbolic under torch.compile)
-        pairs = math.prod(int(n or 1) for n in index.shape) * int(index.shape[-1] or 1)
-        _place.check_size(pairs, "esmfold_relative_bins")
+    n = known_size(index)  # (None while sizes are symbolic under torch.compile)
+    check_elements(n and n * int(index.shape[-1]), "esmfold_relative_bins", like=index)
     mask = None if mask is None else _place.as_mask(mask, xp, index)
     return esmfold_bins(xp, index, size, mask)
 
@@ -615,7 +601,7 @@ def deberta_log_bucket(
     ([119], [118])
     """
     mid = _check_deberta(bucket_size, max_position, arithmetic)
-    _place.check_input_size(relative_pos, "deberta_log_bucket")
+    check_elements(known_size(relative_pos), "deberta_log_bucket", like=relative_pos)
     xp, _ = choose_backend(None, backend, source=backend_of(relative_pos))
     rel = _place.as_integers(relative_pos, xp, "relative_pos", uint64=True)
     return deberta_buckets(xp, rel, mid, int(max_position), arithmetic)
@@ -663,11 +649,8 @@ def deberta_relative_position(
     for value, name in ((bucket_size, "bucket_size"), (max_position, "max_position")):
         if not is_integer(value):
             raise TypeError(f"{name} must be an integer (<= 0 for no buckets). Received: {value!r}")
-    xp = _place.int_namespace(backend, like)
-    _place.check_size(q_len * k_len, "deberta_relative_position")
     mid = 0
     if bucket_size > 0 and max_position > 0:
         mid = _check_deberta(bucket_size, max_position, arithmetic)
-    limit = 2**63 if xp.supports("int64") else 2**31
-    args = (q_len, k_len, mid, int(max_position), arithmetic, limit)
-    return _place.table(xp, "deberta", args, _place.anchor(xp, like))
+    args = (q_len, k_len, mid, int(max_position), arithmetic)
+    return _place.build("deberta_relative_position", q_len * k_len, "deberta", args, backend, like)

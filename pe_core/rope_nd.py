@@ -72,7 +72,7 @@ from pe_core._rope_nd import plan as plans
 from pe_core._rope_nd.rotation import rotate
 from pe_core.rope_scaling import SCALING_TYPES, needs_seq_len, scaling_rope_type
 from pe_core.typing import ArrayT, BackendArrayT, BackendLike, HostData, RopeConfig
-from pe_core.validation import choice, finite_real, is_integer, positive_int
+from pe_core.validation import choice, finite_real, is_integer, known_size, positive_int
 from pe_core_backends import backend_of
 
 __all__ = [
@@ -562,7 +562,7 @@ def mrope_position_ids(
     [[-2]]
     """
     source = backend_of(input_ids)
-    n = call.shape_size(input_ids) or 0  # (3, batch, seq) positions, per-token temporaries
+    n = known_size(input_ids) or 0  # (3, batch, seq) positions, per-token temporaries
     check_request_size(3 * n, "int64", what="mrope_position_ids", extra_bytes=40 * n)
     ids = mrope.host_ints(input_ids, "input_ids")
     if ids.ndim != 2:

@@ -32,12 +32,11 @@ from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
 from pe_core._kernel.inputs import check_request_size, choose_backend
-from pe_core._rope_call import shape_size
 from pe_core._rope_tables import TableRope, cos_sin_tables
 from pe_core.rope_scaling import config_mapping, rope_summary, scaling_rope_type
 from pe_core.rope_spec import RopeSpec, freeze
 from pe_core.typing import BackendArrayT, BackendLike, DTypeLike, HostData, RopeConfig
-from pe_core.validation import choice, even_int, flag, is_integer
+from pe_core.validation import choice, even_int, flag, is_integer, known_size
 from pe_core_backends import Namespace
 
 __all__ = ["ROPE_TABLE_LAYOUTS", "RopeTableLayout", "rope_cos_sin"]
@@ -167,7 +166,7 @@ def _check_size(
     """Refuse, from the positions' shape alone (before they are read), cos and sin
     tables that cannot fit in memory (float64 for a requested dtype: an upper bound)."""
     on_device = source is not None and (xp.is_traced(positions) or xp.on_accelerator(positions))
-    n = (shape_size(positions) or 1) * 2 * head_dim  # cos and sin
+    n = (known_size(positions) or 1) * 2 * head_dim  # cos and sin
     name = "float32" if dtype is None else "float64"
     extra = 0 if on_device else 8 * n  # the float64 host tables
     check_request_size(n, name, what="rope_cos_sin", extra_bytes=extra, host_output=not on_device)

@@ -19,11 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from pe_core._index import place as _place
 from pe_core._kernel.inputs import as_positions, check_request_size
 from pe_core._rope_call import as_input, rope_factors
 from pe_core.typing import BackendArrayT, BackendLike, HostData, SupportsArray
-from pe_core.validation import finite_real, positive_int
+from pe_core.validation import check_elements, finite_real, known_size, positive_int
 from pe_core_backends import HOST, backend_of, canonical_backend, get_namespace
 
 __all__ = ["llama4_attention_scales", "vjepa2_rope"]
@@ -217,7 +216,8 @@ def llama4_attention_scales(
         raise ValueError(f"dtype must be 'float32' or 'float64'. Received: {dtype!r}")
     source = backend_of(positions)
     on_host = source is None or get_namespace(source).numpy_arrays
-    _place.check_input_size(positions, "llama4_attention_scales", dtype=dtype, per_element=40)
+    n = known_size(positions)
+    check_elements(n, "llama4_attention_scales", dtype=dtype, per_element=40, like=positions)
     if on_host or (backend is not None and canonical_backend(backend) != source):
         values = _host_positions(positions, None if on_host else source)
         steps = _steps(HOST, values, floor_scale, np.dtype(np.float64))  # exact, rounded once

@@ -50,8 +50,8 @@ from pe_core.typing import (
     TorchBackend,
     TorchTensor,
 )
-from pe_core.validation import choice, flag, is_integer, known_size, positive_int
-from pe_core_backends import backend_of, canonical_backend, get_namespace
+from pe_core.validation import check_elements, choice, flag, is_integer, known_size, positive_int
+from pe_core_backends import backend_of
 
 __all__ = [
     "ARITHMETICS",
@@ -140,7 +140,7 @@ def bucket_thresholds(
     """
     if is_integer(num_buckets):  # a search per bucket: refused before it starts
         steps = int(num_buckets) - int(num_buckets) // 2
-        check_request_size(steps, "int64", what="bucket_thresholds", extra_bytes=64 * steps)
+        check_elements(steps, "bucket_thresholds", per_element=72)
     return t5_thresholds(num_buckets, max_distance, arithmetic)
 
 
@@ -202,7 +202,7 @@ def t5_relative_bucket(
     [0, 5, 31]
     """
     n, max_exact, most, mode, bidi = _config(bidirectional, num_buckets, max_distance, arithmetic)
-    _place.check_input_size(relative_position, "t5_relative_bucket")
+    check_elements(known_size(relative_position), "t5_relative_bucket", like=relative_position)
     source = backend_of(relative_position)
     xp, _ = choose_backend(None, backend, source=source)
     rel, carry = _t5.as_relative(relative_position, xp, source, "relative_position")
@@ -287,7 +287,7 @@ def t5_bucket_matrix(
     like_backend = backend_of(like) if like is not None else None
     xp, _ = choose_backend(None, backend, source=like_backend or offset_source)
     anchor = like if like_backend == xp.name else None
-    _place.check_size(q_len * k_len, "t5_bucket_matrix")
+    check_elements(q_len * k_len, "t5_bucket_matrix", like=anchor)
     buckets = _t5.diagonal_buckets(xp, q_len, k_len, offset, offset_source, anchor, config)
     return xp.expand_diagonals(buckets, q_len, k_len, like=anchor)
 
@@ -338,14 +338,9 @@ def t5_relative_bias(
     >>> t5_relative_bias(2, 3, table)[0, 1].tolist()  # head 1
     [[1.0, 35.0, 37.0], [3.0, 1.0, 35.0]]
     """
-    source = canonical_backend(backend) if backend is not None else backend_of(table)
-    array: Any = table
-    if source is None:
-        array, source = np.asarray(table), "numpy"
-    shape = tuple(array.shape)
+    xp, array, shape = _place.learned_table(table, backend)
     if len(shape) != 2:
         raise ValueError(f"table must have shape (num_buckets, n_heads). Received: shape {shape}")
-    xp = get_namespace(source)
     q_len = positive_int(query_length, "query_length")
     k_len = positive_int(key_length, "key_length")
     config = _config(bidirectional, int(shape[0]), max_distance, arithmetic)
@@ -353,7 +348,11 @@ def t5_relative_bias(
     n_heads = int(shape[1]) if is_integer(shape[1]) else 1  # (unknown while tracing)
     n_pairs = (known_size(offset) or 1) * q_len * k_len  # the bias, then its buckets
     check_request_size(
-        n_pairs * n_heads, xp.dtype_of(array), what="t5_relative_bias", extra_bytes=24 * n_pairs
+        n_pairs * n_heads,
+        xp.dtype_of(array),
+        what="t5_relative_bias",
+        extra_bytes=24 * n_pairs,
+        like=array,
     )
     scalar = isinstance(offset, numbers.Integral)
     if (

@@ -39,8 +39,8 @@ from typing import Any
 
 from pe_core._kernel.inputs import check_request_size
 from pe_core._learned import framework_angles, framework_frequencies, learned_rope, mixed_axes
-from pe_core._rope_call import shape_size
 from pe_core.typing import ArrayT, HostData, RopeLayout, SupportsArray
+from pe_core.validation import known_size
 from pe_core_backends import backend_of, get_namespace
 
 __all__ = ["apply_rope_mixed", "framework_frequencies", "rope_angles", "rope_mixed_angles"]
@@ -176,8 +176,8 @@ def _check_size(pos: Any, frequencies: Any, what: str, trailing: int = 0, x: Any
     xp = None if source is None else get_namespace(source)
     if xp is None or xp.is_traced(frequencies) or not xp.shape(frequencies):
         return
-    n_pos = shape_size(pos, trailing) or 1
-    n = max(n_pos * int(xp.shape(frequencies)[-1]), shape_size(x) or 0)
+    n_pos = known_size(pos, trailing) or 1
+    n = max(n_pos * int(xp.shape(frequencies)[-1]), known_size(x) or 0)
     on_host = not xp.on_accelerator(frequencies)
     check_request_size(
         n,

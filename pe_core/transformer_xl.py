@@ -27,7 +27,6 @@ from typing import Any, overload
 
 import numpy as np
 
-from pe_core._kernel.inputs import check_request_size
 from pe_core.encoding import encode
 from pe_core.spec import Spec
 from pe_core.typing import (
@@ -42,7 +41,7 @@ from pe_core.typing import (
     TorchBackend,
     TorchTensor,
 )
-from pe_core.validation import is_integer, positive_int
+from pe_core.validation import check_elements, is_integer, positive_int
 from pe_core_backends import backend_of
 
 __all__ = ["TRANSFORMER_XL", "transformer_xl_embedding", "transformer_xl_positions"]
@@ -89,8 +88,8 @@ def _positions(q_len: Any, mem_len: Any, clamp_len: Any, what: str) -> np.ndarra
         raise TypeError(
             f"clamp_len must be None or an integer (<= 0 clamps nothing). Received: {clamp_len!r}"
         )
-    n = mem_len + q_len  # the distances and their clamped copy, before either is built
-    check_request_size(n, "int64", what=what, extra_bytes=8 * n)
+    # the distances and their clamped copy, before either is built
+    check_elements(mem_len + q_len, what, per_element=16)
     positions = np.arange(mem_len + q_len - 1, -1, -1, dtype=np.int64)
     if clamp_len is not None and clamp_len > 0:
         positions = np.minimum(positions, int(clamp_len))

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from pe_core_backends import backend_of, get_namespace
+
 __all__ = [
     "broadcasts_into",
     "choice",
@@ -293,13 +295,16 @@ def check_request_size(
     n_pairs: int = 0,
     extra_bytes: int = 0,
     host_output: bool = True,
+    like: Any = None,
 ) -> None:
     """Refuse, before allocating anything, a request that cannot fit in memory.
 
     The estimate is the output (``n_elements`` of ``dtype_name``, when it is built in
     host memory), the per-pair constants (:data:`BYTES_PER_PAIR` each) and
     ``extra_bytes`` of temporaries; it is compared with :func:`available_memory`.
-    ``n_elements=None`` (sizes unknown while tracing) checks the rest only.
+    ``n_elements=None`` (sizes unknown while tracing) checks the rest only. ``like`` is
+    an array the output and its temporaries follow: where its backend's namespace says
+    it sits on an accelerator, only the constants are host memory.
 
     >>> check_request_size(10, "float32", what="encode")
     >>> check_request_size(2**62, "float32", what="encode")
@@ -309,6 +314,8 @@ def check_request_size(
     """
     out_bytes = (n_elements or 0) * _ITEMSIZE.get(dtype_name, 8) if host_output else 0
     total = out_bytes + n_pairs * BYTES_PER_PAIR + extra_bytes
+    if total >= _CHECKED_BYTES and like is not None and _on_accelerator(like):
+        host_output, total = False, n_pairs * BYTES_PER_PAIR
     if total < _CHECKED_BYTES:
         return
     available = available_memory()
@@ -324,23 +331,69 @@ def check_request_size(
     )
 
 
-def known_size(obj: Any) -> int | None:
-    """The element count of array ``obj`` from its shape alone (a broadcast view is not
-    copied, no data is read); ``None`` for Python data (already in memory) and while
-    sizes are unknown (traced, symbolic).
+def check_elements(
+    n: int | None, what: str, *, dtype: str = "int64", per_element: int = 24, like: Any = None
+) -> None:
+    """:func:`check_request_size` of ``n`` results of ``dtype`` (an index table, ids)
+    that need ``per_element`` bytes each with their working memory (``like`` as
+    there); ``n=None`` (unknown sizes) is not checked.
+
+    >>> check_elements(2**60, "toy_index")
+    Traceback (most recent call last):
+    ...
+    ValueError: toy_index would need about 25165824.0 TiB of memory (1152921504606846976 int64 values and their working memory); about ... are available. Ask for fewer positions or features (or a smaller dtype), or compute in pieces.
+    """
+    if n:
+        extra = (per_element - _ITEMSIZE.get(dtype, 8)) * n
+        check_request_size(n, dtype, what=what, extra_bytes=extra, like=like)
+
+
+def int32_values(values: np.ndarray, backend: str, what: str) -> np.ndarray:
+    """Host integers as int32, for a backend whose widest integer that is now (JAX
+    without x64); values beyond it are refused, never wrapped.
+
+    >>> int32_values(np.array([2**31]), "jax", "positions")
+    Traceback (most recent call last):
+    ...
+    ValueError: positions do not fit in int32, the widest integer of backend 'jax' now (enable jax_enable_x64 for int64). Received values from 2147483648 to 2147483648
+    """
+    info = np.iinfo(np.int32)
+    if values.size and not (info.min <= int(values.min()) and int(values.max()) <= info.max):
+        raise ValueError(
+            f"{what} do not fit in int32, the widest integer of backend {backend!r} now "
+            f"(enable jax_enable_x64 for int64). Received values from {values.min()} to "
+            f"{values.max()}"
+        )
+    return values.astype(np.int32)
+
+
+def _on_accelerator(obj: Any) -> bool:
+    """Whether array ``obj`` sits on an accelerator, as its backend's namespace says."""
+    source = backend_of(obj)
+    return source is not None and get_namespace(source).on_accelerator(obj)
+
+
+def known_size(obj: Any, trailing: int = 0) -> int | None:
+    """The element count of array ``obj`` (less its last ``trailing`` axes) from its
+    shape alone (a broadcast view is not copied, no data is read); ``None`` for Python
+    data (already in memory) and while sizes are unknown (traced, symbolic).
 
     >>> known_size(np.broadcast_to(np.zeros(()), (2**20, 2**20))), known_size([1, 2])
     (1099511627776, None)
+    >>> known_size(np.zeros((3, 4, 2)), trailing=1)
+    12
     """
-    if isinstance(obj, np.ndarray):
+    if isinstance(obj, np.ndarray) and not trailing:
         return obj.size
     shape = getattr(obj, "shape", None)
+    if shape is None:
+        return None
     try:
-        dims = list(shape) if shape is not None else [None]
+        dims = list(shape)
     except (TypeError, ValueError):  # a TensorFlow shape of unknown rank
         return None
     n = 1
-    for size in dims:  # (a loop, not a generator: torch.compile traces it)
+    for size in dims[: len(dims) - trailing]:  # (a loop, not a generator: torch.compile traces it)
         if not isinstance(size, (int, np.integer)):
             return None
         n *= int(size)

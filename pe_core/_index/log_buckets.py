@@ -71,14 +71,20 @@ def round_float32(a: int) -> int:
 SEARCHED = 2**66
 
 
+def _float32_steps(values: np.ndarray, divisor: int, denominator: Any, factor: int) -> Any:
+    """``log(values / divisor) / denominator * factor``, each step in float32 as PyTorch
+    computes it, for float32 ``values`` (a correctly rounded float32 log): the replay of
+    transformers' T5 and DeBERTa buckets."""
+    f32 = np.float32
+    return (log_float32_array(values / f32(divisor)) / f32(denominator)) * f32(factor)
+
+
 def _t5_float32_steps(a: int, n: int, max_exact: int, max_distance: int) -> int:
     """transformers' ``(log(a.float() / max_exact) / math.log(max_distance / max_exact)
-    * (n - max_exact)).to(long)`` for one distance ``a >= max_exact``, step by step in
-    float32 as PyTorch computes it (each Python scalar rounded to float32 first)."""
-    f32 = np.float32
-    ratio = f32(f32(a) / f32(max_exact))
-    scaled = f32(log_float32(ratio) / f32(math.log(max_distance / max_exact)))
-    return int(f32(scaled * f32(n - max_exact)))
+    * (n - max_exact)).to(long)`` for one distance ``a >= max_exact`` (each Python
+    scalar rounded to float32 first)."""
+    a32 = np.array([a], np.float32)
+    return int(_float32_steps(a32, max_exact, math.log(max_distance / max_exact), n - max_exact)[0])
 
 
 def _t5_reaches(a: int, k: int, n: int, max_distance: int, arithmetic: str) -> bool:
@@ -134,12 +140,9 @@ def t5_thresholds_plain(num_buckets: int, max_distance: int, arithmetic: str) ->
 
 def _deberta_float32_steps(values: np.ndarray, mid: int, max_position: int) -> np.ndarray:
     """transformers' ``ceil(log(abs_pos / mid) / log(tensor((max_position - 1) / mid))
-    * (mid - 1))`` in float32, for float32 values of ``abs_pos`` (a correctly rounded
-    float32 log)."""
-    f32 = np.float32
-    denominator = log_float32(f32((max_position - 1) / mid))
-    scaled = (log_float32_array(values / f32(mid)) / denominator) * f32(mid - 1)
-    return np.ceil(scaled).astype(np.int64)
+    * (mid - 1))`` in float32, for float32 values of ``abs_pos``."""
+    denominator = log_float32(np.float32((max_position - 1) / mid))
+    return np.ceil(_float32_steps(values, mid, denominator, mid - 1)).astype(np.int64)
 
 
 def _deberta_float32_thresholds(mid: int, max_position: int, limit: int) -> tuple[int, ...]:
@@ -440,7 +443,7 @@ def deberta_buckets(xp: Any, rel: Any, mid: int, max_position: int, arithmetic: 
 
 @host_table("deberta")
 def deberta_host(
-    q_len: int, k_len: int, mid: int, max_position: int, arithmetic: str, limit: int
+    q_len: int, k_len: int, mid: int, max_position: int, arithmetic: str
 ) -> np.ndarray:
     """DeBERTa's ``query - key`` table, log-bucketed when ``mid``: the buckets of the
     ``q_len + k_len - 1`` distances, each computed directly, then gathered."""

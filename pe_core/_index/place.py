@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from pe_core._kernel.inputs import _host_numpy, check_request_size, choose_backend
-from pe_core.validation import is_integer, known_size
-from pe_core_backends import HOST, backend_of
+from pe_core._kernel.inputs import _host_numpy, choose_backend
+from pe_core.validation import check_elements, is_integer
+from pe_core_backends import HOST, backend_of, canonical_backend, get_namespace
 
 #: The host tables, by name (see :func:`table`).
 TABLES: dict[str, Callable[..., np.ndarray]] = {}
@@ -81,6 +81,29 @@ def anchor(xp: Any, like: Any) -> Any:
     return like if like is not None and backend_of(like) == xp.name else None
 
 
+def build(
+    what: str, n: int, kind: str, args: tuple[Any, ...], backend: Any, like: Any, dtype: Any = None
+) -> Any:
+    """The plan of every host-table face: its size checked (:func:`check_size`), then
+    the table ``kind`` on ``backend`` (else ``like``'s, else NumPy) beside ``like``, as
+    :func:`table` gives it."""
+    xp = int_namespace(backend, like)
+    check_size(n, what)
+    if dtype == "float64" and not xp.supports("float64"):
+        raise ValueError(f"backend {xp.name!r} has no float64 now. Received: dtype={dtype!r}")
+    return table(xp, kind, args, anchor(xp, like), dtype)
+
+
+def learned_table(table: Any, backend: Any) -> tuple[Any, Any, tuple[Any, ...]]:
+    """``(namespace, array, shape)`` of a learned table (any backend, Python data as
+    NumPy), on ``backend`` when the caller names it (a ``Parameter`` under
+    ``torch.compile``)."""
+    source = canonical_backend(backend) if backend is not None else backend_of(table)
+    if source is None:
+        table, source = np.asarray(table), "numpy"
+    return get_namespace(source), table, tuple(table.shape)
+
+
 def _host_values(kind: str, *args: Any) -> tuple[tuple[int, ...], tuple[Any, ...]]:
     """The table ``kind`` as plain Python data: its shape and its values."""
     built = TABLES[kind](*args)
@@ -106,17 +129,8 @@ def table(xp: Any, kind: str, args: tuple[Any, ...], like: Any, dtype: str | Non
     return xp.reshape(xp.asarray(values, dtype=xp.dtype(name), like=like), shape)
 
 
-def check_size(n_elements: int, what: str) -> None:
-    check_request_size(n_elements, "int64", what=what, extra_bytes=16 * n_elements)
-
-
-def check_input_size(obj: Any, what: str, *, dtype: str = "int64", per_element: int = 24) -> None:
-    """Refuse, from its shape alone, an array input whose result of ``dtype`` and working
-    memory (``per_element`` bytes in all per element) exceed the available memory."""
-    n = known_size(obj)
-    if n:
-        size = np.dtype(dtype).itemsize
-        check_request_size(n, dtype, what=what, extra_bytes=max(per_element - size, 0) * n)
+#: The size check of every index table (int64, 24 bytes per element with temporaries).
+check_size = check_elements
 
 
 def _holds_bool(obj: Any) -> bool:

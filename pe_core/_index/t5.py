@@ -16,6 +16,7 @@ import numpy as np
 from pe_core._index.log_buckets import t5_thresholds_plain
 from pe_core._kernel.compiled import compiled
 from pe_core._kernel.inputs import _host_numpy, flat_items, python_ints
+from pe_core.validation import int32_values
 from pe_core_backends import backend_of
 
 
@@ -190,14 +191,7 @@ def fit_int(values: np.ndarray, xp: Any, what: str) -> np.ndarray:
         return values.astype(np.int64, copy=False)
     if values.dtype == np.uint32:
         return values  # held as it is; wrapped with a carry on the backend
-    info = np.iinfo(np.int32)
-    if values.size and not (info.min <= int(values.min()) and int(values.max()) <= info.max):
-        raise ValueError(
-            f"{what} do not fit in int32, the widest integer of backend {xp.name!r} now "
-            f"(enable jax_enable_x64 for int64). Received values from {values.min()} to "
-            f"{values.max()}"
-        )
-    return values.astype(np.int32)
+    return int32_values(values, xp.name, what)
 
 
 def fits_wide(value: int, xp: Any) -> bool:

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from pe_core._kernel.inputs import check_request_size
 from pe_core.typing import BackendLike
+from pe_core.validation import int32_values
 from pe_core_backends import Namespace, backend_of, canonical_backend, get_namespace
 
 
@@ -105,14 +105,7 @@ def _fit_host(values: np.ndarray, xp: Namespace, what: str) -> np.ndarray:
     """Host integers as int64, or int32 where ``xp`` has no int64 (JAX without x64)."""
     if values.dtype.kind not in "iu" or xp.supports("int64"):
         return values
-    info = np.iinfo(np.int32)
-    if values.size and not (info.min <= values.min() and values.max() <= info.max):
-        raise ValueError(
-            f"{what} do not fit in int32, the widest integer of backend {xp.name!r} now "
-            f"(enable jax_enable_x64 for int64). Received values from {values.min()} to "
-            f"{values.max()}"
-        )
-    return values.astype(np.int32)
+    return int32_values(values, xp.name, what)
 
 
 _WIDE: dict[tuple[Namespace, bool], tuple[str, Any]] = {}
@@ -155,12 +148,6 @@ def check_fits(xp: Namespace, wide: str, what: str, *values: int) -> None:
                 f"{what} reaches {value}, which does not fit in {wide}, the output dtype of "
                 f"backend {xp.name!r} (from {info.min} to {info.max}){hint}."
             )
-
-
-def check_tokens(n_tokens: int, what: str, *, per_token: int = 32) -> None:
-    """Refuse, before any work, an output of ``n_tokens`` int64 ids whose output and
-    working memory (``per_token`` bytes each) exceed the available memory."""
-    check_request_size(n_tokens, "int64", what=what, extra_bytes=(per_token - 8) * n_tokens)
 
 
 def check_binary(values: np.ndarray, what: str) -> None:
