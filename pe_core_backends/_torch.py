@@ -74,6 +74,7 @@ class TorchNamespace(
     Namespace,
     module=torch,
     bitwise_right_shift="bitwise_right_shift",
+    concat="cat",  # torch's joins take axis= for dim= (as NumPy's)
     expand_dims="unsqueeze",
     take_along_axis="take_along_dim",
 ):
@@ -182,12 +183,6 @@ class TorchNamespace(
 
     view_as_real: ArrayFunction = staticmethod(torch.view_as_real)
 
-    def stack(self, arrays: list[Any], axis: int = 0) -> Any:
-        return torch.stack(arrays, dim=axis)
-
-    def concat(self, arrays: list[Any], axis: int = 0) -> Any:
-        return torch.cat(arrays, dim=axis)
-
     mutable = True
 
     def complex_view(self, x: Any) -> Any:
@@ -253,9 +248,6 @@ class TorchNamespace(
 
     def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
         return torch.searchsorted(sorted_sequence, values, right=side == "right")
-
-    def argsort(self, x: Any, axis: int) -> Any:
-        return torch.argsort(x, dim=axis, stable=True)
 
     def cummax(self, x: Any) -> Any:
         return torch.cummax(x, dim=-1).values
