@@ -128,8 +128,7 @@ class TorchNamespace(
         return x.device.type == "meta" or torch._C._functorch.is_functorch_wrapped_tensor(x)
 
     def is_exporting(self) -> bool:
-        is_exporting = getattr(torch.compiler, "is_exporting", None)
-        return bool(is_exporting()) if is_exporting is not None else False
+        return bool(getattr(torch.compiler, "is_exporting", lambda: False)())
 
     def requires_grad(self, x: Any) -> bool:
         return bool(x.requires_grad) and torch.is_grad_enabled()

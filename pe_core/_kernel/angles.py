@@ -117,13 +117,9 @@ def _dyadic_turns(x: int | float, omega: float) -> tuple[int, int]:
     k = min(s, (a & -a).bit_length() - 1)  # lowest terms
     a, s = a >> k, s - k
     n_bits = _inv_2pi_bits(max(0, abs(a).bit_length() - s))
-    return _centered_int(a * inv_2pi_fixed(n_bits), s + n_bits), s + n_bits
-
-
-def _centered_int(m: int, shift: int) -> int:
-    """``m - round(m / 2**shift) * 2**shift`` (half to even, as ``round`` of a Fraction)."""
-    q = _round_half_even(m, shift)
-    return m - (q << shift)
+    # m - round(m / 2**shift) * 2**shift, half to even (as ``round`` of a Fraction)
+    m, shift = a * inv_2pi_fixed(n_bits), s + n_bits
+    return m - (_round_half_even(m, shift) << shift), shift
 
 
 def _round_half_even(m: int, shift: int) -> int:
