@@ -29,6 +29,33 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+__all__ = [
+    "BUILDS_MIN_PAIRS",
+    "CHECK_IN_PYTHON",
+    "FEW_POSITIONS",
+    "GATHER_MAX_ABS",
+    "GATHER_MIN_PAIRS",
+    "GATHER_MIN_ROWS",
+    "GATHER_TABLE_FRACTION",
+    "MAX_KERNEL_FLOAT",
+    "MAX_KERNEL_FLOAT_INT32",
+    "ROUTES",
+    "ROWS_MAX",
+    "ROWS_MAX_BYTES",
+    "ROWS_MIN_PAIRS",
+    "RUN_MIN_PAIRS",
+    "RUN_MIN_ROWS",
+    "SMALL_MAX_INTEGER",
+    "SMALL_MAX_PAIRS",
+    "SMALL_MAX_TURNS",
+    "SMALL_MAX_TURNS_ROUNDED",
+    "SMALL_RUN_ROWS",
+    "TABLE_MIN_PAIRS",
+    "TABLE_MIN_ROWS",
+    "Route",
+    "route_table_markdown",
+]
+
 # -- the decode-step lanes -------------------------------------------------------------
 
 #: Most positions the decode-step lanes of ``encode`` and ``apply_rope`` take (a decode
