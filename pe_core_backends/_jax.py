@@ -203,9 +203,6 @@ class JaxNamespace(Namespace, module=jnp):
     def _compilers(self) -> dict[str, Callable[[Any], Any]]:
         return {"jax.jit": jax.jit}
 
-    def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
-        return jnp.zeros(shape, dtype=dtype)
-
     def arange(self, n: int, dtype: Any, like: Any = None) -> Any:
         return jnp.arange(n, dtype=dtype)
 
@@ -214,9 +211,6 @@ class JaxNamespace(Namespace, module=jnp):
 
     guards_host_reads = True
     _host_reads = _jax_host_reads
-
-    def argsort(self, x: Any, axis: int) -> Any:
-        return jnp.argsort(x, axis=axis, stable=True)
 
     def cummax(self, x: Any) -> Any:
         return jax.lax.cummax(x, axis=x.ndim - 1)

@@ -50,12 +50,17 @@ class ArrayCore:
     name: str = "?"
     #: float dtype names this backend has (a subset of ``FLOAT_DTYPES``).
     float_dtypes: tuple[str, ...] = ("float64", "float32", "bfloat16", "float16")
+    #: the array module of ``module=`` (``np``, ``jnp``, ``tf``, ``torch``), whose functions
+    #: the defaults of :meth:`zeros` and :meth:`argsort` call (``None`` without one)
+    _module: Any = None
 
     def __init_subclass__(cls, module: Any = None, **spellings: str) -> None:
         """``class Adapter(Namespace, module=np)``: the functions of ``module`` (named as
         in NumPy, or as ``spellings`` say: ``expand_dims="unsqueeze"``) become the class's
         Array API functions that it does not define itself, as ``staticmethod``."""
         super().__init_subclass__()
+        if module is not None:
+            cls._module = module
         for name, spelling in ({**_MODULE_FUNCTIONS, **spellings} if module else {}).items():
             if name not in cls.__dict__:
                 setattr(cls, name, staticmethod(getattr(module, spelling)))
@@ -220,7 +225,8 @@ class ArrayCore:
 
     # -- creation, shapes and joins ---------------------------------------------
     def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
-        raise NotImplementedError
+        """Zeros of ``dtype`` (the array module's ``zeros``: no placement by default)."""
+        return self._module.zeros(shape, dtype=dtype)
 
     def zeros_like(self, x: Any) -> Any:
         raise NotImplementedError
@@ -302,7 +308,7 @@ class ArrayCore:
         """Indices that sort integer ``x`` along ``axis`` ascending, stably: equal values
         keep their order (the Array API's ``argsort(x, axis=axis, stable=True)``).
         Integer indices of this backend's index dtype."""
-        raise NotImplementedError(f"backend {self.name!r} has no argsort")
+        return self._module.argsort(x, axis=axis, stable=True)
 
     def take_along_axis(self, x: Any, indices: Any, axis: int) -> Any:
         """``x`` gathered along ``axis`` by integer ``indices`` of the same rank (the Array

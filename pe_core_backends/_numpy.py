@@ -82,9 +82,6 @@ class NumpyNamespace(Namespace, module=np):
         out[...] = value
         return out
 
-    def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
-        return np.zeros(shape, dtype=dtype)
-
     def empty(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
         return np.empty(shape, dtype=dtype)
 

@@ -154,9 +154,6 @@ class TensorflowNamespace(Namespace, module=tf):  # tf.round: half to even, as t
             "tf.function(jit_compile=True)": lambda fn: tf.function(fn, jit_compile=True),
         }
 
-    def zeros(self, shape: tuple[int, ...], dtype: Any, like: Any = None) -> Any:
-        return tf.zeros(shape, dtype=dtype)
-
     def arange(self, n: int, dtype: Any, like: Any = None) -> Any:
         return tf.range(n, dtype=dtype)
 
@@ -179,9 +176,6 @@ class TensorflowNamespace(Namespace, module=tf):  # tf.round: half to even, as t
 
     def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
         return tf.searchsorted(sorted_sequence, values, side=side, out_type=tf.int64)
-
-    def argsort(self, x: Any, axis: int) -> Any:
-        return tf.argsort(x, axis=axis, stable=True)
 
     def take_along_axis(self, x: Any, indices: Any, axis: int) -> Any:
         # the last axis (what pe_core gathers along): the others are batch axes

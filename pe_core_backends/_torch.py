@@ -74,6 +74,7 @@ class TorchNamespace(
     Namespace,
     module=torch,
     bitwise_right_shift="bitwise_right_shift",
+    concat="cat",  # torch's joins take axis= for dim= (as NumPy's)
     expand_dims="unsqueeze",
     take_along_axis="take_along_dim",
 ):
@@ -127,8 +128,7 @@ class TorchNamespace(
         return x.device.type == "meta" or torch._C._functorch.is_functorch_wrapped_tensor(x)
 
     def is_exporting(self) -> bool:
-        is_exporting = getattr(torch.compiler, "is_exporting", None)
-        return bool(is_exporting()) if is_exporting is not None else False
+        return bool(getattr(torch.compiler, "is_exporting", lambda: False)())
 
     def requires_grad(self, x: Any) -> bool:
         return bool(x.requires_grad) and torch.is_grad_enabled()
@@ -181,12 +181,6 @@ class TorchNamespace(
         return super().rotate_pairs(x, cos, sin, layout, rotary_dim, working)
 
     view_as_real: ArrayFunction = staticmethod(torch.view_as_real)
-
-    def stack(self, arrays: list[Any], axis: int = 0) -> Any:
-        return torch.stack(arrays, dim=axis)
-
-    def concat(self, arrays: list[Any], axis: int = 0) -> Any:
-        return torch.cat(arrays, dim=axis)
 
     mutable = True
 
@@ -253,9 +247,6 @@ class TorchNamespace(
 
     def searchsorted(self, sorted_sequence: Any, values: Any, side: str = "left") -> Any:
         return torch.searchsorted(sorted_sequence, values, right=side == "right")
-
-    def argsort(self, x: Any, axis: int) -> Any:
-        return torch.argsort(x, dim=axis, stable=True)
 
     def cummax(self, x: Any) -> Any:
         return torch.cummax(x, dim=-1).values

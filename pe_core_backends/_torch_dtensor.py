@@ -53,12 +53,11 @@ def any_dtensor(*objs: Any) -> bool:
     if _MODULE not in modules:
         return False
     cls = modules[_MODULE].DTensor
-    for obj in objs:
-        if isinstance(obj, cls):
-            return True
-        if isinstance(obj, (tuple, list)) and any(isinstance(item, cls) for item in obj):
-            return True
-    return False
+    return any(
+        isinstance(obj, cls)
+        or (isinstance(obj, (tuple, list)) and any(isinstance(item, cls) for item in obj))
+        for obj in objs
+    )
 
 
 def shard_ranges(t: Any, what: str = "x") -> tuple[Range, ...]:

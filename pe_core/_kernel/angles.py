@@ -92,7 +92,7 @@ def inv_2pi_fixed(bits: int) -> int:
 
 def _inv_2pi(magnitude_bits: int) -> Fraction:
     """``1/2pi`` to at least ``magnitude_bits + _GUARD_BITS`` bits after the point."""
-    bits = max(256, -(-(magnitude_bits + _GUARD_BITS) // 256) * 256)
+    bits = _inv_2pi_bits(magnitude_bits)
     return Fraction(inv_2pi_fixed(bits), 1 << bits)
 
 
@@ -117,13 +117,9 @@ def _dyadic_turns(x: int | float, omega: float) -> tuple[int, int]:
     k = min(s, (a & -a).bit_length() - 1)  # lowest terms
     a, s = a >> k, s - k
     n_bits = _inv_2pi_bits(max(0, abs(a).bit_length() - s))
-    return _centered_int(a * inv_2pi_fixed(n_bits), s + n_bits), s + n_bits
-
-
-def _centered_int(m: int, shift: int) -> int:
-    """``m - round(m / 2**shift) * 2**shift`` (half to even, as ``round`` of a Fraction)."""
-    q = _round_half_even(m, shift)
-    return m - (q << shift)
+    # m - round(m / 2**shift) * 2**shift, half to even (as ``round`` of a Fraction)
+    m, shift = a * inv_2pi_fixed(n_bits), s + n_bits
+    return m - (_round_half_even(m, shift) << shift), shift
 
 
 def _round_half_even(m: int, shift: int) -> int:
@@ -635,6 +631,16 @@ def _unit_complex(angles: np.ndarray, *, conj: bool, form: str, working: str) ->
     else:
         table.real, table.imag = sin, cos
     return table.astype(np.complex64 if working == "float32" else np.complex128)
+
+
+def block_shape(n_rows: int) -> tuple[int, int]:
+    """``(A, B)``: ``B`` a power of two near ``sqrt(n_rows)``, ``A = ceil(n_rows / B)``.
+
+    >>> block_shape(8192)
+    (64, 128)
+    """
+    block = 1 << max(0, (math.isqrt(max(n_rows, 1)) - 1).bit_length())
+    return -(-n_rows // block), block
 
 
 @functools.lru_cache(maxsize=64)

@@ -30,13 +30,12 @@ output's complex view, so the peak memory is the output plus a little.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from pe_core._kernel.angles import start_table, step_table
+from pe_core._kernel.angles import block_shape, start_table, step_table
 from pe_core._kernel.routes import (
     GATHER_MAX_ABS,
     GATHER_MIN_PAIRS,
@@ -79,9 +78,7 @@ def gather_plan(values: np.ndarray, n_pairs: int) -> tuple[int, int, int] | None
     lo, hi = int(flat.min()), int(flat.max())  # exact for the integral floats left
     if max(abs(lo), abs(hi)) > GATHER_MAX_ABS:
         return None
-    span = hi - lo + 1
-    block = 1 << max(0, (math.isqrt(span) - 1).bit_length())
-    blocks = -(-span // block)
+    blocks, block = block_shape(hi - lo + 1)
     if (blocks + block) * GATHER_TABLE_FRACTION > n_rows:
         return None
     return lo, blocks, block

@@ -73,8 +73,7 @@ def as_positions(obj: Any, xp: Namespace, source: str | None, *, what: str = "po
                 array = np.asarray(obj)
             except (ValueError, OverflowError) as exc:
                 raise TypeError(f"{what} must be numbers of one shape. Received: {obj!r}") from exc
-            array = _unsigned_if_exact(obj, array)
-            _check_python_integers(obj, array, what)
+            array = _exact_python_ints(obj, array, what)
         source, obj = "numpy", array
     if source != xp.name:
         obj = xp.asarray(_host_numpy(obj, source, what))
@@ -134,26 +133,20 @@ def range_array(positions: range, what: str = "positions") -> np.ndarray:
     return values if dtype is np.uint64 else values.view(np.int64)
 
 
-def _unsigned_if_exact(obj: Any, array: np.ndarray) -> np.ndarray:
-    """A sequence of Python ints in ``[0, 2**64)`` that reaches ``2**63`` as uint64
-    (NumPy would store it as float64, rounded)."""
-    if array.dtype.kind not in "fO" or not isinstance(obj, (list, tuple)):
-        return array
-    items = flat_items(obj)
-    if python_ints(items) and all(0 <= int(v) < 2**64 for v in items):
-        return np.asarray(obj, dtype=np.uint64)
-    return array
-
-
-def _check_python_integers(obj: Any, array: np.ndarray, what: str) -> None:
-    """Refuse Python ints that NumPy cannot hold exactly (no silent rounding).
+def _exact_python_ints(obj: Any, array: np.ndarray, what: str) -> np.ndarray:
+    """``array``, or a sequence of Python ints in ``[0, 2**64)`` that reaches ``2**63`` as
+    uint64 (NumPy would store it as float64, rounded); refuse Python ints that NumPy
+    cannot hold exactly (no silent rounding).
 
     NumPy gives ``object`` for ints beyond int64/uint64 and float64 for a list mixing
     negative ints with ints from ``2**63`` on, or ints with floats.
     """
     if array.dtype.kind not in "fO":
-        return
+        return array
     items = flat_items(obj)
+    if isinstance(obj, (list, tuple)) and python_ints(items):
+        if all(0 <= int(v) < 2**64 for v in items):
+            return np.asarray(obj, dtype=np.uint64)
     ints = [v for v in items if isinstance(v, numbers.Integral) and not isinstance(v, np.generic)]
     for v in ints:
         if not -(2**63) <= int(v) < 2**64:
@@ -171,6 +164,7 @@ def _check_python_integers(obj: Any, array: np.ndarray, what: str) -> None:
                     f"rounded to {float(v)!r}. Pass integers in [-2**63, 2**63) only, or "
                     "an int64/uint64 array."
                 )
+    return array
 
 
 def fits_backend(values: np.ndarray, xp: Namespace) -> bool:

@@ -125,9 +125,7 @@ def prepare_positions(
         host = as_positions(pos, numpy, source, what=what)
         max_abs = check_host_positions(host, what=what)
         if not xp.numpy_arrays and fits_backend(host, xp) and _kernel_takes(host, max_abs, xp):
-            if tracing is None:
-                tracing = xp.is_tracing()
-            if tracing:
+            if tracing or (tracing is None and xp.is_tracing()):
                 array = as_positions(host, xp, "numpy", what=what)
                 if like is not None:
                     array = xp.asarray(array, like=like)

@@ -36,14 +36,11 @@ class HostFactors:
         self._shaped: dict[tuple[str, int], Any] = {}
         self._lock = threading.Lock()
 
-    def _lead(self, ndim: int) -> tuple[int, ...]:
-        pos_shape = self._cos.shape[:-1]
-        return (1,) * (ndim - 1 - len(pos_shape)) + pos_shape
-
     def _get(self, kind: str, ndim: int) -> np.ndarray:
         def build() -> np.ndarray:
             value = _SHAPES[kind](self._cos, self._sin)
-            return value.reshape(*self._lead(ndim), value.shape[-1])
+            pos_shape = self._cos.shape[:-1]
+            return value.reshape(*(1,) * (ndim - 1 - len(pos_shape)), *pos_shape, value.shape[-1])
 
         value: np.ndarray = self.converted((kind, ndim), build)
         return value

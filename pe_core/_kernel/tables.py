@@ -17,15 +17,13 @@ a few multiply-adds instead.
 
 from __future__ import annotations
 
-import functools
-import math
 from typing import Any
 
 import numpy as np
 
-from pe_core._kernel.angles import reduced_angles, start_table
+from pe_core._kernel.angles import block_shape, start_table, step_table
 from pe_core._kernel.compiled import compiled
-from pe_core_backends import HOST, Namespace
+from pe_core_backends import Namespace
 
 
 def contiguous_start(values: np.ndarray | None) -> int | None:
@@ -49,23 +47,10 @@ def contiguous_start(values: np.ndarray | None) -> int | None:
     return int(first)
 
 
-def block_shape(n_rows: int) -> tuple[int, int]:
-    """``(A, B)``: ``B`` a power of two near ``sqrt(n_rows)``, ``A = ceil(n_rows / B)``.
-
-    >>> block_shape(8192)
-    (64, 128)
-    """
-    block = 1 << max(0, (math.isqrt(max(n_rows, 1)) - 1).bit_length())
-    return -(-n_rows // block), block
-
-
-@functools.lru_cache(maxsize=64)
 def offset_table(block: int, omegas: tuple[float, ...], working: str) -> np.ndarray:
     """``cos(b w) - i sin(b w)`` for the offsets ``b = 0 .. block - 1`` (``(block, P)``
-    complex, exact angles; cached)."""
-    angles = reduced_angles(HOST, np.arange(block), omegas, working="float64")
-    kind = np.complex64 if working == "float32" else np.complex128
-    return (np.cos(angles) - 1j * np.sin(angles)).astype(kind)
+    complex, exact angles; cached): the lookup route's step rows."""
+    return step_table(block, omegas, working, "sin_cos")
 
 
 def _combine(xp: Namespace, starts: Any, offsets: Any, n_rows: int, layout: str) -> Any:
