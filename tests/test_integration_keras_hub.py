@@ -367,6 +367,8 @@ NEW_FAMILIES = [
 @inner
 @pytest.mark.parametrize("name", NEW_FAMILIES)
 def test_new_families_patch_and_unpatch(name: str) -> None:
+    if name.startswith("SAM3") and INNER == "torch" and find_spec("torchvision") is None:
+        pytest.skip("SAM 3's ROI align on torch needs torchvision")
     model, data = new_family(name)
     before = outputs_of(model, data)
     patch_rotary_embeddings(model)

@@ -14,11 +14,18 @@ scale, ESM's scaled frequencies), reduced exactly by pe_core's kernel
 device positions. The layer keeps its class, config and weights;
 :func:`unpatch_rotary_embeddings` removes the patch.
 
+Model-specific rotary layers are made exact the same way, each from its own formula:
+SmolLM3's cos/sin, Moonshine's angle table (given reduced to ``(-pi, pi]``: its
+attention takes only their cos and sin), FLUX's N-D (per-axis) tables, RoFormer V2's
+interleaved sinusoids, and the fixed 2-D tables of SAM 3's vision encoder and DINOv3
+(in float64 on the host: they depend on the configuration and image size only). Those
+that keep their frequencies or tables as weights are patched only while the weights
+hold their own formula.
+
 A model whose rotary layers include one whose formula is not reproduced here (a
-layer class that overrides what it computes, or a model-specific rotary layer that
-does not derive from ``RotaryEmbedding``: SAM 3's and Qwen3.5's vision rotaries,
-SmolLM3's, Moonshine's angle table) is refused with an error that names each such
-layer: nothing is patched then.
+layer class that overrides what it computes, or another model-specific rotary layer:
+Qwen 3.5's vision rotary, and its attention's M-RoPE) is refused with an error that
+names each such layer: nothing is patched then.
 """
 
 from __future__ import annotations
