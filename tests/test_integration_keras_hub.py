@@ -11,6 +11,7 @@ cos/sin of the restated frequencies at position 1e5.
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -246,3 +247,135 @@ def test_refusals() -> None:
         num_key_value_heads=1, head_dim=8, hidden_dim=16, intermediate_dim=32)  # fmt: skip
     with pytest.raises(ValueError, match="Qwen3_5Attention forms its M-RoPE angles"):
         patch_rotary_embeddings(qwen)
+
+
+# ------------------------------------------------------- model-specific rotary layers
+
+
+def mp_cos_sin(positions: np.ndarray, inv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """mpmath cos/sin of ``positions * inv`` (one column per frequency)."""
+    c = np.empty((len(positions), len(inv)))
+    s = np.empty_like(c)
+    with mpmath.workdps(40):
+        for i, p in enumerate(positions.tolist()):
+            for j, w in enumerate(inv.tolist()):
+                angle = mpmath.mpf(p) * mpmath.mpf(w)
+                c[i, j], s[i, j] = float(mpmath.cos(angle)), float(mpmath.sin(angle))
+    return c, s
+
+
+FAR = 100_000 + np.arange(4)
+INV16 = 1.0 / 10000.0 ** (np.arange(0, 16, 2) / 16)  # all four layers' frequencies here
+
+
+def specific_layer(name: str) -> tuple[Any, Any]:
+    """A model-specific rotary layer and a function of it giving ``(cos, sin)`` at
+    positions FAR, shaped ``(4, 8)`` (one column per frequency)."""
+    from keras_hub.src.models.flux.flux_maths import RotaryPositionalEmbedding
+    from keras_hub.src.models.moonshine.moonshine_layers import MoonshineRotaryEmbedding
+    from keras_hub.src.models.roformer_v2.roformer_v2_attention import (
+        RoformrPositionalEmbedding,
+    )
+    from keras_hub.src.models.smollm3.smollm3_layers import SmolLM3RotaryEmbedding
+
+    ints = ops.convert_to_tensor(FAR.astype("int32"))
+    floats = ops.convert_to_tensor(FAR[None].astype("float32"))
+    if name == "smollm3":
+        layer = SmolLM3RotaryEmbedding(hidden_size=32, num_attention_heads=2,
+            max_position_embeddings=64, rope_theta=10000.0, partial_rotary_factor=1.0)  # fmt: skip
+        x = ops.zeros((1, 4, 16))
+
+        def tables(layer: Any) -> Any:
+            cos, sin = layer(x, start_index=100_000)
+            return numpy_of(cos)[0, :, :8], numpy_of(sin)[0, :, :8]
+    elif name == "moonshine":
+        layer = MoonshineRotaryEmbedding(head_dim=16, partial_rotary_factor=1.0)
+        layer.build(None)
+
+        def tables(layer: Any) -> Any:  # angles, taken by cos/sin only
+            angles = numpy_of(layer(ints))[:, ::2]
+            return np.cos(angles), np.sin(angles)
+    elif name == "flux":
+        layer = RotaryPositionalEmbedding()
+
+        def tables(layer: Any) -> Any:
+            out = numpy_of(layer(floats, dim=16, theta=10000))[0]
+            return out[..., 0], out[..., 1]
+    else:
+        layer = RoformrPositionalEmbedding(output_dim=16)
+
+        def tables(layer: Any) -> Any:
+            out = numpy_of(layer.sinusoidal_embeddings(floats, 16, 10000))[0]
+            return out[:, 1::2], out[:, ::2]
+
+    return layer, tables
+
+
+@inner
+@pytest.mark.parametrize("name", ["smollm3", "moonshine", "flux", "roformer"])
+def test_specific_layers_exact_at_1e5(name: str) -> None:
+    layer, tables = specific_layer(name)
+    before = tables(layer)
+    want = mp_cos_sin(FAR, INV16)
+    model = keras.layers.Layer()
+    model.rotary = layer  # patched through an owner, as in a model
+    patch_rotary_embeddings(model)
+    for got, exact, old in zip(tables(layer), want, before, strict=True):
+        np.testing.assert_allclose(got, exact, atol=1e-6)
+        assert np.abs(old - exact).max() > 1e-4  # keras-hub's float32 angles
+    unpatch_rotary_embeddings(model)
+    for got, old in zip(tables(layer), before, strict=True):
+        np.testing.assert_array_equal(got, old)
+
+
+@inner
+def test_specific_layers_refuse_other_weights() -> None:
+    layer, _ = specific_layer("smollm3")
+    layer.inv_freq.assign(ops.convert_to_numpy(layer.inv_freq) * 2)
+    with pytest.raises(ValueError, match="inv_freq weight is not SmolLM3RotaryEmbedding's"):
+        patch_rotary_embeddings(layer)
+
+
+def new_family(name: str) -> tuple[Any, dict[str, Any]]:
+    """A tiny backbone of a family the generic arguments do not build, and inputs:
+    the coverage script's builders."""
+    from benchmarks.keras_hub_coverage import SPECIAL, TINY
+
+    cls = getattr(keras_hub.models, name)
+    extra, data = SPECIAL[name]()
+    required = [
+        p.name for p in inspect.signature(cls.__init__).parameters.values()
+        if p.default is inspect.Parameter.empty
+    ]  # fmt: skip
+    keras.utils.set_random_seed(0)
+    return cls(**{**{n: TINY[n] for n in required if n in TINY}, **extra}), data
+
+
+def outputs_of(model: Any, data: dict[str, Any]) -> list[np.ndarray]:
+    out = model(data)
+    outs = out.values() if isinstance(out, dict) else out if isinstance(out, list) else [out]
+    return [numpy_of(o) for o in outs]
+
+
+NEW_FAMILIES = [
+    "DINOV3Backbone", "FluxBackbone", "Gemma3Backbone", "Gemma3nBackbone", "Gemma4Backbone",
+    "MoonshineBackbone", "Qwen3MoeBackbone", "QwenMoeBackbone", "RoformerV2Backbone",
+    "SAM3PromptableConceptBackbone", "SmolLM3Backbone", "T5Gemma2Backbone", "T5GemmaBackbone",
+]  # fmt: skip
+
+
+@inner
+@pytest.mark.parametrize("name", NEW_FAMILIES)
+def test_new_families_patch_and_unpatch(name: str) -> None:
+    if name.startswith("SAM3") and INNER == "torch" and find_spec("torchvision") is None:
+        pytest.skip("SAM 3's ROI align on torch needs torchvision")
+    model, data = new_family(name)
+    before = outputs_of(model, data)
+    patch_rotary_embeddings(model)
+    assert any("_pe_core_exact_rope" in vars(layer) for layer in model._flatten_layers())
+    for got, want in zip(outputs_of(model, data), before, strict=True):
+        np.testing.assert_allclose(got, want, atol=2e-5, rtol=1e-4)
+    unpatch_rotary_embeddings(model)
+    assert not any("_pe_core_exact_rope" in vars(layer) for layer in model._flatten_layers())
+    for got, want in zip(outputs_of(model, data), before, strict=True):
+        np.testing.assert_array_equal(got, want)

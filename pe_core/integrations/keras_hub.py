@@ -14,11 +14,18 @@ scale, ESM's scaled frequencies), reduced exactly by pe_core's kernel
 device positions. The layer keeps its class, config and weights;
 :func:`unpatch_rotary_embeddings` removes the patch.
 
+Model-specific rotary layers are made exact the same way, each from its own formula:
+SmolLM3's cos/sin, Moonshine's angle table (given reduced to ``(-pi, pi]``: its
+attention takes only their cos and sin), FLUX's N-D (per-axis) tables, RoFormer V2's
+interleaved sinusoids, and the fixed 2-D tables of SAM 3's vision encoder and DINOv3
+(in float64 on the host: they depend on the configuration and image size only). Those
+that keep their frequencies or tables as weights are patched only while the weights
+hold their own formula.
+
 A model whose rotary layers include one whose formula is not reproduced here (a
-layer class that overrides what it computes, or a model-specific rotary layer that
-does not derive from ``RotaryEmbedding``: SAM 3's and Qwen3.5's vision rotaries,
-SmolLM3's, Moonshine's angle table) is refused with an error that names each such
-layer: nothing is patched then.
+layer class that overrides what it computes, or another model-specific rotary layer:
+Qwen 3.5's vision rotary, and its attention's M-RoPE) is refused with an error that
+names each such layer: nothing is patched then.
 """
 
 from __future__ import annotations
@@ -127,12 +134,18 @@ _INVERSE_FREQ: dict[Any, Callable[[Any, int], np.ndarray]] = {
 
 
 def _tables(
-    positions: Any, inv_freq: np.ndarray, factor: float, dtype: str = "float32"
+    positions: Any,
+    inv_freq: np.ndarray,
+    factor: float,
+    dtype: str = "float32",
+    layout: str = "half",
 ) -> tuple[Any, Any]:
-    """``factor * cos`` and ``factor * sin`` (``cat(f, f)``) of backend positions."""
+    """``factor * cos`` and ``factor * sin`` of backend positions, one column per
+    frequency laid out as ``layout`` (``cat(f, f)``, ``"interleaved"`` or
+    ``"half_width"``: as is)."""
     xp = get_namespace(backend_of(positions) or "numpy")
     omegas = tuple(float(w) for w in inv_freq)
-    cos, sin = frequency_tables(xp, positions, omegas, float(factor), "half", dtype)
+    cos, sin = frequency_tables(xp, positions, omegas, float(factor), layout, dtype)
     return cos, sin
 
 
@@ -228,6 +241,200 @@ class _ExactESM:
         return cos[None, :, None, :], sin[None, :, None, :]
 
 
+# ------------------------------------------------- model-specific rotary layers
+
+
+def _check_weight(layer: Any, weight: Any, restated: np.ndarray) -> str | None:
+    """Why ``layer``'s frequency weight is not the restated formula (None: it is)."""
+    held = np.asarray(ops.convert_to_numpy(weight), np.float64)
+    if held.shape == restated.shape and np.allclose(held, restated, rtol=2e-6, atol=0.0):
+        return None
+    return (
+        f"its inv_freq weight is not {type(layer).__name__}'s own formula (changed or "
+        "loaded): pe_core.integrations.keras_hub restates the formula, not the weight"
+    )
+
+
+def _power_inverse_freq(base: float, dim: int) -> np.ndarray:
+    """``1 / base ** (arange(0, dim, 2) / dim)``, in float64."""
+    return 1.0 / float(base) ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+
+
+def _real(positions: Any) -> Any:
+    """Positions as integers when they are, else float32 (as these layers form them)."""
+    positions = ops.convert_to_tensor(positions)
+    return positions if "int" in str(ops.dtype(positions)) else ops.cast(positions, "float32")
+
+
+@dataclass
+class _ExactSmolLM3:
+    """``SmolLM3RotaryEmbedding.call`` with exact cos/sin (its ``(batch, seq, dim)``
+    tables times ``attention_scaling``, in the input's dtype)."""
+
+    layer: Any
+    inv_freq: np.ndarray
+
+    def __call__(self, x: Any, start_index: Any = 0) -> Any:
+        positions = _positions(x, start_index)
+        cos, sin = _tables(positions, self.inv_freq, float(self.layer.attention_scaling))
+        shape = (ops.shape(x)[0], ops.shape(x)[1], 2 * len(self.inv_freq))
+        return (
+            ops.cast(ops.broadcast_to(cos, shape), x.dtype),
+            ops.cast(ops.broadcast_to(sin, shape), x.dtype),
+        )
+
+
+@dataclass
+class _ExactMoonshine:
+    """``MoonshineRotaryEmbedding.call`` with exact angles: its attention takes only
+    their cos and sin, so each angle is given reduced to ``(-pi, pi]``
+    (``atan2`` of the exact sin and cos), whose float32 cos/sin are exact."""
+
+    layer: Any
+    inv_freq: np.ndarray
+
+    def __call__(self, t: Any) -> Any:
+        cos, sin = _tables(_real(t), self.inv_freq, 1.0, layout="interleaved")
+        return ops.cast(ops.arctan2(sin, cos), ops.dtype(self.layer.inv_freq))
+
+
+@dataclass
+class _ExactFlux:
+    """Flux's ``RotaryPositionalEmbedding.call``: ``stack([cos, sin], -1)`` of
+    ``pos * omega``, exact, in float32."""
+
+    def __call__(self, pos: Any, dim: int, theta: Any) -> Any:
+        inv_freq = _power_inverse_freq(float(theta), int(dim))
+        cos, sin = _tables(_real(pos), inv_freq, 1.0, layout="half_width")
+        return ops.stack([cos, sin], axis=-1)
+
+
+@dataclass
+class _ExactRoformer:
+    """RoFormer V2's ``RoformrPositionalEmbedding.sinusoidal_embeddings``: ``sin`` and
+    ``cos`` of ``pos * base ** (-2i / dim)`` interleaved, exact, in float32."""
+
+    def __call__(self, pos: Any, dim: int, base: Any = 10000) -> Any:
+        inv_freq = _power_inverse_freq(float(base), int(dim))
+        cos, sin = _tables(_real(pos), inv_freq, 1.0, layout="half_width")
+        pairs = ops.stack([sin, cos], axis=-1)
+        return ops.reshape(pairs, (*ops.shape(pairs)[:-2], -1))
+
+
+@dataclass
+class _ExactSAM3:
+    """``SAM3ViTRotaryEmbedding.call``: its fixed 2-D axial tables (keras-hub rounds
+    each angle to float32 before its cosine), computed in float64 once."""
+
+    layer: Any
+    cos: np.ndarray
+    sin: np.ndarray
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        dtype = self.layer.variable_dtype
+        return ops.convert_to_tensor(self.cos, dtype), ops.convert_to_tensor(self.sin, dtype)
+
+
+def _sam3(layer: Any) -> tuple[dict[str, Any] | None, str | None]:
+    dim = int(layer.head_dim)
+    freqs = 1.0 / float(layer.rope_theta) ** (np.arange(0, dim, 4)[: dim // 4] / dim)
+    flat = np.arange(int(layer.end_x) * int(layer.end_y))
+    x = (flat % int(layer.end_x)) * float(layer.scale)
+    y = (flat // int(layer.end_x)) * float(layer.scale)
+    angles = np.repeat(np.concatenate([np.outer(x, freqs), np.outer(y, freqs)], -1), 2, -1)
+    cos, sin = np.cos(angles), np.sin(angles)
+    if not hasattr(layer, "rope_embeddings_cos"):
+        return None, "SAM3ViTRotaryEmbedding is not built: call the model once first"
+    for held, want in ((layer.rope_embeddings_cos, cos), (layer.rope_embeddings_sin, sin)):
+        held = np.asarray(ops.convert_to_numpy(held), np.float64)
+        # keras-hub's float32 angles (at most end_x * scale) are this far apart at most
+        if held.shape != want.shape or not np.allclose(held, want, rtol=0.0, atol=1e-5):
+            return None, (
+                "its rope_embeddings weights are not SAM3ViTRotaryEmbedding's own formula "
+                "(changed or loaded): pe_core.integrations.keras_hub restates the formula"
+            )
+    return {"call": _ExactSAM3(layer, cos.astype(np.float32), sin.astype(np.float32))}, None
+
+
+@dataclass
+class _ExactDINOV3:
+    """``DINOV3RopePositionEmbedding.call``: ``2 pi`` times the patch centres'
+    coordinates in ``[-1, 1]`` times its frequencies, in float64 on the host when the
+    image size is known when traced (always on JAX and torch); an image size unknown
+    then (a TensorFlow graph with free height or width) gets keras-hub's own float32
+    tables (angles within ``2 pi``: about 1e-6 off)."""
+
+    layer: Any
+    inv_freq: np.ndarray
+
+    def __call__(self, inputs: Any) -> Any:
+        layer = self.layer
+        shape = tuple(inputs.shape)
+        height, width = shape[1:3] if layer.data_format == "channels_last" else shape[2:4]
+        if not (isinstance(height, int) and isinstance(width, int)):
+            return type(layer).call(layer, inputs)
+        n_h, n_w = height // layer.patch_size, width // layer.patch_size
+        coords_h = np.repeat(((np.arange(n_h) + 0.5) / n_h)[:, None], n_w, axis=1)
+        coords_w = np.repeat(((np.arange(n_w) + 0.5) / n_w)[None, :], n_h, axis=0)
+        coords = 2.0 * np.stack([coords_h, coords_w], -1).reshape(-1, 2) - 1.0
+        angles = 2 * math.pi * coords[:, :, None] * self.inv_freq[None, None, :]
+        angles = np.tile(angles.reshape(angles.shape[0], -1), (1, 2))
+        cos = ops.convert_to_tensor(np.cos(angles).astype(np.float32))
+        sin = ops.convert_to_tensor(np.sin(angles).astype(np.float32))
+        return ops.cast(cos, inputs.dtype), ops.cast(sin, inputs.dtype)
+
+
+def _dinov3(layer: Any) -> tuple[dict[str, Any] | None, str | None]:
+    dim = int(layer.head_dim)
+    inv = 1.0 / float(layer.rope_theta) ** (np.arange(dim // 4) * 4.0 / dim)
+    reason = _check_weight(layer, layer.inv_freq, inv)
+    return (None, reason) if reason else ({"call": _ExactDINOV3(layer, inv)}, None)
+
+
+def _smollm3(layer: Any) -> tuple[dict[str, Any] | None, str | None]:
+    dim = int(layer.head_dim * layer.partial_rotary_factor)
+    inv = _power_inverse_freq(float(layer.rope_theta), dim)
+    reason = _check_weight(layer, layer.inv_freq, inv)
+    return (None, reason) if reason else ({"call": _ExactSmolLM3(layer, inv)}, None)
+
+
+def _moonshine(layer: Any) -> tuple[dict[str, Any] | None, str | None]:
+    if layer.inv_freq is None:
+        return None, "MoonshineRotaryEmbedding is not built: call the model once first"
+    half = int(layer.rotary_dim) // 2
+    inv = float(layer.base_value) ** -(np.arange(half, dtype=np.float64) / half)
+    reason = _check_weight(layer, layer.inv_freq, inv)
+    return (None, reason) if reason else ({"call": _ExactMoonshine(layer, inv)}, None)
+
+
+#: Model-specific rotary layers reproduced here, by their exact class (module, name):
+#: what to set on the instance, or why not.
+_SPECIFIC: dict[tuple[str, str], Callable[[Any], tuple[dict[str, Any] | None, str | None]]] = {
+    ("keras_hub.src.models.smollm3.smollm3_layers", "SmolLM3RotaryEmbedding"): _smollm3,
+    ("keras_hub.src.models.moonshine.moonshine_layers", "MoonshineRotaryEmbedding"): _moonshine,
+    ("keras_hub.src.models.sam3.sam3_vision_encoder", "SAM3ViTRotaryEmbedding"): _sam3,
+    ("keras_hub.src.models.dinov3.dinov3_layers", "DINOV3RopePositionEmbedding"): _dinov3,
+    ("keras_hub.src.models.flux.flux_maths", "RotaryPositionalEmbedding"): (
+        lambda layer: ({"call": _ExactFlux()}, None)
+    ),
+    ("keras_hub.src.models.roformer_v2.roformer_v2_attention", "RoformrPositionalEmbedding"): (
+        lambda layer: ({"sinusoidal_embeddings": _ExactRoformer()}, None)
+    ),
+}
+
+
+#: Layers named for RoPE that only apply the tables their rotary layer gives them.
+_APPLIERS = {
+    ("keras_hub.src.models.flux.flux_maths", "FluxRoPEAttention"),
+    ("keras_hub.src.models.flux.flux_maths", "ApplyRoPE"),
+    ("keras_hub.src.models.sam3.sam3_layers", "SAM3RoPEAttention"),
+}
+
+
+def _key(layer: Any) -> tuple[str, str]:
+    return type(layer).__module__, type(layer).__name__
+
+
 # ---------------------------------------------------------------- which layers
 
 
@@ -235,9 +442,12 @@ def _own(layer: Any, name: str) -> Any:
     return getattr(type(layer), name)
 
 
-def _exact_method(layer: Any) -> tuple[Any, str | None]:
-    """The exact ``_compute_cos_sin_embedding`` of ``layer``, or ``None`` and why not."""
+def _exact_method(layer: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """What to set on ``layer`` (its exact cos/sin method), or ``None`` and why not."""
     name = type(layer).__name__
+    specific = _SPECIFIC.get(_key(layer))
+    if specific is not None:
+        return specific(layer)
     if not isinstance(layer, RotaryEmbedding):
         return None, (
             f"{name} does not derive from keras_hub's RotaryEmbedding: its formula is not "
@@ -246,17 +456,17 @@ def _exact_method(layer: Any) -> tuple[Any, str | None]:
     compute = _own(layer, _METHOD)
     if compute is ESMRotaryEmbedding._compute_cos_sin_embedding:
         if _own(layer, "call") is ESMRotaryEmbedding.call:
-            return _ExactESM(layer), None
+            return {_METHOD: _ExactESM(layer)}, None
     elif compute is Phi3SuScaledRotaryEmbedding._compute_cos_sin_embedding:
         if _own(layer, "_get_inverse_freq") is RotaryEmbedding._get_inverse_freq:
             if _own(layer, "_compute_positions") is RotaryEmbedding._compute_positions:
-                return _ExactPhi3(layer), None
+                return {_METHOD: _ExactPhi3(layer)}, None
     elif compute is RotaryEmbedding._compute_cos_sin_embedding:
         inverse_freq = _INVERSE_FREQ.get(_own(layer, "_get_inverse_freq"))
         positions_ok = _own(layer, "_compute_positions") is RotaryEmbedding._compute_positions
         if inverse_freq is not None and positions_ok:
             if _own(layer, "call") is RotaryEmbedding.call:
-                return _ExactBase(layer, inverse_freq), None
+                return {_METHOD: _ExactBase(layer, inverse_freq)}, None
     return None, (
         f"{name} overrides what keras_hub's RotaryEmbedding computes (its call, "
         "positions, inverse frequencies or cos/sin): its formula is not reproduced by "
@@ -267,7 +477,9 @@ def _exact_method(layer: Any) -> tuple[Any, str | None]:
 def _rotary_layers(model: Any) -> list[tuple[str, Any]]:
     found = []
     for layer in model._flatten_layers(include_self=True, recursive=True):
-        if isinstance(layer, RotaryEmbedding) or _ROTARY_NAME.search(type(layer).__name__):
+        rotary = isinstance(layer, RotaryEmbedding) or _key(layer) in _SPECIFIC
+        named = _ROTARY_NAME.search(type(layer).__name__) and _key(layer) not in _APPLIERS
+        if rotary or named:
             found.append((layer.path if hasattr(layer, "path") else layer.name, layer))
     return found
 
@@ -341,7 +553,7 @@ def patch_rotary_embeddings(model: ModelT) -> ModelT:
         )
     for layer, exact in patches:
         if _PATCH not in vars(layer):
-            patch(layer, _PATCH, {_METHOD: exact})
+            patch(layer, _PATCH, exact)
     return model
 
 
