@@ -1,6 +1,7 @@
 """Which transformers models ``patch_rotary_embeddings`` makes exact: every family, measured.
 
-``python -m benchmarks.hf_coverage [--jobs N] [--timeout S] [--only a,b] [--out FILE]``
+``python -m benchmarks.hf_coverage [--jobs N] [--timeout S] [--only a,b] [--memory GIB]
+[--out FILE]``
 enumerates every model type of the installed transformers whose modeling module defines
 a class named ``*RotaryEmbedding*``, and for each one, in its own process (a timeout
 each):
@@ -140,12 +141,61 @@ OVERRIDES: dict[str, dict[str, Any]] = {
 }
 
 
+#: Families whose default config asks tens of GB of the allocator while building (each
+#: full-size weight is allocated before it moves to ``meta``): built shrunk
+#: (:data:`SMALL`, in the config and every sub-config), then with their OVERRIDES. The
+#: rotary modules read none of the shrunk settings (head sizes and rope settings are kept).
+SHRUNK = frozenset(
+    "axk1 beam chameleon deepseek_ocr2 deepseek_v3 deepseek_v32 deepseek_v4 diffusion_gemma "
+    "dots1 dots3_note emu3 esm gemma3n glm5_next glm_moe_dsa granite4_vision "
+    "granitemoehybrid hunyuan_v1_dense hunyuan_v1_moe hunyuan_vl hy_v4_vl inkling2 "
+    "kimi_k25 lfm2_moe llama4 longcat_flash mimo_v2_flash minimax_m3_vl ministral "
+    "mistral_large4 moonshine_streaming muse_spark nemotron pe_audio_video pe_video "
+    "qwen2_5_omni qwen3_omni_moe qwen4_exp".split()
+)
+
+#: Upper bounds of the size settings of a shrunk config (a smaller value is kept).
+SMALL = {
+    **dict.fromkeys(
+        ("num_hidden_layers", "num_layers", "n_layers", "encoder_layers", "decoder_layers"), 2
+    ),
+    **dict.fromkeys(("vocab_size", "codebook_size"), 512),
+    **dict.fromkeys(
+        (
+            "intermediate_size",
+            "moe_intermediate_size",
+            "ffn_hidden_size",
+            "expert_ffn_hidden_size",
+            "shared_intermediate_size",
+            "shared_expert_intermediate_size",
+        ),
+        64,
+    ),
+    **dict.fromkeys(
+        ("n_routed_experts", "num_experts", "num_local_experts", "n_experts", "moe_num_experts"),
+        4,
+    ),
+    **dict.fromkeys(("num_experts_per_tok", "moe_topk", "top_k", "n_group", "topk_group"), 1),
+}
+
+
 def _config(model_type: str) -> Any:
     from transformers import AutoConfig
 
     config = AutoConfig.for_model(model_type)
+    if model_type in SHRUNK:
+        _shrink(config, set())
     _override(config, OVERRIDES.get(model_type, {}))
     return config
+
+
+def _shrink(config: Any, seen: set[int]) -> None:
+    seen.add(id(config))
+    for key, value in list(vars(config).items()):
+        if hasattr(value, "to_dict") and id(value) not in seen:
+            _shrink(value, seen)
+        elif key in SMALL and isinstance(value, int) and not isinstance(value, bool):
+            setattr(config, key, min(value, SMALL[key]))
 
 
 def _override(config: Any, settings: dict[str, Any]) -> None:
@@ -318,7 +368,12 @@ def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _child(model_type: str, module_name: str, conn: Any) -> None:
+def _child(model_type: str, module_name: str, conn: Any, memory: float) -> None:
+    if memory > 0:  # a family that asks too much fails alone (MemoryError), not the machine
+        import resource
+
+        limit = int(memory * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
         rows = run_family(model_type, module_name)
     except BaseException as error:
@@ -327,14 +382,16 @@ def _child(model_type: str, module_name: str, conn: Any) -> None:
     conn.close()
 
 
-def _one(model_type: str, module_name: str, timeout: float) -> list[dict[str, Any]]:
+def _one(
+    model_type: str, module_name: str, timeout: float, memory: float = 0.0
+) -> list[dict[str, Any]]:
     """One family in a process of its own (forked: torch and transformers are imported
     once, in the parent), killed after ``timeout`` seconds."""
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(model_type, module_name, send))
+    process = context.Process(target=_child, args=(model_type, module_name, send, memory))
     process.start()
     send.close()
     rows = None
@@ -393,6 +450,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--only", default="")
+    parser.add_argument(
+        "--memory", type=float, default=0.0, help="GiB of address space a family may use"
+    )
     parser.add_argument("--out", default="")
     args = parser.parse_args(argv)
     import torch  # noqa: F401 - imported once, before the forks
@@ -406,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         todo = [t for t in todo if t[0] in wanted]
     rows: list[dict[str, Any]] = []
     with futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        jobs = [pool.submit(_one, t, m, args.timeout) for t, m in todo]
+        jobs = [pool.submit(_one, t, m, args.timeout, args.memory) for t, m in todo]
         for job in jobs:
             rows.extend(job.result())
     text = summary(rows) + "\n\n" + table(rows) + "\n"
