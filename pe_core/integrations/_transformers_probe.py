@@ -63,10 +63,13 @@ class Layout:
 
 #: The layouts a module's forward may have, tried in this order: transformers' standard
 #: ``cat(f, f)``, each frequency twice in a row (Cohere), one column per pair (GPT-OSS),
-#: ``(sin, cos)`` of one column per pair (GPT-J, CodeGen), complex ``polar`` (DeepSeek-V2,
-#: Llama 4), the module's own ``recomposition_frequencies`` of the pairs (M-RoPE, vision
-#: towers).
-_LAYOUTS = ("half", "interleaved", "pairs", "complex", "recompose")
+#: complex ``polar`` (DeepSeek-V2, Llama 4), the module's own
+#: ``recomposition_frequencies`` of the pairs (M-RoPE, vision towers), ``(sin, cos)`` of
+#: one column per pair (GPT-J, CodeGen: rows of their table).
+_LAYOUTS = ("half", "interleaved", "pairs", "complex", "recompose", "sincos")
+
+#: The base of GPT-J / CodeGen's ``create_sinusoidal_positions`` table.
+_TABLE_BASE = 10000.0
 
 
 #: Rope-dict keys transformers' rotary modules never read (attention-side keys, such
@@ -217,18 +220,28 @@ def arrange(
         return cos, sin
     if kind == "complex":
         return torch.complex(cos, sin)
+    if kind == "sincos":
+        return sin, cos
     return recompose(cos.clone()), recompose(sin.clone())
 
 
-def _detect_layout(module: nn.Module, layer_type: str | None) -> tuple[Layout | None, str]:
+def _detect_layout(
+    module: nn.Module,
+    layer_type: str | None,
+    inv_freq: torch.Tensor | None = None,
+    scale: Any = None,
+) -> tuple[Layout | None, str]:
     """The layout of ``module``'s own forward (None and why if it is none of _LAYOUTS).
 
     Runs the undecorated forward (no dynamic/longrope update: no side effect) at the
     probe positions and compares it with each layout of ``f.cos() * attention_scaling``,
-    ``f = position_ids[..., None] * inv_freq`` from the module's own buffers.
+    ``f = position_ids[..., None] * inv_freq`` from the module's own buffers (or the
+    ``inv_freq`` and ``scale`` given: a table module's).
     """
-    inv_freq = _attr(module, layer_type, "inv_freq").float()
-    scale = _attr(module, layer_type, "attention_scaling")
+    if inv_freq is None:
+        inv_freq = _attr(module, layer_type, "inv_freq")
+        scale = _attr(module, layer_type, "attention_scaling")
+    inv_freq = inv_freq.float()
     if not isinstance(scale, (int, float)):
         return None, "it has no attention_scaling"
     raw = getattr(type(module).forward, "__wrapped__", type(module).forward)
@@ -265,7 +278,7 @@ def _detect_layout(module: nn.Module, layer_type: str | None) -> tuple[Layout | 
             "its forward does not compute the cos/sin of position_ids * inv_freq times "
             "attention_scaling in a layout pe_core knows (cat(f, f); each frequency twice "
             "in a row; one column per pair; complex polar; the module's own "
-            "recomposition_frequencies)"
+            "recomposition_frequencies; (sin, cos) of one column per pair)"
         )
     return candidates[0], ""
 
@@ -382,13 +395,45 @@ def rotary_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
     return [(path, m) for path, m in model.named_modules() if _is_rotary(m)]
 
 
+def _table(module: nn.Module) -> tuple[torch.Tensor, dict[str, Any]] | None:
+    """GPT-J / CodeGen's modules: no config, no ``inv_freq``, a ``(sin, cos)`` table
+    ``embed_positions`` (``create_sinusoidal_positions``) over ``pos_embd_dim`` columns.
+    Their float32 ``inv_freq`` (as transformers builds the table's) and the config
+    mapping pe_core reads their frequencies from; None for other modules."""
+    table, dim = getattr(module, "embed_positions", None), getattr(module, "pos_embd_dim", None)
+    if not (isinstance(table, torch.Tensor) and table.ndim == 2 and isinstance(dim, int)):
+        return None
+    if dim % 2 or table.shape[1] != dim:
+        return None
+    steps = torch.arange(0, dim, 2, dtype=torch.int64, device=table.device)
+    return 1.0 / (_TABLE_BASE ** (steps / dim)), {"rope_theta": _TABLE_BASE, "head_dim": dim}
+
+
+def _table_plan(
+    module: nn.Module, inv_freq: torch.Tensor, mapping: dict[str, Any]
+) -> tuple[tuple[dict[str | None, Rope], dict[str | None, Layout]] | None, str]:
+    """A table module's rope and layout: its forward must give the table's sin/cos of
+    ``position_ids * inv_freq`` (checked as any module's), ``inv_freq`` pe_core's
+    frequencies for base 10000 over ``pos_embd_dim`` to float32 rounding."""
+    layout, why = _detect_layout(module, None, inv_freq, 1.0)
+    if layout is None:
+        return None, f"its cos/sin come from a table of its own: {why}"
+    source = _PeCoreSource(mapping, None)
+    omegas, scale = source()
+    theirs = inv_freq.double().cpu().numpy()
+    if len(omegas) != theirs.shape[0] or not np.allclose(theirs, omegas, rtol=_FREQ_RTOL):
+        return None, "its table's frequencies differ from pe_core's for base 10000"
+    return ({None: Rope(source, None, "default", omegas, scale)}, {None: layout}), ""
+
+
 def plan(
     module: nn.Module,
 ) -> tuple[tuple[dict[str | None, Rope], dict[str | None, Layout]] | None, str]:
     """The ropes and layouts of one module, or None and why it is not covered."""
     layer_types, why = _layer_types(module)
     if layer_types is None:
-        return None, why
+        table = _table(module)
+        return (None, why) if table is None else _table_plan(module, *table)
     ropes: dict[str | None, Rope] = {}
     layouts: dict[str | None, Layout] = {}
     for lt in layer_types:
