@@ -138,6 +138,34 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     },
     "dbrx": {"attn_config": {"rope_theta": 10000.0}},
     "zamba2": {"use_mem_rope": True},
+    # default configs with settings left None that a checkpoint's config supplies
+    "chameleon": {"vocabulary_map": {"<image>": 1}},
+    "deepseek_ocr2": {
+        "text_config": {
+            "mlp_layer_types": ["dense", "sparse"],
+            "num_experts_per_tok": 1,
+            "n_group": 1,
+            "topk_group": 1,
+        }
+    },
+    "diffusion_gemma": {
+        "text_config": {"num_experts": 4, "top_k_experts": 1, "moe_intermediate_size": 64}
+    },
+    "dots1": {"n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 1},
+    "esm": {"vocab_size": 33, "position_embedding_type": "rotary"},
+    "granite4_vision": {"deepstack_layer_map": [(1, 0)]},
+    "granitemoehybrid": {"position_embedding_type": "rope"},
+    "hunyuan_v1_dense": {"head_dim": 128},
+    "hunyuan_v1_moe": {"head_dim": 128},
+    "hunyuan_vl": {"text_config": {"head_dim": 128}},
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
+    "ministral": {"head_dim": 128},
+    "moonshine_streaming": {"num_key_value_heads": 8},
+    "nemotron": {"num_key_value_heads": 48},
+    # the text module's M-RoPE sections cover half the head (checkpoints' configs)
+    "glm4v": {"text_config": {"rope_parameters": {"partial_rotary_factor": 0.5}}},
+    "glm4v_moe": {"text_config": {"head_dim": 128}},
+    "glm_image": {"text_config": {"rope_parameters": {"partial_rotary_factor": 0.5}}},
 }
 
 
@@ -183,25 +211,40 @@ def _config(model_type: str) -> Any:
     from transformers import AutoConfig
 
     config = AutoConfig.for_model(model_type)
-    if model_type in SHRUNK:
-        _shrink(config, set())
+    if model_type in SHRUNK:  # built again, so that settings derived from sizes follow
+        config = AutoConfig.for_model(model_type, **_small(config, set()))
     _override(config, OVERRIDES.get(model_type, {}))
     return config
 
 
-def _shrink(config: Any, seen: set[int]) -> None:
+def _small(config: Any, seen: set[int]) -> dict[str, Any]:
+    """The settings of ``config`` (and of its sub-configs) above :data:`SMALL`, capped;
+    a padding id beyond the capped vocabulary becomes 0."""
     seen.add(id(config))
+    out: dict[str, Any] = {}
     for key, value in list(vars(config).items()):
         if hasattr(value, "to_dict") and id(value) not in seen:
-            _shrink(value, seen)
+            inner = _small(value, seen)
+            if inner:
+                out[key] = inner
         elif key in SMALL and isinstance(value, int) and not isinstance(value, bool):
-            setattr(config, key, min(value, SMALL[key]))
+            if key == "num_hidden_layers" and config.to_dict().get("per_layer_config"):
+                continue  # its per-layer settings name layers by index
+            if value > SMALL[key]:
+                out[key] = SMALL[key]
+    pad = getattr(config, "pad_token_id", None)
+    if isinstance(pad, int) and "vocab_size" in out and pad >= out["vocab_size"]:
+        out["pad_token_id"] = 0
+    return out
 
 
 def _override(config: Any, settings: dict[str, Any]) -> None:
     for key, value in settings.items():
         inner = getattr(config, key, None)
-        if isinstance(value, dict) and hasattr(inner, "to_dict"):
+        if isinstance(value, dict) and (hasattr(inner, "to_dict") or isinstance(inner, dict)):
+            if isinstance(inner, dict):  # a dict setting (rope_parameters): merged
+                setattr(config, key, {**inner, **value})
+                continue
             _override(inner, value)
         else:
             setattr(config, key, value)
@@ -230,12 +273,29 @@ def _model_classes(model_type: str, module_name: str, config: Any) -> list[Any]:
     return [getattr(module, n) for n in names if hasattr(module, n)]
 
 
+#: Sub-configs a family's model may be built from when no class of the whole config
+#: builds a model with a rotary module (a tower that needs a library not installed,
+#: a default class without rotary modules).
+SUB_CONFIGS = ("text_config", "thinker_config")
+
+
+def _candidates(model_type: str, module_name: str, config: Any) -> Iterator[tuple[Any, str]]:
+    """``(model class, sub-config name or "")`` to try, in order."""
+    for cls in _model_classes(model_type, module_name, config):
+        yield cls, ""
+    for key in SUB_CONFIGS:
+        inner = getattr(config, key, None)
+        if hasattr(inner, "to_dict"):
+            for cls in _model_classes(model_type, module_name, inner):
+                yield cls, key
+
+
 def _build(model_type: str, module_name: str, reference: bool) -> Any:
     import torch
 
     config = _config(model_type)
     errors = []
-    for cls in _model_classes(model_type, module_name, config):
+    for cls, key in _candidates(model_type, module_name, config):
         try:
             with _meta_parameters():
                 if reference:
@@ -243,12 +303,18 @@ def _build(model_type: str, module_name: str, reference: bool) -> Any:
                     torch.set_default_dtype(torch.float64)
                     try:
                         with _upcast_mode():
-                            return cls(_config(model_type))
+                            fresh = _config(model_type)
+                            model = cls(getattr(fresh, key) if key else fresh)
                     finally:
                         torch.set_default_dtype(previous)
-                return cls(config)
+                else:
+                    model = cls(getattr(config, key) if key else config)
         except Exception as error:
             errors.append(f"{cls.__name__}: {type(error).__name__}: {error}"[:200])
+            continue
+        if any("RotaryEmbedding" in type(m).__name__ for m in model.modules()):
+            return model
+        errors.append(f"{cls.__name__}: no rotary module")
     raise RuntimeError("; ".join(errors) or "no model class")
 
 
