@@ -17,7 +17,9 @@ each):
    refused, if it is) and on the whole model (``crashed`` if that raises anything
    else than the documented ``ValueError``);
 4. calls each patched module at positions ``1e5 ... 1e5 + 7`` (modules called as
-   ``forward(x, position_ids)``), or its vision ``forward(seqlen)`` at 1024 positions,
+   ``forward(x, position_ids)``; the last 8 rows of a table module's table, GPT-J and
+   CodeGen, whose forward serves no further), or its vision ``forward(seqlen)`` at 1024
+   positions,
    and compares the cos/sin with the float64 reference's: ``exact`` within
    :data:`EXACT` (also reported: the unpatched module's error), ``wrong`` beyond.
 
@@ -344,7 +346,9 @@ def _probe(module: Any, kind: str, dtype: Any, upcast: bool) -> tuple[Any, Any]:
         params = list(inspect.signature(type(module).forward).parameters)[1:]
         if params[:2] == ["x", "position_ids"]:
             x = torch.zeros(1, dtype=dtype)
-            pos = torch.arange(FAR, FAR + 8)[None]
+            table = getattr(module, "embed_positions", None)  # GPT-J, CodeGen: its last rows
+            first = FAR if table is None else min(FAR, table.shape[0] - 8)
+            pos = torch.arange(first, first + 8)[None]
             if hasattr(module, "mrope_section") or callable(
                 getattr(module, "recomposition_frequencies", None)
             ):

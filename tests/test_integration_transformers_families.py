@@ -80,6 +80,21 @@ CASES: dict[str, tuple[str, str, str | None, dict[str, Any], dict[str, Any]]] = 
     "cohere-interleaved": ("cohere", "CohereRotaryEmbedding", None, {}, {}),
     "gpt_oss-pairs": ("gpt_oss", "GptOssRotaryEmbedding", None, {}, {}),
     "deepseek_v2-complex": ("deepseek_v2", "DeepseekV2RotaryEmbedding", None, {}, {}),
+    # M-RoPE over half the head, each frequency twice in a row (refused before: the
+    # default config's sections do not fit its head; a checkpoint's config does)
+    "glm4v-text": (
+        "glm4v",
+        "Glm4vTextRotaryEmbedding",
+        "text_config",
+        {
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 1e4,
+                "partial_rotary_factor": 0.5,
+            }
+        },
+        {},
+    ),
     # vision towers: (2, n) position ids, recomposed by the module
     "qwen2_vl-vision": ("qwen2_vl", "Qwen2VLVisionRotaryEmbedding", "vision_config", {}, {}),
 }
@@ -133,6 +148,41 @@ def test_family_module_is_patched_exactly(case: str) -> None:
     again = _call(module, torch.float32)
     for a, b in zip(again, before, strict=True):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("model_type", ["gptj", "codegen"])
+def test_sin_cos_table_modules_are_patched_exactly(model_type: str) -> None:
+    """GPT-J and CodeGen's modules read a float32 ``(sin, cos)`` table (no config, no
+    ``inv_freq``): patched, they give the float64 table's values at its last rows (their
+    dtype, their shape), and a whole model's logits stay those of the table."""
+    settings = dict(vocab_size=64, n_embd=64, n_layer=1, n_head=4, rotary_dim=8)
+    config = transformers.AutoConfig.for_model(model_type, n_positions=4096, **settings)
+    cls = "GPTJRotaryEmbedding" if model_type == "gptj" else "CodeGenRotaryEmbedding"
+    module = _module(model_type, cls, config)
+    x, pos = torch.zeros(1), torch.arange(4088, 4096)[None]
+    before = module(x, pos)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with Float64Mode():
+            want = _module(model_type, cls, config)(x.double(), pos)
+    finally:
+        torch.set_default_dtype(previous)
+    patch_rotary_embeddings(module)
+    got = module(x, pos)
+    err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+    unpatched = max(float((b.double() - w).abs().max()) for b, w in zip(before, want, strict=True))
+    assert err <= EXACT and unpatched > 10 * err, (err, unpatched)
+    for g, b in zip(got, before, strict=True):
+        assert g.shape == b.shape and g.dtype == b.dtype
+    auto = {"gptj": "GPTJForCausalLM", "codegen": "CodeGenForCausalLM"}[model_type]
+    torch.manual_seed(0)
+    model = getattr(transformers, auto)(config).eval()
+    ids = torch.tensor([[1, 2, 3, 4]])
+    with torch.no_grad():
+        plain = model(ids).logits
+        patch_rotary_embeddings(model)
+        torch.testing.assert_close(model(ids).logits, plain, rtol=0.0, atol=1e-5)
 
 
 def test_llama4_scaling_beta_and_refusals_name_the_module() -> None:
