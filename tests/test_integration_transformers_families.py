@@ -185,6 +185,16 @@ def test_sin_cos_table_modules_are_patched_exactly(model_type: str) -> None:
         torch.testing.assert_close(model(ids).logits, plain, rtol=0.0, atol=1e-5)
 
 
+def test_learned_frequencies_are_refused_by_name() -> None:
+    """Mistral Large 4's text module scales its frequencies by a learned ``alpha``: it is
+    refused (even while alpha is 0, as built: a checkpoint loaded later would change it)."""
+    config = _config("mistral_large4", "text_config")
+    module = _module("mistral_large4", "MistralLarge4TextRotaryEmbedding", config)
+    with pytest.raises(ValueError, match=r"MistralLarge4TextRotaryEmbedding at '<model>'.*alpha"):
+        patch_rotary_embeddings(module)
+    assert "forward" not in vars(module)
+
+
 def test_llama4_scaling_beta_and_refusals_name_the_module() -> None:
     """A rope dict key pe_core does not know (besides the ignored attention-side ones)
     refuses the module by name, never a bare config error."""

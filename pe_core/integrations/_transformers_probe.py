@@ -430,6 +430,12 @@ def plan(
     module: nn.Module,
 ) -> tuple[tuple[dict[str | None, Rope], dict[str | None, Layout]] | None, str]:
     """The ropes and layouts of one module, or None and why it is not covered."""
+    learned = [name for name, _ in module.named_parameters(recurse=False)]
+    if learned:  # Mistral Large 4's alpha: frequencies trained (and loaded) after patching
+        return None, (
+            f"it has learned parameters ({', '.join(learned)}) that its forward may read: "
+            "its frequencies are not its config's"
+        )
     layer_types, why = _layer_types(module)
     if layer_types is None:
         table = _table(module)
