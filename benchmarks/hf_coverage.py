@@ -155,11 +155,14 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     },
     "dots1": {"n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 1},
     "esm": {"vocab_size": 33, "position_embedding_type": "rotary"},
+    "gemma3n": {"text_config": {"num_kv_shared_layers": 0}},
     "granite4_vision": {"deepstack_layer_map": [(1, 0)]},
     "granitemoehybrid": {"position_embedding_type": "rope"},
     "hunyuan_v1_dense": {"head_dim": 128},
     "hunyuan_v1_moe": {"head_dim": 128},
-    "hunyuan_vl": {"text_config": {"head_dim": 128}},
+    "hunyuan_vl": {
+        "text_config": {"head_dim": 128, "rope_parameters": {"mrope_section": [16, 16, 16, 16]}}
+    },
     "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
     "ministral": {"head_dim": 128},
     "moonshine_streaming": {"num_key_value_heads": 8},
@@ -177,7 +180,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
 #: rotary modules read none of the shrunk settings (head sizes and rope settings are kept).
 SHRUNK = frozenset(
     "axk1 beam chameleon deepseek_ocr2 deepseek_v3 deepseek_v32 deepseek_v4 diffusion_gemma "
-    "dots1 dots3_note emu3 esm gemma3n glm5_next glm_moe_dsa granite4_vision "
+    "dots1 dots3_note emu3 esm gemma3n glm4v_moe glm5_next glm_moe_dsa granite4_vision "
     "granitemoehybrid hunyuan_v1_dense hunyuan_v1_moe hunyuan_vl hy_v4_vl inkling2 "
     "kimi_k25 lfm2_moe llama4 longcat_flash mimo_v2_flash minimax_m3_vl ministral "
     "mistral_large4 moonshine_streaming muse_spark nemotron pe_audio_video pe_video "
@@ -352,12 +355,13 @@ def _probe(module: Any, kind: str, dtype: Any, upcast: bool) -> tuple[Any, Any]:
             if hasattr(module, "mrope_section") or callable(
                 getattr(module, "recomposition_frequencies", None)
             ):
-                rows = 2 if kind == "vision" else 3
+                section = getattr(module, "mrope_section", None) or (0, 0, 0)
+                rows = 2 if kind == "vision" else max(3, len(section))
                 pos = torch.cat([pos + 3 * i for i in range(rows)])
                 pos = pos if kind == "vision" else pos[:, None]
             args: tuple[Any, ...] = (x, pos)
             rope_type = getattr(module, "rope_type", None)
-            if isinstance(rope_type, dict):
+            if isinstance(rope_type, dict) and rope_type:
                 args = (x, pos, sorted(rope_type)[0])
             return _cos_sin(module(*args))
         return _cos_sin(module(VISION_LEN))

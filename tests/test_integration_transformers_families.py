@@ -95,6 +95,23 @@ CASES: dict[str, tuple[str, str, str | None, dict[str, Any], dict[str, Any]]] = 
         },
         {},
     ),
+    # four M-RoPE axes (HunYuan-VL): before, probed with rows all alike, taken for cat(f, f)
+    "hunyuan_vl-4-axes": (
+        "hunyuan_vl",
+        "HunYuanVLRotaryEmbedding",
+        "text_config",
+        {
+            "head_dim": 128,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 1e4,
+                "mrope_section": [16, 16, 16, 16],
+            },
+        },
+        {},
+    ),
+    # an empty rope_type dict and no rope_parameters (ESM): its default rope
+    "esm": ("esm", "EsmRotaryEmbedding", None, {"vocab_size": 33}, {}),
     # vision towers: (2, n) position ids, recomposed by the module
     "qwen2_vl-vision": ("qwen2_vl", "Qwen2VLVisionRotaryEmbedding", "vision_config", {}, {}),
 }
@@ -105,10 +122,11 @@ def _call(module: Any, dtype: Any) -> Any:
     pos = torch.arange(FAR, FAR + 8)[None]
     if callable(getattr(module, "recomposition_frequencies", None)):
         vision = "Vision" in type(module).__name__
-        pos = torch.cat([pos + 3 * i for i in range(2 if vision else 3)])
+        rows = max(3, len(getattr(module, "mrope_section", None) or ()))
+        pos = torch.cat([pos + 3 * i for i in range(2 if vision else rows)])
         pos = pos if vision else pos[:, None]
     args = (x, pos)
-    if isinstance(module.rope_type, dict):
+    if isinstance(module.rope_type, dict) and module.rope_type:
         args = (x, pos, sorted(module.rope_type)[0])
     with torch.no_grad():
         out = module(*args)

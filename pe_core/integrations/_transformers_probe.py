@@ -57,7 +57,7 @@ class Layout:
     """How a module arranges the cos/sin of its pairs (found by probing its forward)."""
 
     kind: str  # one of _LAYOUTS
-    expand: bool = False  # recompose: (batch, n) position ids are expanded to 3 rows first
+    expand: int = 0  # recompose: (batch, n) position ids are expanded to that many rows first
     cast: bool = True  # the module returns x.dtype (else float32, as vision towers do)
 
 
@@ -171,7 +171,7 @@ def _layer_types(module: nn.Module) -> tuple[list[str | None] | None, str]:
         return None, f"its forward takes ({', '.join(params)}), not (x, position_ids)"
     if not isinstance(getattr(module, "inv_freq", None), torch.Tensor):
         return None, "it has no inv_freq buffer (its cos/sin come from a table of its own)"
-    if not isinstance(rope_type, str):
+    if not isinstance(rope_type, str) and rope_type != {}:  # ESM's {}: its default rope
         return None, "it has no rope_type"
     return [None], ""
 
@@ -195,16 +195,21 @@ def recomposition(module: nn.Module, layer_type: str | None) -> Any:
     return functools.partial(method, layer_type=layer_type) if takes >= 2 else method
 
 
-def _probe_positions(device: torch.device) -> list[torch.Tensor]:
+def _probe_positions(device: torch.device, rows: int = 3) -> list[torch.Tensor]:
     """(1, n); (3, 1, n) and (2, n) with distinct rows: a module that mixes the rows of
     its position ids (M-RoPE, vision towers) computes something else there than one
-    that does not."""
+    that does not; and (rows, 1, n) with distinct rows for a module with more sections
+    (HunYuan-VL's 4: its forward takes only that many rows, and with rows all alike
+    it computes what ``cat(f, f)`` does)."""
     steps = torch.arange(_PROBE_POSITIONS, device=device)
-    return [
+    shapes = [
         steps[None],
         torch.stack((steps, 2 * steps + 1, 3 * steps + 2))[:, None],
         torch.stack((steps, 2 * steps + 1)),
     ]
+    if rows > 3:
+        shapes.append(torch.stack([(k + 1) * steps + k for k in range(rows)])[:, None])
+    return shapes
 
 
 def arrange(
@@ -250,11 +255,11 @@ def _detect_layout(
     candidates = [
         Layout(kind, expand)
         for kind in _LAYOUTS
-        for expand in ((False, True) if kind == "recompose" else (False,))
+        for expand in (_expand_rows(module) if kind == "recompose" else (0,))
         if kind != "recompose" or recompose is not None
     ]
     ran, failures = 0, []
-    for pos in _probe_positions(inv_freq.device):
+    for pos in _probe_positions(inv_freq.device, max(_expand_rows(module))):
         args = (x, pos) if layer_type is None else (x, pos, layer_type)
         try:
             with torch.no_grad():
@@ -283,11 +288,19 @@ def _detect_layout(
     return candidates[0], ""
 
 
+def _expand_rows(module: nn.Module) -> tuple[int, ...]:
+    """Rows a recomposing module may expand ``(batch, n)`` position ids to: none, 3 (M-RoPE's
+    temporal, height, width), or one per section of its ``mrope_section`` (HunYuan-VL's 4)."""
+    section = getattr(module, "mrope_section", None)
+    rows = len(section) if isinstance(section, (list, tuple)) else 3
+    return (0, 3) if rows == 3 else (0, 3, rows)
+
+
 def _expected(
     layout: Layout, pos: torch.Tensor, inv_freq: torch.Tensor, scale: float, recompose: Any
 ) -> Any:
     if layout.kind == "recompose" and layout.expand and pos.ndim == 2:
-        pos = pos.expand(3, -1, -1)
+        pos = pos.expand(layout.expand, -1, -1)
     freqs = pos[..., None].float() * inv_freq
     try:
         return arrange(layout, freqs.cos() * scale, freqs.sin() * scale, recompose)
@@ -366,7 +379,8 @@ def _source(module: Any, layer_type: str | None, rope_type: str) -> tuple[Any, s
 
 def _rope(module: Any, layer_type: str | None) -> tuple[Rope | None, str]:
     """Read one rope of ``module`` (None and why if its frequencies are not known)."""
-    rope_type = str(module.rope_type if layer_type is None else module.rope_type[layer_type])
+    rope_type = module.rope_type if layer_type is None else module.rope_type[layer_type]
+    rope_type = "default" if rope_type == {} else str(rope_type)
     source, why = _source(module, layer_type, rope_type)
     if source is None:
         return None, why
