@@ -196,16 +196,18 @@ def recomposition(module: nn.Module, layer_type: str | None) -> Any:
 
 
 def _probe_positions(device: torch.device, rows: int = 3) -> list[torch.Tensor]:
-    """(1, n); (3, 1, n) and (2, n) with distinct rows: a module that mixes the rows of
-    its position ids (M-RoPE, vision towers) computes something else there than one
-    that does not; and (rows, 1, n) with distinct rows for a module with more sections
-    (HunYuan-VL's 4: its forward takes only that many rows, and with rows all alike
-    it computes what ``cat(f, f)`` does)."""
+    """(1, n); (3, 1, n), (2, n) and (2, 1, n) with distinct rows: a module that mixes the
+    rows of its position ids (M-RoPE, vision towers) computes something else there than
+    one that does not; and (rows, 1, n) with distinct rows for a module with more
+    sections (HunYuan-VL's 4). A module that expands ids to its own number of rows
+    (NeoMME's 2, HunYuan-VL's 4) fails on the other row counts, and with rows all
+    alike computes what ``cat(f, f)`` does: only its own count of distinct rows tells."""
     steps = torch.arange(_PROBE_POSITIONS, device=device)
     shapes = [
         steps[None],
         torch.stack((steps, 2 * steps + 1, 3 * steps + 2))[:, None],
         torch.stack((steps, 2 * steps + 1)),
+        torch.stack((steps, 2 * steps + 1))[:, None],
     ]
     if rows > 3:
         shapes.append(torch.stack([(k + 1) * steps + k for k in range(rows)])[:, None])
@@ -290,10 +292,11 @@ def _detect_layout(
 
 def _expand_rows(module: nn.Module) -> tuple[int, ...]:
     """Rows a recomposing module may expand ``(batch, n)`` position ids to: none, 3 (M-RoPE's
-    temporal, height, width), or one per section of its ``mrope_section`` (HunYuan-VL's 4)."""
+    temporal, height, width), 2 (NeoMME's row and column), or one per section of its
+    ``mrope_section`` (HunYuan-VL's 4)."""
     section = getattr(module, "mrope_section", None)
     rows = len(section) if isinstance(section, (list, tuple)) else 3
-    return (0, 3) if rows == 3 else (0, 3, rows)
+    return (0, 3, 2) if rows <= 3 else (0, 3, 2, rows)
 
 
 def _expected(
