@@ -203,6 +203,33 @@ def test_sin_cos_table_modules_are_patched_exactly(model_type: str) -> None:
         torch.testing.assert_close(model(ids).logits, plain, rtol=0.0, atol=1e-5)
 
 
+def test_two_row_mrope_is_recomposed_not_taken_for_cat() -> None:
+    """NeoMME's text module expands position ids to its 2 rows (row, column) and fails on 3:
+    with rows all alike it computes ``cat(f, f)``, so only distinct rows tell its layout.
+    Patched, it is exact at distinct far rows, per layer type."""
+    config = _config("neomme", None)
+
+    def build() -> Any:
+        return _module("neomme", "NeoMMERotaryEmbedding", config)
+
+    module = build()
+    pos = torch.arange(FAR, FAR + 8)[None]
+    pos = torch.cat([pos, 3 * pos + 1])[:, None]  # (2, 1, n)
+    for layer_type in sorted(module.rope_type):
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            with Float64Mode(), torch.no_grad():
+                want = build()(torch.zeros(1, dtype=torch.float64), pos, layer_type)
+        finally:
+            torch.set_default_dtype(previous)
+        patch_rotary_embeddings(module)
+        got = module(torch.zeros(1), pos, layer_type)
+        err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+        assert err <= EXACT, (layer_type, err)
+        unpatch_rotary_embeddings(module)
+
+
 def test_learned_frequencies_are_refused_by_name() -> None:
     """Mistral Large 4's text module scales its frequencies by a learned ``alpha``: it is
     refused (even while alpha is 0, as built: a checkpoint loaded later would change it)."""
