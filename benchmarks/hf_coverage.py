@@ -396,14 +396,14 @@ def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
         try:
             section = getattr(module, "mrope_section", None) or ()
             counts = sorted({3, 2, len(section)} - {0, 1}, key=lambda n: n != 3)
-            for rows in counts:  # the module's own number of rows: the first it takes
+            for n_rows in counts:  # the module's own number of rows: the first it takes
                 try:
-                    want = _probe(ref, row["kind"], torch.float64, upcast=True, rows=rows)
+                    want = _probe(ref, row["kind"], torch.float64, upcast=True, rows=n_rows)
                     break
                 except Exception:
-                    if rows == counts[-1]:
+                    if n_rows == counts[-1]:
                         raise
-            before = _probe(module, row["kind"], torch.float32, upcast=False, rows=rows)
+            before = _probe(module, row["kind"], torch.float32, upcast=False, rows=n_rows)
             row["unpatched"] = max(
                 float((b.double() - w.double()).abs().max())
                 for b, w in zip(before, want, strict=True)
@@ -423,7 +423,7 @@ def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
             row["status"], row["reason"] = "unverified", row.pop("probe")
             continue
         try:
-            got = _probe(module, row["kind"], torch.float32, upcast=False, rows=rows)
+            got = _probe(module, row["kind"], torch.float32, upcast=False, rows=n_rows)
             err = max(
                 float((g.double() - w.double()).abs().max()) for g, w in zip(got, want, strict=True)
             )
