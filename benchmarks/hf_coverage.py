@@ -1,6 +1,7 @@
 """Which transformers models ``patch_rotary_embeddings`` makes exact: every family, measured.
 
-``python -m benchmarks.hf_coverage [--jobs N] [--timeout S] [--only a,b] [--out FILE]``
+``python -m benchmarks.hf_coverage [--jobs N] [--timeout S] [--only a,b] [--memory GIB]
+[--out FILE]``
 enumerates every model type of the installed transformers whose modeling module defines
 a class named ``*RotaryEmbedding*``, and for each one, in its own process (a timeout
 each):
@@ -16,7 +17,9 @@ each):
    refused, if it is) and on the whole model (``crashed`` if that raises anything
    else than the documented ``ValueError``);
 4. calls each patched module at positions ``1e5 ... 1e5 + 7`` (modules called as
-   ``forward(x, position_ids)``), or its vision ``forward(seqlen)`` at 1024 positions,
+   ``forward(x, position_ids)``; the last 8 rows of a table module's table, GPT-J and
+   CodeGen, whose forward serves no further), or its vision ``forward(seqlen)`` at 1024
+   positions,
    and compares the cos/sin with the float64 reference's: ``exact`` within
    :data:`EXACT` (also reported: the unpatched module's error), ``wrong`` beyond.
 
@@ -137,6 +140,75 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     },
     "dbrx": {"attn_config": {"rope_theta": 10000.0}},
     "zamba2": {"use_mem_rope": True},
+    # default configs with settings left None that a checkpoint's config supplies
+    "chameleon": {"vocabulary_map": {"<image>": 1}},
+    "deepseek_ocr2": {
+        "text_config": {
+            "mlp_layer_types": ["dense", "sparse"],
+            "num_experts_per_tok": 1,
+            "n_group": 1,
+            "topk_group": 1,
+        }
+    },
+    "diffusion_gemma": {
+        "text_config": {"num_experts": 4, "top_k_experts": 1, "moe_intermediate_size": 64}
+    },
+    "dots1": {"n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 1},
+    "esm": {"vocab_size": 33, "position_embedding_type": "rotary"},
+    "gemma3n": {"text_config": {"num_kv_shared_layers": 0}},
+    "granite4_vision": {"deepstack_layer_map": [(1, 0)]},
+    "granitemoehybrid": {"position_embedding_type": "rope"},
+    "hunyuan_v1_dense": {"head_dim": 128},
+    "hunyuan_v1_moe": {"head_dim": 128},
+    "hunyuan_vl": {
+        "text_config": {"head_dim": 128, "rope_parameters": {"mrope_section": [16, 16, 16, 16]}}
+    },
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
+    "ministral": {"head_dim": 128},
+    "moonshine_streaming": {"num_key_value_heads": 8},
+    "nemotron": {"num_key_value_heads": 48},
+    # the text module's M-RoPE sections cover half the head (checkpoints' configs)
+    "glm4v": {"text_config": {"rope_parameters": {"partial_rotary_factor": 0.5}}},
+    "glm4v_moe": {"text_config": {"head_dim": 128}},
+    "glm_image": {"text_config": {"rope_parameters": {"partial_rotary_factor": 0.5}}},
+}
+
+
+#: Families whose default config asks tens of GB of the allocator while building (each
+#: full-size weight is allocated before it moves to ``meta``): built shrunk
+#: (:data:`SMALL`, in the config and every sub-config), then with their OVERRIDES. The
+#: rotary modules read none of the shrunk settings (head sizes and rope settings are kept).
+SHRUNK = frozenset(
+    "axk1 beam chameleon deepseek_ocr2 deepseek_v3 deepseek_v32 deepseek_v4 diffusion_gemma "
+    "dots1 dots3_note emu3 esm gemma3n glm4v_moe glm5_next glm_moe_dsa granite4_vision "
+    "granitemoehybrid hunyuan_v1_dense hunyuan_v1_moe hunyuan_vl hy_v4_vl inkling2 "
+    "kimi_k25 lfm2_moe llama4 longcat_flash mimo_v2_flash minimax_m3_vl ministral "
+    "mistral_large4 moonshine_streaming muse_spark nemotron pe_audio_video pe_video "
+    "qwen2_5_omni qwen3_omni_moe qwen4_exp".split()
+)
+
+#: Upper bounds of the size settings of a shrunk config (a smaller value is kept).
+SMALL = {
+    **dict.fromkeys(
+        ("num_hidden_layers", "num_layers", "n_layers", "encoder_layers", "decoder_layers"), 2
+    ),
+    **dict.fromkeys(("vocab_size", "codebook_size"), 512),
+    **dict.fromkeys(
+        (
+            "intermediate_size",
+            "moe_intermediate_size",
+            "ffn_hidden_size",
+            "expert_ffn_hidden_size",
+            "shared_intermediate_size",
+            "shared_expert_intermediate_size",
+        ),
+        64,
+    ),
+    **dict.fromkeys(
+        ("n_routed_experts", "num_experts", "num_local_experts", "n_experts", "moe_num_experts"),
+        4,
+    ),
+    **dict.fromkeys(("num_experts_per_tok", "moe_topk", "top_k", "n_group", "topk_group"), 1),
 }
 
 
@@ -144,14 +216,40 @@ def _config(model_type: str) -> Any:
     from transformers import AutoConfig
 
     config = AutoConfig.for_model(model_type)
+    if model_type in SHRUNK:  # built again, so that settings derived from sizes follow
+        config = AutoConfig.for_model(model_type, **_small(config, set()))
     _override(config, OVERRIDES.get(model_type, {}))
     return config
+
+
+def _small(config: Any, seen: set[int]) -> dict[str, Any]:
+    """The settings of ``config`` (and of its sub-configs) above :data:`SMALL`, capped;
+    a padding id beyond the capped vocabulary becomes 0."""
+    seen.add(id(config))
+    out: dict[str, Any] = {}
+    for key, value in list(vars(config).items()):
+        if hasattr(value, "to_dict") and id(value) not in seen:
+            inner = _small(value, seen)
+            if inner:
+                out[key] = inner
+        elif key in SMALL and isinstance(value, int) and not isinstance(value, bool):
+            if key == "num_hidden_layers" and config.to_dict().get("per_layer_config"):
+                continue  # its per-layer settings name layers by index
+            if value > SMALL[key]:
+                out[key] = SMALL[key]
+    pad = getattr(config, "pad_token_id", None)
+    if isinstance(pad, int) and "vocab_size" in out and pad >= out["vocab_size"]:
+        out["pad_token_id"] = 0
+    return out
 
 
 def _override(config: Any, settings: dict[str, Any]) -> None:
     for key, value in settings.items():
         inner = getattr(config, key, None)
-        if isinstance(value, dict) and hasattr(inner, "to_dict"):
+        if isinstance(value, dict) and (hasattr(inner, "to_dict") or isinstance(inner, dict)):
+            if isinstance(inner, dict):  # a dict setting (rope_parameters): merged
+                setattr(config, key, {**inner, **value})
+                continue
             _override(inner, value)
         else:
             setattr(config, key, value)
@@ -180,12 +278,29 @@ def _model_classes(model_type: str, module_name: str, config: Any) -> list[Any]:
     return [getattr(module, n) for n in names if hasattr(module, n)]
 
 
+#: Sub-configs a family's model may be built from when no class of the whole config
+#: builds a model with a rotary module (a tower that needs a library not installed,
+#: a default class without rotary modules).
+SUB_CONFIGS = ("text_config", "thinker_config")
+
+
+def _candidates(model_type: str, module_name: str, config: Any) -> Iterator[tuple[Any, str]]:
+    """``(model class, sub-config name or "")`` to try, in order."""
+    for cls in _model_classes(model_type, module_name, config):
+        yield cls, ""
+    for key in SUB_CONFIGS:
+        inner = getattr(config, key, None)
+        if hasattr(inner, "to_dict"):
+            for cls in _model_classes(model_type, module_name, inner):
+                yield cls, key
+
+
 def _build(model_type: str, module_name: str, reference: bool) -> Any:
     import torch
 
     config = _config(model_type)
     errors = []
-    for cls in _model_classes(model_type, module_name, config):
+    for cls, key in _candidates(model_type, module_name, config):
         try:
             with _meta_parameters():
                 if reference:
@@ -193,12 +308,18 @@ def _build(model_type: str, module_name: str, reference: bool) -> Any:
                     torch.set_default_dtype(torch.float64)
                     try:
                         with _upcast_mode():
-                            return cls(_config(model_type))
+                            fresh = _config(model_type)
+                            model = cls(getattr(fresh, key) if key else fresh)
                     finally:
                         torch.set_default_dtype(previous)
-                return cls(config)
+                else:
+                    model = cls(getattr(config, key) if key else config)
         except Exception as error:
             errors.append(f"{cls.__name__}: {type(error).__name__}: {error}"[:200])
+            continue
+        if any("RotaryEmbedding" in type(m).__name__ for m in model.modules()):
+            return model
+        errors.append(f"{cls.__name__}: no rotary module")
     raise RuntimeError("; ".join(errors) or "no model class")
 
 
@@ -220,7 +341,9 @@ def _cos_sin(out: Any) -> tuple[Any, Any]:
     raise TypeError(f"returns {type(out).__name__}")
 
 
-def _probe(module: Any, kind: str, dtype: Any, upcast: bool) -> tuple[Any, Any]:
+def _probe(module: Any, kind: str, dtype: Any, upcast: bool, rows: int = 3) -> tuple[Any, Any]:
+    """The module's cos/sin at the probe positions (M-RoPE text modules: ``rows`` distinct
+    rows of position ids)."""
     import torch
 
     context = _upcast_mode() if upcast else contextlib.nullcontext()
@@ -228,16 +351,17 @@ def _probe(module: Any, kind: str, dtype: Any, upcast: bool) -> tuple[Any, Any]:
         params = list(inspect.signature(type(module).forward).parameters)[1:]
         if params[:2] == ["x", "position_ids"]:
             x = torch.zeros(1, dtype=dtype)
-            pos = torch.arange(FAR, FAR + 8)[None]
+            table = getattr(module, "embed_positions", None)  # GPT-J, CodeGen: its last rows
+            first = FAR if table is None else min(FAR, table.shape[0] - 8)
+            pos = torch.arange(first, first + 8)[None]
             if hasattr(module, "mrope_section") or callable(
                 getattr(module, "recomposition_frequencies", None)
             ):
-                rows = 2 if kind == "vision" else 3
-                pos = torch.cat([pos + 3 * i for i in range(rows)])
+                pos = torch.cat([pos + 3 * i for i in range(2 if kind == "vision" else rows)])
                 pos = pos if kind == "vision" else pos[:, None]
             args: tuple[Any, ...] = (x, pos)
             rope_type = getattr(module, "rope_type", None)
-            if isinstance(rope_type, dict):
+            if isinstance(rope_type, dict) and rope_type:
                 args = (x, pos, sorted(rope_type)[0])
             return _cos_sin(module(*args))
         return _cos_sin(module(VISION_LEN))
@@ -270,8 +394,16 @@ def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
         rows.append(row)
         ref = refs.get(path)
         try:
-            want = _probe(ref, row["kind"], torch.float64, upcast=True)
-            before = _probe(module, row["kind"], torch.float32, upcast=False)
+            section = getattr(module, "mrope_section", None) or ()
+            counts = sorted({3, 2, len(section)} - {0, 1}, key=lambda n: n != 3)
+            for n_rows in counts:  # the module's own number of rows: the first it takes
+                try:
+                    want = _probe(ref, row["kind"], torch.float64, upcast=True, rows=n_rows)
+                    break
+                except Exception:
+                    if n_rows == counts[-1]:
+                        raise
+            before = _probe(module, row["kind"], torch.float32, upcast=False, rows=n_rows)
             row["unpatched"] = max(
                 float((b.double() - w.double()).abs().max())
                 for b, w in zip(before, want, strict=True)
@@ -291,7 +423,7 @@ def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
             row["status"], row["reason"] = "unverified", row.pop("probe")
             continue
         try:
-            got = _probe(module, row["kind"], torch.float32, upcast=False)
+            got = _probe(module, row["kind"], torch.float32, upcast=False, rows=n_rows)
             err = max(
                 float((g.double() - w.double()).abs().max()) for g, w in zip(got, want, strict=True)
             )
@@ -318,7 +450,12 @@ def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _child(model_type: str, module_name: str, conn: Any) -> None:
+def _child(model_type: str, module_name: str, conn: Any, memory: float) -> None:
+    if memory > 0:  # a family that asks too much fails alone (MemoryError), not the machine
+        import resource
+
+        limit = int(memory * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
         rows = run_family(model_type, module_name)
     except BaseException as error:
@@ -327,14 +464,16 @@ def _child(model_type: str, module_name: str, conn: Any) -> None:
     conn.close()
 
 
-def _one(model_type: str, module_name: str, timeout: float) -> list[dict[str, Any]]:
+def _one(
+    model_type: str, module_name: str, timeout: float, memory: float = 0.0
+) -> list[dict[str, Any]]:
     """One family in a process of its own (forked: torch and transformers are imported
     once, in the parent), killed after ``timeout`` seconds."""
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(model_type, module_name, send))
+    process = context.Process(target=_child, args=(model_type, module_name, send, memory))
     process.start()
     send.close()
     rows = None
@@ -393,6 +532,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--only", default="")
+    parser.add_argument(
+        "--memory", type=float, default=0.0, help="GiB of address space a family may use"
+    )
     parser.add_argument("--out", default="")
     args = parser.parse_args(argv)
     import torch  # noqa: F401 - imported once, before the forks
@@ -406,7 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         todo = [t for t in todo if t[0] in wanted]
     rows: list[dict[str, Any]] = []
     with futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        jobs = [pool.submit(_one, t, m, args.timeout) for t, m in todo]
+        jobs = [pool.submit(_one, t, m, args.timeout, args.memory) for t, m in todo]
         for job in jobs:
             rows.extend(job.result())
     text = summary(rows) + "\n\n" + table(rows) + "\n"

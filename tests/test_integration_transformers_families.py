@@ -80,6 +80,38 @@ CASES: dict[str, tuple[str, str, str | None, dict[str, Any], dict[str, Any]]] = 
     "cohere-interleaved": ("cohere", "CohereRotaryEmbedding", None, {}, {}),
     "gpt_oss-pairs": ("gpt_oss", "GptOssRotaryEmbedding", None, {}, {}),
     "deepseek_v2-complex": ("deepseek_v2", "DeepseekV2RotaryEmbedding", None, {}, {}),
+    # M-RoPE over half the head, each frequency twice in a row (refused before: the
+    # default config's sections do not fit its head; a checkpoint's config does)
+    "glm4v-text": (
+        "glm4v",
+        "Glm4vTextRotaryEmbedding",
+        "text_config",
+        {
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 1e4,
+                "partial_rotary_factor": 0.5,
+            }
+        },
+        {},
+    ),
+    # four M-RoPE axes (HunYuan-VL): before, probed with rows all alike, taken for cat(f, f)
+    "hunyuan_vl-4-axes": (
+        "hunyuan_vl",
+        "HunYuanVLRotaryEmbedding",
+        "text_config",
+        {
+            "head_dim": 128,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 1e4,
+                "mrope_section": [16, 16, 16, 16],
+            },
+        },
+        {},
+    ),
+    # an empty rope_type dict and no rope_parameters (ESM): its default rope
+    "esm": ("esm", "EsmRotaryEmbedding", None, {"vocab_size": 33}, {}),
     # vision towers: (2, n) position ids, recomposed by the module
     "qwen2_vl-vision": ("qwen2_vl", "Qwen2VLVisionRotaryEmbedding", "vision_config", {}, {}),
 }
@@ -90,10 +122,11 @@ def _call(module: Any, dtype: Any) -> Any:
     pos = torch.arange(FAR, FAR + 8)[None]
     if callable(getattr(module, "recomposition_frequencies", None)):
         vision = "Vision" in type(module).__name__
-        pos = torch.cat([pos + 3 * i for i in range(2 if vision else 3)])
+        rows = max(3, len(getattr(module, "mrope_section", None) or ()))
+        pos = torch.cat([pos + 3 * i for i in range(2 if vision else rows)])
         pos = pos if vision else pos[:, None]
     args = (x, pos)
-    if isinstance(module.rope_type, dict):
+    if isinstance(module.rope_type, dict) and module.rope_type:
         args = (x, pos, sorted(module.rope_type)[0])
     with torch.no_grad():
         out = module(*args)
@@ -133,6 +166,78 @@ def test_family_module_is_patched_exactly(case: str) -> None:
     again = _call(module, torch.float32)
     for a, b in zip(again, before, strict=True):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("model_type", ["gptj", "codegen"])
+def test_sin_cos_table_modules_are_patched_exactly(model_type: str) -> None:
+    """GPT-J and CodeGen's modules read a float32 ``(sin, cos)`` table (no config, no
+    ``inv_freq``): patched, they give the float64 table's values at its last rows (their
+    dtype, their shape), and a whole model's logits stay those of the table."""
+    settings = dict(vocab_size=64, n_embd=64, n_layer=1, n_head=4, rotary_dim=8)
+    config = transformers.AutoConfig.for_model(model_type, n_positions=4096, **settings)
+    cls = "GPTJRotaryEmbedding" if model_type == "gptj" else "CodeGenRotaryEmbedding"
+    module = _module(model_type, cls, config)
+    x, pos = torch.zeros(1), torch.arange(4088, 4096)[None]
+    before = module(x, pos)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with Float64Mode():
+            want = _module(model_type, cls, config)(x.double(), pos)
+    finally:
+        torch.set_default_dtype(previous)
+    patch_rotary_embeddings(module)
+    got = module(x, pos)
+    err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+    unpatched = max(float((b.double() - w).abs().max()) for b, w in zip(before, want, strict=True))
+    assert err <= EXACT and unpatched > 10 * err, (err, unpatched)
+    for g, b in zip(got, before, strict=True):
+        assert g.shape == b.shape and g.dtype == b.dtype
+    auto = {"gptj": "GPTJForCausalLM", "codegen": "CodeGenForCausalLM"}[model_type]
+    torch.manual_seed(0)
+    model = getattr(transformers, auto)(config).eval()
+    ids = torch.tensor([[1, 2, 3, 4]])
+    with torch.no_grad():
+        plain = model(ids).logits
+        patch_rotary_embeddings(model)
+        torch.testing.assert_close(model(ids).logits, plain, rtol=0.0, atol=1e-5)
+
+
+def test_two_row_mrope_is_recomposed_not_taken_for_cat() -> None:
+    """NeoMME's text module expands position ids to its 2 rows (row, column) and fails on 3:
+    with rows all alike it computes ``cat(f, f)``, so only distinct rows tell its layout.
+    Patched, it is exact at distinct far rows, per layer type."""
+    config = _config("neomme", None)
+
+    def build() -> Any:
+        return _module("neomme", "NeoMMERotaryEmbedding", config)
+
+    module = build()
+    pos = torch.arange(FAR, FAR + 8)[None]
+    pos = torch.cat([pos, 3 * pos + 1])[:, None]  # (2, 1, n)
+    for layer_type in sorted(module.rope_type):
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            with Float64Mode(), torch.no_grad():
+                want = build()(torch.zeros(1, dtype=torch.float64), pos, layer_type)
+        finally:
+            torch.set_default_dtype(previous)
+        patch_rotary_embeddings(module)
+        got = module(torch.zeros(1), pos, layer_type)
+        err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+        assert err <= EXACT, (layer_type, err)
+        unpatch_rotary_embeddings(module)
+
+
+def test_learned_frequencies_are_refused_by_name() -> None:
+    """Mistral Large 4's text module scales its frequencies by a learned ``alpha``: it is
+    refused (even while alpha is 0, as built: a checkpoint loaded later would change it)."""
+    config = _config("mistral_large4", "text_config")
+    module = _module("mistral_large4", "MistralLarge4TextRotaryEmbedding", config)
+    with pytest.raises(ValueError, match=r"MistralLarge4TextRotaryEmbedding at '<model>'.*alpha"):
+        patch_rotary_embeddings(module)
+    assert "forward" not in vars(module)
 
 
 def test_llama4_scaling_beta_and_refusals_name_the_module() -> None:

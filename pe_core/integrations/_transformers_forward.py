@@ -140,7 +140,7 @@ class ExactForward:
         layout = self.layouts[layer_type]
         dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
         if layout.kind == "recompose" and layout.expand and position_ids.ndim == 2:
-            position_ids = position_ids.expand(3, -1, -1)  # text-only M-RoPE ids
+            position_ids = position_ids.expand(layout.expand, -1, -1)  # text-only M-RoPE ids
         full = layout.kind in ("half", "interleaved") and position_ids.numel() <= _FULL_WIDTH_MAX
         width = layout.kind if full else "pairs"
         if rope.long is not None:  # longrope: long factors past the original length

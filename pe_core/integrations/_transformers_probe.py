@@ -57,16 +57,19 @@ class Layout:
     """How a module arranges the cos/sin of its pairs (found by probing its forward)."""
 
     kind: str  # one of _LAYOUTS
-    expand: bool = False  # recompose: (batch, n) position ids are expanded to 3 rows first
+    expand: int = 0  # recompose: (batch, n) position ids are expanded to that many rows first
     cast: bool = True  # the module returns x.dtype (else float32, as vision towers do)
 
 
 #: The layouts a module's forward may have, tried in this order: transformers' standard
 #: ``cat(f, f)``, each frequency twice in a row (Cohere), one column per pair (GPT-OSS),
-#: ``(sin, cos)`` of one column per pair (GPT-J, CodeGen), complex ``polar`` (DeepSeek-V2,
-#: Llama 4), the module's own ``recomposition_frequencies`` of the pairs (M-RoPE, vision
-#: towers).
-_LAYOUTS = ("half", "interleaved", "pairs", "complex", "recompose")
+#: complex ``polar`` (DeepSeek-V2, Llama 4), the module's own
+#: ``recomposition_frequencies`` of the pairs (M-RoPE, vision towers), ``(sin, cos)`` of
+#: one column per pair (GPT-J, CodeGen: rows of their table).
+_LAYOUTS = ("half", "interleaved", "pairs", "complex", "recompose", "sincos")
+
+#: The base of GPT-J / CodeGen's ``create_sinusoidal_positions`` table.
+_TABLE_BASE = 10000.0
 
 
 #: Rope-dict keys transformers' rotary modules never read (attention-side keys, such
@@ -168,7 +171,7 @@ def _layer_types(module: nn.Module) -> tuple[list[str | None] | None, str]:
         return None, f"its forward takes ({', '.join(params)}), not (x, position_ids)"
     if not isinstance(getattr(module, "inv_freq", None), torch.Tensor):
         return None, "it has no inv_freq buffer (its cos/sin come from a table of its own)"
-    if not isinstance(rope_type, str):
+    if not isinstance(rope_type, str) and rope_type != {}:  # ESM's {}: its default rope
         return None, "it has no rope_type"
     return [None], ""
 
@@ -192,16 +195,23 @@ def recomposition(module: nn.Module, layer_type: str | None) -> Any:
     return functools.partial(method, layer_type=layer_type) if takes >= 2 else method
 
 
-def _probe_positions(device: torch.device) -> list[torch.Tensor]:
-    """(1, n); (3, 1, n) and (2, n) with distinct rows: a module that mixes the rows of
-    its position ids (M-RoPE, vision towers) computes something else there than one
-    that does not."""
+def _probe_positions(device: torch.device, rows: int = 3) -> list[torch.Tensor]:
+    """(1, n); (3, 1, n), (2, n) and (2, 1, n) with distinct rows: a module that mixes the
+    rows of its position ids (M-RoPE, vision towers) computes something else there than
+    one that does not; and (rows, 1, n) with distinct rows for a module with more
+    sections (HunYuan-VL's 4). A module that expands ids to its own number of rows
+    (NeoMME's 2, HunYuan-VL's 4) fails on the other row counts, and with rows all
+    alike computes what ``cat(f, f)`` does: only its own count of distinct rows tells."""
     steps = torch.arange(_PROBE_POSITIONS, device=device)
-    return [
+    shapes = [
         steps[None],
         torch.stack((steps, 2 * steps + 1, 3 * steps + 2))[:, None],
         torch.stack((steps, 2 * steps + 1)),
+        torch.stack((steps, 2 * steps + 1))[:, None],
     ]
+    if rows > 3:
+        shapes.append(torch.stack([(k + 1) * steps + k for k in range(rows)])[:, None])
+    return shapes
 
 
 def arrange(
@@ -217,18 +227,28 @@ def arrange(
         return cos, sin
     if kind == "complex":
         return torch.complex(cos, sin)
+    if kind == "sincos":
+        return sin, cos
     return recompose(cos.clone()), recompose(sin.clone())
 
 
-def _detect_layout(module: nn.Module, layer_type: str | None) -> tuple[Layout | None, str]:
+def _detect_layout(
+    module: nn.Module,
+    layer_type: str | None,
+    inv_freq: torch.Tensor | None = None,
+    scale: Any = None,
+) -> tuple[Layout | None, str]:
     """The layout of ``module``'s own forward (None and why if it is none of _LAYOUTS).
 
     Runs the undecorated forward (no dynamic/longrope update: no side effect) at the
     probe positions and compares it with each layout of ``f.cos() * attention_scaling``,
-    ``f = position_ids[..., None] * inv_freq`` from the module's own buffers.
+    ``f = position_ids[..., None] * inv_freq`` from the module's own buffers (or the
+    ``inv_freq`` and ``scale`` given: a table module's).
     """
-    inv_freq = _attr(module, layer_type, "inv_freq").float()
-    scale = _attr(module, layer_type, "attention_scaling")
+    if inv_freq is None:
+        inv_freq = _attr(module, layer_type, "inv_freq")
+        scale = _attr(module, layer_type, "attention_scaling")
+    inv_freq = inv_freq.float()
     if not isinstance(scale, (int, float)):
         return None, "it has no attention_scaling"
     raw = getattr(type(module).forward, "__wrapped__", type(module).forward)
@@ -237,11 +257,11 @@ def _detect_layout(module: nn.Module, layer_type: str | None) -> tuple[Layout | 
     candidates = [
         Layout(kind, expand)
         for kind in _LAYOUTS
-        for expand in ((False, True) if kind == "recompose" else (False,))
+        for expand in (_expand_rows(module) if kind == "recompose" else (0,))
         if kind != "recompose" or recompose is not None
     ]
     ran, failures = 0, []
-    for pos in _probe_positions(inv_freq.device):
+    for pos in _probe_positions(inv_freq.device, max(_expand_rows(module))):
         args = (x, pos) if layer_type is None else (x, pos, layer_type)
         try:
             with torch.no_grad():
@@ -265,16 +285,25 @@ def _detect_layout(module: nn.Module, layer_type: str | None) -> tuple[Layout | 
             "its forward does not compute the cos/sin of position_ids * inv_freq times "
             "attention_scaling in a layout pe_core knows (cat(f, f); each frequency twice "
             "in a row; one column per pair; complex polar; the module's own "
-            "recomposition_frequencies)"
+            "recomposition_frequencies; (sin, cos) of one column per pair)"
         )
     return candidates[0], ""
+
+
+def _expand_rows(module: nn.Module) -> tuple[int, ...]:
+    """Rows a recomposing module may expand ``(batch, n)`` position ids to: none, 3 (M-RoPE's
+    temporal, height, width), 2 (NeoMME's row and column), or one per section of its
+    ``mrope_section`` (HunYuan-VL's 4)."""
+    section = getattr(module, "mrope_section", None)
+    rows = len(section) if isinstance(section, (list, tuple)) else 3
+    return (0, 3, 2) if rows <= 3 else (0, 3, 2, rows)
 
 
 def _expected(
     layout: Layout, pos: torch.Tensor, inv_freq: torch.Tensor, scale: float, recompose: Any
 ) -> Any:
     if layout.kind == "recompose" and layout.expand and pos.ndim == 2:
-        pos = pos.expand(3, -1, -1)
+        pos = pos.expand(layout.expand, -1, -1)
     freqs = pos[..., None].float() * inv_freq
     try:
         return arrange(layout, freqs.cos() * scale, freqs.sin() * scale, recompose)
@@ -353,7 +382,8 @@ def _source(module: Any, layer_type: str | None, rope_type: str) -> tuple[Any, s
 
 def _rope(module: Any, layer_type: str | None) -> tuple[Rope | None, str]:
     """Read one rope of ``module`` (None and why if its frequencies are not known)."""
-    rope_type = str(module.rope_type if layer_type is None else module.rope_type[layer_type])
+    rope_type = module.rope_type if layer_type is None else module.rope_type[layer_type]
+    rope_type = "default" if rope_type == {} else str(rope_type)
     source, why = _source(module, layer_type, rope_type)
     if source is None:
         return None, why
@@ -382,13 +412,51 @@ def rotary_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
     return [(path, m) for path, m in model.named_modules() if _is_rotary(m)]
 
 
+def _table(module: nn.Module) -> tuple[torch.Tensor, dict[str, Any]] | None:
+    """GPT-J / CodeGen's modules: no config, no ``inv_freq``, a ``(sin, cos)`` table
+    ``embed_positions`` (``create_sinusoidal_positions``) over ``pos_embd_dim`` columns.
+    Their float32 ``inv_freq`` (as transformers builds the table's) and the config
+    mapping pe_core reads their frequencies from; None for other modules."""
+    table, dim = getattr(module, "embed_positions", None), getattr(module, "pos_embd_dim", None)
+    if not (isinstance(table, torch.Tensor) and table.ndim == 2 and isinstance(dim, int)):
+        return None
+    if dim % 2 or table.shape[1] != dim:
+        return None
+    steps = torch.arange(0, dim, 2, dtype=torch.int64, device=table.device)
+    return 1.0 / (_TABLE_BASE ** (steps / dim)), {"rope_theta": _TABLE_BASE, "head_dim": dim}
+
+
+def _table_plan(
+    module: nn.Module, inv_freq: torch.Tensor, mapping: dict[str, Any]
+) -> tuple[tuple[dict[str | None, Rope], dict[str | None, Layout]] | None, str]:
+    """A table module's rope and layout: its forward must give the table's sin/cos of
+    ``position_ids * inv_freq`` (checked as any module's), ``inv_freq`` pe_core's
+    frequencies for base 10000 over ``pos_embd_dim`` to float32 rounding."""
+    layout, why = _detect_layout(module, None, inv_freq, 1.0)
+    if layout is None:
+        return None, f"its cos/sin come from a table of its own: {why}"
+    source = _PeCoreSource(mapping, None)
+    omegas, scale = source()
+    theirs = inv_freq.double().cpu().numpy()
+    if len(omegas) != theirs.shape[0] or not np.allclose(theirs, omegas, rtol=_FREQ_RTOL):
+        return None, "its table's frequencies differ from pe_core's for base 10000"
+    return ({None: Rope(source, None, "default", omegas, scale)}, {None: layout}), ""
+
+
 def plan(
     module: nn.Module,
 ) -> tuple[tuple[dict[str | None, Rope], dict[str | None, Layout]] | None, str]:
     """The ropes and layouts of one module, or None and why it is not covered."""
+    learned = [name for name, _ in module.named_parameters(recurse=False)]
+    if learned:  # Mistral Large 4's alpha: frequencies trained (and loaded) after patching
+        return None, (
+            f"it has learned parameters ({', '.join(learned)}) that its forward may read: "
+            "its frequencies are not its config's"
+        )
     layer_types, why = _layer_types(module)
     if layer_types is None:
-        return None, why
+        table = _table(module)
+        return (None, why) if table is None else _table_plan(module, *table)
     ropes: dict[str | None, Rope] = {}
     layouts: dict[str | None, Layout] = {}
     for lt in layer_types:

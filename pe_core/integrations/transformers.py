@@ -28,11 +28,14 @@ position ids of shapes ``(1, n)``, ``(3, 1, n)`` and ``(2, n)``, must give the c
 of ``position_ids * inv_freq`` times its attention factor in a layout pe_core knows
 (``cat(freqs, freqs)``; each frequency twice in a row, as Cohere; one column per pair,
 as GPT-OSS; complex, as DeepSeek-V2; the module's own ``recomposition_frequencies``,
-as M-RoPE text models and vision towers), and its float32 ``inv_freq`` must equal
-the float64 frequencies to float32 rounding: pe_core's for its config, else
+as M-RoPE text models and vision towers, ids expanded to the module's own number of
+rows; ``(sin, cos)`` of one column per pair, as GPT-J and CodeGen's tables, whose
+frequencies are base 10000 over ``pos_embd_dim``), and its float32 ``inv_freq`` must
+equal the float64 frequencies to float32 rounding: pe_core's for its config, else
 transformers' own init function of the module run in float64
-(:mod:`pe_core.integrations._hf_float64`). A rotary embedding of another kind is
-refused with an error that names it and the reason: nothing is patched then.
+(:mod:`pe_core.integrations._hf_float64`). A rotary embedding of another kind (among
+them one with learned parameters, such as Mistral Large 4's ``alpha``) is refused with
+an error that names it and the reason: nothing is patched then.
 """
 
 from __future__ import annotations
