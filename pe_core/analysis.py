@@ -398,7 +398,7 @@ def resolution_report(
     choice(code, "code", CODES)
     max_len = positive_int(max_len, "max_len", minimum=2)
     min_separation = positive_int(min_separation, "min_separation")
-    tolerance = cast(float, _check_scale("tolerance", tolerance, allow_none=False))
+    tolerance = _check_scale("tolerance", tolerance)
     if code != "sinusoidal" and spec is not None:
         raise ValueError(
             f"spec applies to the sinusoidal code only. Received: code={code!r}, spec={spec!r}"
