@@ -447,6 +447,7 @@ def pos_embed_load_hook(
     >>> callable(hook)
     True
     """
+    options = {k: v for k, v in locals().items() if k != "name"}  # resample_pos_embed's
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty string. Received: {name!r}")
     positive_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
@@ -463,13 +464,7 @@ def pos_embed_load_hook(
         new_side = _resample.square_side(
             want[1] - num_prefix_tokens, "a square grid", f"the model's {name}"
         )
-        state_dict[key] = resample_pos_embed(
-            loaded,
-            new_side,
-            num_prefix_tokens=num_prefix_tokens,
-            interpolation=interpolation,
-            antialias=antialias,
-        )
+        state_dict[key] = resample_pos_embed(loaded, new_side, **options)
 
     return hook
 
