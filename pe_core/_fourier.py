@@ -94,7 +94,7 @@ def _split(xp: Namespace, a: Any, working: str) -> tuple[Any, Any]:
 def host_constants(frequencies: np.ndarray, working: str) -> tuple:
     """:func:`host_split` of float64 ``(k, m)`` frequencies as plain nested tuples (so
     that tracing compilers embed them as constants)."""
-    return tuple(tuple(map(tuple, part.tolist())) for part in host_split(frequencies, working))
+    return _as_tuples(host_split(frequencies, working))
 
 
 def reduced_turns(

@@ -55,7 +55,7 @@ from pe_core.typing import (
     PositionCode,
     PresetLike,
 )
-from pe_core.validation import is_integer, known_size, positive_int
+from pe_core.validation import choice, is_integer, known_size, positive_int
 from pe_core_backends import Namespace, backend_of, get_namespace
 
 __all__ = [
@@ -79,9 +79,7 @@ CODES: tuple[PositionCode, ...] = ("sinusoidal", "binary", "normalized")
 
 
 def _check_metric(metric: object) -> Metric:
-    if metric not in METRICS:
-        raise ValueError(f"Unknown metric {metric!r}. Expected one of: {', '.join(METRICS)}.")
-    return cast("Metric", str(metric))
+    return cast("Metric", choice(metric, "metric", METRICS))
 
 
 def _check_matrix(
@@ -397,11 +395,10 @@ def resolution_report(
     >>> resolution_report(1, max_len=2000, code="normalized").distinguishable_length
     1001
     """
-    if code not in CODES:
-        raise ValueError(f"Unknown code {code!r}. Expected one of: {', '.join(CODES)}.")
+    choice(code, "code", CODES)
     max_len = positive_int(max_len, "max_len", minimum=2)
     min_separation = positive_int(min_separation, "min_separation")
-    tolerance = cast(float, _check_scale("tolerance", tolerance, allow_none=False))
+    tolerance = _check_scale("tolerance", tolerance)
     if code != "sinusoidal" and spec is not None:
         raise ValueError(
             f"spec applies to the sinusoidal code only. Received: code={code!r}, spec={spec!r}"

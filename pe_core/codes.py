@@ -258,7 +258,6 @@ def _raise_at(bad: np.ndarray, values: np.ndarray, message: str, hint: str = "")
 
 def _to_backend(xp: Namespace, values: np.ndarray, dtype: Any) -> Any:
     name, out_dtype = resolve_dtype(xp, dtype)
-    array = xp.asarray(values.astype(working_dtype(name)))
-    if name not in ("float32", "float64"):
-        array = xp.astype(array, out_dtype)
-    return array
+    working = working_dtype(name)
+    array = xp.asarray(values.astype(working))
+    return array if working == name else xp.astype(array, out_dtype)

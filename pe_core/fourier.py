@@ -342,9 +342,9 @@ def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> Call:
     xp, coord_source = choose_backend(coords, backend, source=coord_source)
     out_name, out_dtype = resolve_dtype(xp, dtype)
     on_host = coord_source in _ON_HOST and host_freqs
+    working = "float64" if on_host else working_dtype(out_name)
     if host_freqs:
         key = _frequency_key(frequencies)
-        working = "float64" if on_host else working_dtype(out_name)
         f_shape, freqs = xp.host_constant(_fourier.frequency_constants, key, working)
     else:
         freqs = frequencies
@@ -378,11 +378,10 @@ def _prepare(coords: Any, frequencies: Any, backend: Any, dtype: Any) -> Call:
             f"would be rounded in float32). Received dtype: {c_dtype}. Cast them first."
         )
     wide = "float64" in (out_name, c_dtype) or (not host_freqs and xp.dtype_of(freqs) == "float64")
-    if host_freqs and wide and working != "float64" and xp.supports("float64"):
+    if wide and working != "float64" and xp.supports("float64"):
         working = "float64"  # float64 coordinates: the constants in float64 too
-        f_shape, freqs = xp.host_constant(_fourier.frequency_constants, key, working)
-    elif not host_freqs:
-        working = "float64" if wide and xp.supports("float64") else "float32"
+        if host_freqs:
+            f_shape, freqs = xp.host_constant(_fourier.frequency_constants, key, working)
     if c_dtype != working:
         x = xp.astype(x, xp.dtype(working))
     c_shape = tuple(xp.shape(x))

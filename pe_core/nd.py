@@ -206,9 +206,7 @@ def _check_coordinates(sizes: tuple[int, ...], what: str) -> None:
     check_request_size(n, "int64", what=what, extra_bytes=16 * n)
 
 
-def _check_scale(name: str, value: object, allow_none: bool) -> float | None:
-    if value is None and allow_none:
-        return None
+def _check_scale(name: str, value: object) -> float:
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Real)
@@ -226,10 +224,8 @@ def _axis_scales(value: object, n_axes: int) -> tuple[float, ...]:
                 f"interpolation_scale must be a number or one number per axis ({n_axes}). "
                 f"Received: {value!r}"
             )
-        scales = [_check_scale("interpolation_scale", v, allow_none=False) for v in value]
-    else:
-        scales = [_check_scale("interpolation_scale", value, allow_none=False)] * n_axes
-    return tuple(float(v) for v in scales if v is not None)
+        return tuple(_check_scale("interpolation_scale", v) for v in value)
+    return (_check_scale("interpolation_scale", value),) * n_axes
 
 
 # fmt: off
@@ -324,7 +320,7 @@ def grid_encoding(
         raise ValueError(
             f"spec must have axes == len(shape) = {len(sizes)}. Received: axes={resolved.axes}"
         )
-    base = _check_scale("base_size", base_size, allow_none=True)
+    base = None if base_size is None else _check_scale("base_size", base_size)
     scales = _axis_scales(interpolation_scale, len(sizes))
     if not is_integer(extra_tokens):
         raise TypeError(f"extra_tokens must be a non-negative int. Received: {extra_tokens!r}")

@@ -72,6 +72,11 @@ INTERPOLATIONS = ("bicubic", "bilinear")
 _TreeT = TypeVar("_TreeT", bound=Mapping[Any, Any])
 
 
+def _method(interpolation: object, antialias: object) -> tuple[str, bool]:
+    """The validated ``interpolation`` and ``antialias`` of a resize."""
+    return choice(interpolation, "interpolation", INTERPOLATIONS), flag(antialias, "antialias")
+
+
 # -- absolute tables --------------------------------------------------------------------
 def resample_pos_embed(
     table: ArrayT,
@@ -143,8 +148,7 @@ def resample_pos_embed(
     xp, (n, rows, channels) = _array(table, "table", 3)
     new = _size(new_size, "new_size")
     prefix = positive_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
-    mode = choice(interpolation, "interpolation", INTERPOLATIONS)
-    aa = flag(antialias, "antialias")
+    mode, aa = _method(interpolation, antialias)
     old = _resample.pos_embed_grid((n, rows, channels), prefix, old_size)
     if old == new:
         return table
@@ -241,8 +245,7 @@ def resize_naflex_pos_embed(
     (2, 100, 4)
     """
     xp, (height, width, channels) = _array(table, "table", 3)
-    mode = choice(interpolation, "interpolation", INTERPOLATIONS)
-    aa = flag(antialias, "antialias")
+    mode, aa = _method(interpolation, antialias)
     pairs = _resample.spatial_pairs(spatial_shapes)
     longest = max(h * w for h, w in pairs)
     length = positive_int(max_length, "max_length", minimum=longest, what="the largest h * w")
@@ -301,8 +304,7 @@ def resize_rel_pos_bias_table(
     xp, shape = _array(table, "table", (2, 3))
     wh, ww = _size(new_window_size, "new_window_size")
     new = (2 * wh - 1, 2 * ww - 1)
-    mode = choice(interpolation, "interpolation", INTERPOLATIONS)
-    aa = flag(antialias, "antialias")
+    mode, aa = _method(interpolation, antialias)
     extra = positive_int(num_extra_tokens, "num_extra_tokens", minimum=0)
     return _resample.resize_bias_table(xp, table, shape, new, old_window_size, extra, mode, aa)
 
@@ -445,11 +447,11 @@ def pos_embed_load_hook(
     >>> callable(hook)
     True
     """
+    options = {k: v for k, v in locals().items() if k != "name"}  # resample_pos_embed's
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty string. Received: {name!r}")
     positive_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
-    choice(interpolation, "interpolation", INTERPOLATIONS)
-    flag(antialias, "antialias")
+    _method(interpolation, antialias)
 
     def hook(module: Any, state_dict: Any, prefix: str, *_: Any) -> None:
         key = prefix + name
@@ -462,13 +464,7 @@ def pos_embed_load_hook(
         new_side = _resample.square_side(
             want[1] - num_prefix_tokens, "a square grid", f"the model's {name}"
         )
-        state_dict[key] = resample_pos_embed(
-            loaded,
-            new_side,
-            num_prefix_tokens=num_prefix_tokens,
-            interpolation=interpolation,
-            antialias=antialias,
-        )
+        state_dict[key] = resample_pos_embed(loaded, new_side, **options)
 
     return hook
 

@@ -277,12 +277,9 @@ def check_query_key(
     ...
     ValueError: The input's last axis has 6 features but the layer was built with head_dim=8.
     """
-    if known_seq and (len(shape) < 2 or shape[-2] is None):
-        raise ValueError(
-            f"{names} must have shape (..., seq, head_dim) with a known seq. Received: {shape}"
-        )
-    if len(shape) < 2:
-        raise ValueError(f"{names} must have shape (..., seq, head_dim). Received: {shape}")
+    if len(shape) < 2 or (known_seq and shape[-2] is None):
+        known = " with a known seq" if known_seq else ""
+        raise ValueError(f"{names} must have shape (..., seq, head_dim){known}. Received: {shape}")
     check_features(shape[-1], head_dim, "head_dim")
 
 

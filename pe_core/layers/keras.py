@@ -143,6 +143,14 @@ def _encode_positions(config: SinusoidalEncodingConfig, positions: Any, dtype: s
     return config._encode(positions, dtype)
 
 
+def _frequencies_weight(layer: Any, **options: Any) -> Any:
+    """``layer``'s weight ``frequencies``, initialised to its ``initial_frequencies()``
+    (``options``: more ``add_weight`` arguments)."""
+    initial = layer.initial_frequencies()
+    init = keras.initializers.Constant(initial)
+    return layer.add_weight(shape=initial.shape, initializer=init, name="frequencies", **options)
+
+
 class _Configured(keras.layers.Layer):
     """What every layer here adds to ``keras.layers.Layer``: its ``get_config``, the
     configuration's arguments, and its ``repr``."""
@@ -277,12 +285,7 @@ class RotaryEmbedding(RotaryEmbeddingConfig, _PairLayer):
 
     def _setup(self) -> None:
         if self.trainable_frequencies:
-            initial = self.initial_frequencies()
-            self.frequencies = self.add_weight(
-                shape=initial.shape,
-                initializer=keras.initializers.Constant(initial),
-                name="frequencies",
-            )
+            self.frequencies = _frequencies_weight(self)
 
     def _frequencies(self) -> Any:
         return self.frequencies.value
@@ -388,13 +391,7 @@ class FourierFeatures(FourierFeaturesConfig, _Layer):
     """
 
     def _setup(self) -> None:
-        self.frequencies = self.add_weight(
-            shape=(self.in_features, self.num_frequencies),
-            initializer=keras.initializers.Constant(self.initial_frequencies()),
-            trainable=self.trainable,
-            dtype="float32",
-            name="frequencies",
-        )
+        self.frequencies = _frequencies_weight(self, trainable=self.trainable, dtype="float32")
 
     def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
         return (*tuple(input_shape)[:-1], 2 * self.num_frequencies)
