@@ -103,8 +103,7 @@ def _select(config: Mapping[str, Any], layer_type: str | None) -> tuple[dict[str
 
 
 def _checked_rope_type(params: Mapping[str, Any]) -> str:
-    rope_type, legacy = params.get("rope_type"), params.get("type")
-    rope_type, legacy = _alias(rope_type), _alias(legacy)
+    rope_type, legacy = _alias(params.get("rope_type")), _alias(params.get("type"))
     if rope_type is not None and legacy is not None and rope_type != legacy:
         raise ValueError(
             f"Conflicting keys in the rope parameters: rope_type={rope_type!r} and "
@@ -125,7 +124,9 @@ def _checked_rope_type(params: Mapping[str, Any]) -> str:
             f"parameters of rope_type {rope_type!r} (unknown keys: {unknown}). Expected "
             f"keys: {', '.join(sorted(allowed))}."
         )
-    _check_required(params, str(rope_type))
+    for key in SCALING_TYPES[rope_type].required:  # the first required key it lacks
+        if key not in params:
+            _require(params, key, rope_type)
     return str(rope_type)
 
 
@@ -135,13 +136,6 @@ def _did_you_mean(word: object, choices: Any) -> str:
         return ""
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _check_required(params: Mapping[str, Any], rope_type: str) -> None:
-    """Raise :class:`MissingRopeKeyError` for the first required key ``params`` lacks."""
-    for key in SCALING_TYPES[rope_type].required:
-        if key not in params:
-            _require(params, key, rope_type)
 
 
 def _layer_head_dim(config: Mapping[str, Any], layer_type: str | None) -> int | None:
