@@ -37,10 +37,6 @@ _TYPE_ALIASES = {"mrope": "default"}
 DEFAULT_THETA = 10000.0
 
 
-def _is_nested(raw: Mapping[str, Any]) -> bool:
-    return bool(raw) and all(isinstance(v, Mapping) or v is None for v in raw.values())
-
-
 def _per_layer_type(config: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """``(per-layer-type rope dicts or None, flat rope dict)`` of ``config``.
 
@@ -56,7 +52,7 @@ def _per_layer_type(config: Mapping[str, Any]) -> tuple[dict[str, Any] | None, d
             f"rope_parameters/rope_scaling must be a mapping or None, got {type(raw).__name__}."
         )
     local = config.get("rope_local_base_freq")
-    if _is_nested(raw):
+    if raw and all(isinstance(v, Mapping) or v is None for v in raw.values()):  # nested
         nested = {k: None if v is None else dict(v) for k, v in raw.items()}
         sliding = nested.get("sliding_attention")
         if local is not None and sliding is not None:  # Gemma3TextConfig: setdefault
@@ -189,18 +185,6 @@ def _head_dim(config: Mapping[str, Any], layer_type: str | None = None) -> int:
     return positive_int(hidden, "hidden_size") // positive_int(heads, "num_attention_heads")
 
 
-def _partial_factor(config: Mapping[str, Any], params: Mapping[str, Any]) -> float | None:
-    partial = params.get("partial_rotary_factor")
-    if partial is None:
-        partial = _top(config, "partial_rotary_factor")
-    if partial is None:
-        return None
-    partial = _real(partial, "partial_rotary_factor", minimum=0)
-    if partial > 1:
-        raise ValueError(f"partial_rotary_factor must be in (0, 1], got {partial!r}.")
-    return partial
-
-
 def _rotary_pairs(
     config: Mapping[str, Any], params: Mapping[str, Any], head_dim: int, rope_type: str
 ) -> int:
@@ -210,7 +194,13 @@ def _rotary_pairs(
     ``int(head_dim * partial_rotary_factor)`` (``proportional``:
     ``2 * int(partial_rotary_factor * head_dim // 2)``); both given must agree.
     """
-    partial = _partial_factor(config, params)
+    partial = params.get("partial_rotary_factor")
+    if partial is None:
+        partial = _top(config, "partial_rotary_factor")
+    if partial is not None:
+        partial = _real(partial, "partial_rotary_factor", minimum=0)
+        if partial > 1:
+            raise ValueError(f"partial_rotary_factor must be in (0, 1], got {partial!r}.")
     gptj = config.get("rotary_dim")
     if gptj is not None:
         dim = even_int(gptj, "rotary_dim")
