@@ -143,8 +143,7 @@ def plot_similarity(
     'Euclidean distance between positions (vaswani, d=32)'
     """
     metric = _check_metric(metric)
-    length = positive_int(length, "length")
-    return encodings.draw_similarity(d, length, spec, metric)
+    return encodings.draw_similarity(d, positive_int(length, "length"), spec, metric)
 
 
 def plot_grid_similarity(

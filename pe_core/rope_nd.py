@@ -283,8 +283,7 @@ def allegro_frequencies(
         )
     scales = [finite_real(v, "interpolation_scale", greater_than=0) for v in interpolation_scale]
     base = call.check_base(base)
-    sections = (head_dim // 6,) * 3
-    per_axis, _ = plans.per_axis_frequencies(None, base, sections)
+    per_axis, _ = plans.per_axis_frequencies(None, base, (head_dim // 6,) * 3)
     return tuple(w / scale for values, scale in zip(per_axis, scales, strict=True) for w in values)
 
 

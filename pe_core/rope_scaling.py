@@ -21,6 +21,7 @@ length-extrapolation scale).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from collections.abc import Mapping
@@ -439,13 +440,13 @@ def rope_summary(config: Any, *, layer_type: str | None = None) -> dict[str, Any
     keys = (*entry.required, *entry.optional)
     original = "original_max_position_embeddings"
     out.update((k, params[k]) for k in keys if k != original and params.get(k) is not None)
-    try:
+    # a missing context length is left out: the type does without it (or raises for it
+    # when computing)
+    with contextlib.suppress(MissingRopeKeyError):
         if original in keys:
             out[original] = _original_max_positions(config, params, rope_type, nested)
         if entry.needs_seq_len:
             out["max_position_embeddings"] = _max_positions(config, rope_type, params)
-    except MissingRopeKeyError:
-        pass  # the type does without it (or raises for it when computing)
     return out
 
 

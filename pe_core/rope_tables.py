@@ -37,7 +37,6 @@ from pe_core.rope_scaling import config_mapping, rope_summary, scaling_rope_type
 from pe_core.rope_spec import RopeSpec, freeze
 from pe_core.typing import BackendArrayT, BackendLike, DTypeLike, HostData, RopeConfig
 from pe_core.validation import choice, even_int, flag, is_integer, known_size
-from pe_core_backends import Namespace
 
 __all__ = ["ROPE_TABLE_LAYOUTS", "RopeTableLayout", "rope_cos_sin"]
 
@@ -155,21 +154,15 @@ def rope_cos_sin(
     # plain Python on the host: compilers embed the result (no tracing of the checks)
     rope = xp.host_constant(_rope_of, head_dim_or_config, spec, layer_type, layout)
     check_values = flag(check_values, "check_values")
-    _check_size(xp, source, positions, rope.head_dim, dtype)
-    tables: tuple[Any, Any] = cos_sin_tables(xp, source, positions, rope, dtype, check_values)
-    return tables
-
-
-def _check_size(
-    xp: Namespace, source: str | None, positions: Any, head_dim: int, dtype: Any
-) -> None:
-    """Refuse, from the positions' shape alone (before they are read), cos and sin
-    tables that cannot fit in memory (float64 for a requested dtype: an upper bound)."""
+    # refuse, from the positions' shape alone (before they are read), cos and sin tables
+    # that cannot fit in memory (float64 for a requested dtype: an upper bound)
     on_device = source is not None and (xp.is_traced(positions) or xp.on_accelerator(positions))
-    n = (known_size(positions) or 1) * 2 * head_dim  # cos and sin
+    n = (known_size(positions) or 1) * 2 * rope.head_dim  # cos and sin
     name = "float32" if dtype is None else "float64"
     extra = 0 if on_device else 8 * n  # the float64 host tables
     check_request_size(n, name, what="rope_cos_sin", extra_bytes=extra, host_output=not on_device)
+    tables: tuple[Any, Any] = cos_sin_tables(xp, source, positions, rope, dtype, check_values)
+    return tables
 
 
 def _rope_of(

@@ -233,13 +233,6 @@ def llama4_attention_scales(
     return xp.log1p(_framework_steps(xp, positions, name, floor_scale, dtype)) * attn_scale + 1.0
 
 
-#: The largest value of each integer dtype.
-_INT_MAX = {
-    name: int(np.iinfo(name).max)
-    for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-}
-
-
 def _framework_steps(xp: Any, positions: Any, name: str, floor_scale: int, dtype: str) -> Any:
     """``floor((p + 1) / floor_scale)`` of a framework's integer positions, exactly in
     integers (no ``p + 1`` that could wrap), as ``dtype``.
@@ -256,9 +249,9 @@ def _framework_steps(xp: Any, positions: Any, name: str, floor_scale: int, dtype
     elif name == "uint32" and xp.supports("int64"):
         p, name = xp.astype(p, xp.dtype("int64")), "int64"
     if name != "uint64":
-        return _steps(xp, p, floor_scale, out, _INT_MAX[name])
+        return _steps(xp, p, floor_scale, out)
     p = xp.astype(p, xp.dtype("int64"))  # values from 2**63 on wrap to p - 2**64
-    low = _steps(xp, p, floor_scale, out, _INT_MAX["int64"])
+    low = _steps(xp, p, floor_scale, out)
     if floor_scale > 2**64:
         high = xp.zeros_like(low)
     elif floor_scale > 2**63:  # (2**64 + p + 1) // f is 1 from p = f - 1 - 2**64 on
@@ -267,19 +260,18 @@ def _framework_steps(xp: Any, positions: Any, name: str, floor_scale: int, dtype
     else:  # 2**64 + p = q f + (r + p), with r + p in int64's range for p < 0
         q, r = divmod(2**64, floor_scale)
         shifted = p + xp.asarray(np.asarray(r, dtype=np.int64), like=p)
-        high = _steps(xp, shifted, floor_scale, out, _INT_MAX["int64"]) + float(q)
+        high = _steps(xp, shifted, floor_scale, out) + float(q)
     return xp.where(p < xp.asarray(np.asarray(0, dtype=np.int64), like=p), high, low)
 
 
-def _steps(xp: Any, p: Any, floor_scale: int, out: Any, maximum: int | None = None) -> Any:
-    """``floor((p + 1) / floor_scale)`` of integers ``p`` of at most ``maximum`` (their
-    dtype's largest value), without forming ``p + 1``: ``q = p // f`` and the remainder
+def _steps(xp: Any, p: Any, floor_scale: int, out: Any) -> Any:
+    """``floor((p + 1) / floor_scale)`` of integers ``p`` (up to their dtype's largest
+    value, ``maximum``), without forming ``p + 1``: ``q = p // f`` and the remainder
     ``r = p - q f`` in ``[0, f - 1]``, so ``(r + 1) // f`` is 0 or 1 and nothing wraps.
     Exact for negative ``p`` too (the uint64 path needs them). Returned as the float
     dtype ``out`` (``q`` rounded once where it is that large)."""
     name = xp.dtype_of(p)
-    if maximum is None:  # host positions: int64 or uint64 values >= 0
-        maximum = int(np.iinfo(name).max)
+    maximum = int(np.iinfo(name).max)
     signed = not name.startswith("u")
 
     def const(value: int) -> Any:  # in p's dtype (JAX would read a Python int as int32)

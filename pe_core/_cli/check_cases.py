@@ -9,6 +9,7 @@ with the inputs bound, nothing of their own.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -116,14 +117,11 @@ class EncodeCase:
         def fn(positions: np.ndarray, d: int) -> Any:
             return typed(encode(positions, d, spec=spec, backend=name), name, "encode")
 
-        def moved(encoding: Any, k: Any) -> Any:
-            return shift(encoding, k, spec)
-
         def exact() -> float:
             pairs = zip(self.large + self.huge, self.exact or (), strict=True)
             return max(check_agreement(fn, spec, d, g, ATOL, reference=e) for g, e in pairs)
 
-        ps = self.p
+        ps, moved = self.p, functools.partial(shift, spec=spec)
         return {
             "agreement": lambda: max(check_agreement(fn, spec, d, g, ATOL) for g in self.small),
             "large": None if self.exact is None else exact,

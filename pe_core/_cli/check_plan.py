@@ -34,30 +34,20 @@ def plan(
     skipped += [f"rope head_dim={d} {why}" for d in dims if d % 2]
     if not cases and not ropes:
         raise ValueError(f"nothing to check: every combination was skipped: {', '.join(skipped)}")
-    print_plan(cases, ropes, skipped, backends, args.thorough)
-    return cases, ropes
-
-
-def print_plan(
-    cases: list[EncodeCase],
-    rope_cases: list[RopeCase],
-    skipped: list[str],
-    backends: Sequence[str],
-    thorough: bool,
-) -> None:
-    """What the run checks, on which backends, and what it skips (stdout)."""
+    # what the run checks, on which backends, and what it skips (stdout)
     names = ", ".join(sorted({c.spec.name or "?" for c in cases}))
     print(
         f"pe-core check: {len(cases)} case(s) ({names}; d in {distinct(c.d for c in cases)}), "
         f"float32 output, backends: {', '.join(backends)}"
     )
-    layouts = distinct(c.options["layout"] for c in rope_cases)
-    head_dims = distinct(c.head_dim for c in rope_cases)
-    print(f"apply_rope: {len(rope_cases)} case(s) (layouts {layouts}; head_dim in {head_dims})")
-    if thorough:
+    layouts = distinct(c.options["layout"] for c in ropes)
+    head_dims = distinct(c.head_dim for c in ropes)
+    print(f"apply_rope: {len(ropes)} case(s) (layouts {layouts}; head_dim in {head_dims})")
+    if args.thorough:
         print("thorough: larger grids, positions to 1e300, more cases compiled")
     if skipped:
         print(f"skipped: {'; '.join(skipped)}")
+    return cases, ropes
 
 
 def distinct(values: Iterable[Any]) -> str:

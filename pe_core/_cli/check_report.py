@@ -31,23 +31,19 @@ def report(
     """Print the tables, the line across backends and the failures; the exit status."""
     print_check_table("pe_core.encode", tables["encode"], COLUMNS)
     print_check_table("pe_core.apply_rope", tables["apply_rope"], ROPE_COLUMNS)
-    print_across(backends, across)
+    if not across:
+        print("\nacross backends: n/a (one backend checked)")
+    else:
+        others = ", ".join(b for b in backends if b != REFERENCE_BACKEND)
+        cells = ", ".join(f"{what} {cell.text()}" for what, cell in across.items())
+        what = f"check_cross_backend_agreement, {others} vs {REFERENCE_BACKEND}"
+        print(f"\nacross backends ({what}, tol {ACROSS_ATOL:g}): {cells}")
     named: dict[str, Cell] = {}  # every cell under the name a failure is reported by
     for title, rows in tables.items():
         prefix = " rope" if title == "apply_rope" else ""  # "torch rope norm"
         named |= {f"{b}{prefix} {c}": cell for b, row in rows.items() for c, cell in row.items()}
     named |= {f"across backends {what}": cell for what, cell in across.items()}
     return print_failures({where: c for where, c in named.items() if c.status in ("FAIL", "ERROR")})
-
-
-def print_across(backends: Sequence[str], across: dict[str, Cell]) -> None:
-    if not across:
-        print("\nacross backends: n/a (one backend checked)")
-        return
-    others = ", ".join(b for b in backends if b != REFERENCE_BACKEND)
-    cells = ", ".join(f"{what} {cell.text()}" for what, cell in across.items())
-    what = f"check_cross_backend_agreement, {others} vs {REFERENCE_BACKEND}, tol {ACROSS_ATOL:g}"
-    print(f"\nacross backends ({what}): {cells}")
 
 
 def print_failures(failures: dict[str, Cell]) -> int:

@@ -5,8 +5,6 @@ quarter of the features encode the frame, then three eighths the column and thre
 eighths the row, each block MAE's ``[sin | cos]``.
 """
 
-from __future__ import annotations
-
 from pe_core._presets import Preset
 from pe_core.spec import Spec
 

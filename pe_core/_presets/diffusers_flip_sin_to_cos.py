@@ -1,7 +1,5 @@
 """The ``diffusers_flip_sin_to_cos`` preset: diffusers' cos-first sinusoid tables."""
 
-from __future__ import annotations
-
 from pe_core._presets import Preset
 from pe_core.spec import Spec
 

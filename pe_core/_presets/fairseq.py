@@ -1,7 +1,5 @@
 """The ``fairseq`` preset: fairseq's sinusoidal positional embedding."""
 
-from __future__ import annotations
-
 from pe_core._presets import Preset
 from pe_core.spec import Spec
 

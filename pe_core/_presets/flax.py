@@ -1,7 +1,5 @@
 """The ``flax`` preset: the flax examples' sinusoidal init."""
 
-from __future__ import annotations
-
 from pe_core._presets import Preset
 from pe_core.spec import Spec
 

@@ -1,7 +1,5 @@
 """The ``musicgen`` preset: MusicGen's sinusoidal positions, the cosines first."""
 
-from __future__ import annotations
-
 from pe_core._presets import Preset
 from pe_core.spec import Spec
 

@@ -1,7 +1,5 @@
 """The ``positional_encodings_1d`` preset: the PyPI positional-encodings 1-D encoding."""
 
-from __future__ import annotations
-
 from pe_core._presets import Preset
 from pe_core.spec import Spec
 

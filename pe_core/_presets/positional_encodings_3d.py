@@ -3,8 +3,6 @@
 An N-D preset (:mod:`pe_core.nd`): coordinates ``(..., axes)``, one 1-D encoding per axis.
 """
 
-from __future__ import annotations
-
 from pe_core._presets import Preset
 from pe_core.spec import Spec
 

@@ -1,7 +1,5 @@
 """The ``tensor2tensor`` preset: tensor2tensor's timing signal."""
 
-from __future__ import annotations
-
 from pe_core._presets import Preset
 from pe_core.spec import Spec
 

@@ -4,8 +4,6 @@ An N-D preset (:mod:`pe_core.nd`): coordinates ``(h, w)``; the features are
 ``[sin h | sin w | cos h | cos w]`` (``axis_layout="split"``).
 """
 
-from __future__ import annotations
-
 from pe_core._presets import Preset
 from pe_core.spec import Spec
 

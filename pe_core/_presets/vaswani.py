@@ -1,7 +1,5 @@
 """The ``vaswani`` preset: the textbook encoding (Vaswani et al. 2017)."""
 
-from __future__ import annotations
-
 from pe_core._presets import Preset
 from pe_core.spec import Spec
 

@@ -1,7 +1,5 @@
 """The ``whisper`` preset: OpenAI Whisper's audio encoder positions."""
 
-from __future__ import annotations
-
 from pe_core._presets import Preset
 from pe_core.spec import Spec
 

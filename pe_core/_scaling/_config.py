@@ -37,10 +37,6 @@ _TYPE_ALIASES = {"mrope": "default"}
 DEFAULT_THETA = 10000.0
 
 
-def _is_nested(raw: Mapping[str, Any]) -> bool:
-    return bool(raw) and all(isinstance(v, Mapping) or v is None for v in raw.values())
-
-
 def _per_layer_type(config: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """``(per-layer-type rope dicts or None, flat rope dict)`` of ``config``.
 
@@ -56,7 +52,7 @@ def _per_layer_type(config: Mapping[str, Any]) -> tuple[dict[str, Any] | None, d
             f"rope_parameters/rope_scaling must be a mapping or None, got {type(raw).__name__}."
         )
     local = config.get("rope_local_base_freq")
-    if _is_nested(raw):
+    if raw and all(isinstance(v, Mapping) or v is None for v in raw.values()):  # nested
         nested = {k: None if v is None else dict(v) for k, v in raw.items()}
         sliding = nested.get("sliding_attention")
         if local is not None and sliding is not None:  # Gemma3TextConfig: setdefault
@@ -103,8 +99,7 @@ def _select(config: Mapping[str, Any], layer_type: str | None) -> tuple[dict[str
 
 
 def _checked_rope_type(params: Mapping[str, Any]) -> str:
-    rope_type, legacy = params.get("rope_type"), params.get("type")
-    rope_type, legacy = _alias(rope_type), _alias(legacy)
+    rope_type, legacy = _alias(params.get("rope_type")), _alias(params.get("type"))
     if rope_type is not None and legacy is not None and rope_type != legacy:
         raise ValueError(
             f"Conflicting keys in the rope parameters: rope_type={rope_type!r} and "
@@ -125,7 +120,9 @@ def _checked_rope_type(params: Mapping[str, Any]) -> str:
             f"parameters of rope_type {rope_type!r} (unknown keys: {unknown}). Expected "
             f"keys: {', '.join(sorted(allowed))}."
         )
-    _check_required(params, str(rope_type))
+    for key in SCALING_TYPES[rope_type].required:  # the first required key it lacks
+        if key not in params:
+            _require(params, key, rope_type)
     return str(rope_type)
 
 
@@ -135,13 +132,6 @@ def _did_you_mean(word: object, choices: Any) -> str:
         return ""
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _check_required(params: Mapping[str, Any], rope_type: str) -> None:
-    """Raise :class:`MissingRopeKeyError` for the first required key ``params`` lacks."""
-    for key in SCALING_TYPES[rope_type].required:
-        if key not in params:
-            _require(params, key, rope_type)
 
 
 def _layer_head_dim(config: Mapping[str, Any], layer_type: str | None) -> int | None:
@@ -195,18 +185,6 @@ def _head_dim(config: Mapping[str, Any], layer_type: str | None = None) -> int:
     return positive_int(hidden, "hidden_size") // positive_int(heads, "num_attention_heads")
 
 
-def _partial_factor(config: Mapping[str, Any], params: Mapping[str, Any]) -> float | None:
-    partial = params.get("partial_rotary_factor")
-    if partial is None:
-        partial = _top(config, "partial_rotary_factor")
-    if partial is None:
-        return None
-    partial = _real(partial, "partial_rotary_factor", minimum=0)
-    if partial > 1:
-        raise ValueError(f"partial_rotary_factor must be in (0, 1], got {partial!r}.")
-    return partial
-
-
 def _rotary_pairs(
     config: Mapping[str, Any], params: Mapping[str, Any], head_dim: int, rope_type: str
 ) -> int:
@@ -216,7 +194,13 @@ def _rotary_pairs(
     ``int(head_dim * partial_rotary_factor)`` (``proportional``:
     ``2 * int(partial_rotary_factor * head_dim // 2)``); both given must agree.
     """
-    partial = _partial_factor(config, params)
+    partial = params.get("partial_rotary_factor")
+    if partial is None:
+        partial = _top(config, "partial_rotary_factor")
+    if partial is not None:
+        partial = _real(partial, "partial_rotary_factor", minimum=0)
+        if partial > 1:
+            raise ValueError(f"partial_rotary_factor must be in (0, 1], got {partial!r}.")
     gptj = config.get("rotary_dim")
     if gptj is not None:
         dim = even_int(gptj, "rotary_dim")

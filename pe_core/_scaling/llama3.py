@@ -19,15 +19,12 @@ from pe_core._scaling._types import RopeScalingType, ScalingInputs
 def _llama3(a: ScalingInputs) -> tuple[np.ndarray, float]:
     config, params, theta, dim, nested = a.config, a.params, a.theta, a.rotary_dim, a.nested
     factor = _factor(_require(params, "factor", "llama3"), "llama3")
-    low_freq_factor = _real(
-        _require(params, "low_freq_factor", "llama3"),
-        "low_freq_factor",
-        rope_type="llama3",
-        minimum=0,
-    )
-    high_freq_factor = _real(
-        _require(params, "high_freq_factor", "llama3"), "high_freq_factor", rope_type="llama3"
-    )
+
+    def read(key: str, minimum: float | None = None) -> float:
+        return _real(_require(params, key, "llama3"), key, rope_type="llama3", minimum=minimum)
+
+    low_freq_factor = read("low_freq_factor", minimum=0)
+    high_freq_factor = read("high_freq_factor")
     if high_freq_factor < low_freq_factor:
         raise ValueError(
             "high_freq_factor for rope_type 'llama3' must be >= low_freq_factor, got "

@@ -243,7 +243,13 @@ def check_uniqueness(
     if positions.size < 2 or window < 2:
         return 0.0
     got = _evaluate(fn, positions, d, "uniqueness", spec)
-    closest, pair = _closest_pair(got)
+    closest, pair = math.inf, (0, 1)  # the closest pair of encodings
+    for i in range(len(got) - 1):
+        distances = np.sqrt(np.sum((got[i + 1 :] - got[i]) ** 2, axis=-1))
+        distances[~np.isfinite(distances)] = 0.0  # NaN distinguishes nothing
+        j = int(np.argmin(distances))
+        if distances[j] < closest:
+            closest, pair = float(distances[j]), (i, i + 1 + j)
     threshold = max(bound - atol, bound / 2)
     shortfall = max(0.0, bound - closest)
     if closest < threshold:
@@ -282,17 +288,6 @@ def _unique_positions(positions: Any, window: int) -> np.ndarray:
             f"wavelength). Received positions spanning {span}."
         )
     return positions
-
-
-def _closest_pair(table: np.ndarray) -> tuple[float, tuple[int, int]]:
-    closest, pair = math.inf, (0, 1)
-    for i in range(len(table) - 1):
-        distances = np.sqrt(np.sum((table[i + 1 :] - table[i]) ** 2, axis=-1))
-        distances[~np.isfinite(distances)] = 0.0  # NaN distinguishes nothing
-        j = int(np.argmin(distances))
-        if distances[j] < closest:
-            closest, pair = float(distances[j]), (i, i + 1 + j)
-    return closest, pair
 
 
 def check_linear_relation(
