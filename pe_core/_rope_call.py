@@ -255,12 +255,8 @@ def host_factors(
         # rotation nearly cancels in places, where float32's error would show)
         return host_cos_sin(values, inv_freq, attention_factor, working, max_abs, rounded_once)
 
-    values_key = device_tables.values_key(values)
-    keep = xp.on_accelerator(x) or values.size <= device_tables.MAX_KEYED_VALUES
-    key = ("rope", values_key, inv_freq, attention_factor, rounded_once)
-    return device_tables.cached(
-        xp, key if keep and values_key else None, x, working, build, private=True
-    )
+    key = ("rope", inv_freq, attention_factor, rounded_once)
+    return device_tables.cached_at(xp, values, key, x, working, build, private=True)
 
 
 def unpack_spec(spec: object, *config: Any) -> tuple[float, str, int | None, Any, None]:

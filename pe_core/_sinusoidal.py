@@ -167,7 +167,11 @@ def _choose_namespace(
         backend = anchor_backend(like, out)
     xp, source = choose_backend(pos, backend, source=source, what=what)
     if out is not None:
-        _check_out_backend(xp, out)
+        if backend_of(out) != xp.name or not xp.mutable:
+            raise TypeError(
+                "out must be a NumPy array or a torch tensor on the backend computed on "
+                f"({xp.name}). Received: {type(out).__name__}"
+            )
         dtype = out.dtype if dtype is None else dtype
         like = out if like is None else like
     return xp, source, dtype, like
@@ -282,11 +286,20 @@ def _host_encode(
     out: Any,
 ) -> Any:
     """Positions known on the host: the cheapest exact route, then onto ``xp``."""
-    if like is not None and xp.on_accelerator(like):
-        table = _cached_on_device(xp, positions, freqs, spec, d, out_name, like)
-        return xp.copy_into(out, table) if out is not None else table
     values, max_abs = positions.host, positions.max_abs
     assert values is not None and max_abs is not None
+    if like is not None and xp.on_accelerator(like):
+        # the host table on like's accelerator, built and moved once per key
+        host_name = working_dtype(out_name, xp, round_once=True)
+        table = device_tables.cached_at(
+            xp,
+            values,
+            ("encode", freqs, spec.offset, spec.layout, d),
+            like,
+            out_name,
+            lambda: _host_encode(HOST, positions, freqs, spec, d, host_name, None, None),
+        )
+        return xp.copy_into(out, table) if out is not None else table
     # torch builds large run tables with its own (threaded) kernels; other tables are NumPy's
     builds = xp.builds_tables and values.size * len(freqs) >= BUILDS_MIN_PAIRS
     table = host_sin_cos(
@@ -300,8 +313,11 @@ def _host_encode(
         like=like,
         rounded_once=out_name in ("float16", "bfloat16"),
     )
-    if d % 2:
-        table = _pad_column(table)
+    if d % 2:  # the zero column of odd_d="zero_pad", on the backend that built the table
+        bxp = get_namespace(backend_of(table) or "numpy")
+        table = bxp.concat(
+            [table, bxp.zeros((bxp.shape(table)[0], 1), table.dtype, like=table)], -1
+        )
     shape = (*positions.shape, d)
     if not isinstance(table, np.ndarray):  # built by the backend itself
         table = xp.reshape(table, shape)
@@ -312,49 +328,11 @@ def _host_encode(
             out[...] = table.reshape(shape)
             return out
         return table.reshape(shape).astype(xp.dtype(out_name), copy=False)
-    else:
-        table = _placed(xp, table.reshape(shape), like, out_name)
+    else:  # float16/bfloat16: the framework rounds the float64 table once, as it always did
+        if out_name in ("float32", "float64"):
+            table = table.astype(out_name, copy=False)
+        table = device_tables.place(xp, table.reshape(shape), like, out_name)
     return xp.copy_into(out, table) if out is not None else table
-
-
-def _cached_on_device(
-    xp: Namespace,
-    positions: Positions,
-    freqs: tuple[float, ...],
-    spec: Spec,
-    d: int,
-    out_name: str,
-    like: Any,
-) -> Any:
-    """The host table of ``positions`` on ``like``'s accelerator, through the cache of
-    :mod:`pe_core.device_tables` (built and moved once per key)."""
-    values = positions.host
-    assert values is not None
-    values_key = device_tables.values_key(values)
-    key = None
-    if values_key is not None:
-        key = ("encode", values_key, freqs, spec.offset, spec.layout, d)
-    host_name = working_dtype(out_name, xp, round_once=True)
-    return device_tables.cached(
-        xp,
-        key,
-        like,
-        out_name,
-        lambda: _host_encode(HOST, positions, freqs, spec, d, host_name, None, None),
-    )
-
-
-def _placed(xp: Namespace, table: np.ndarray, like: Any, out_name: str) -> Any:
-    """A NumPy table on ``xp`` (``like``'s device) in ``out_name``."""
-    if out_name in ("float32", "float64"):
-        table = table.astype(out_name, copy=False)
-    # float16/bfloat16: the framework rounds the float64 table once, as it always did
-    return device_tables.place(xp, table, like, out_name)
-
-
-def _pad_column(table: Any) -> Any:
-    xp = get_namespace(backend_of(table) or "numpy")
-    return xp.concat([table, xp.zeros((xp.shape(table)[0], 1), table.dtype, like=table)], -1)
 
 
 def _device_encode(
@@ -483,25 +461,8 @@ def _cached_column_constants(
     return (tuple(map(pick, words)), tuple(map(pick, rests)), *map(pick, others))
 
 
-def _traced_kernel(
-    xp: Namespace,
-    positions: Any,
-    freqs: tuple[float, ...],
-    offset: float,
-    layout: str,
-    working: str,
-    d: int,
-) -> Any:
-    """:func:`_kernel` as a compiler traces it (the kernel of :func:`compiled`)."""
-    return _kernel(xp, positions, freqs, offset, layout, working, d, traced=True)
-
-
-def _check_out_backend(xp: Namespace, out: Any) -> None:
-    if backend_of(out) != xp.name or not xp.mutable:
-        raise TypeError(
-            "out must be a NumPy array or a torch tensor on the backend computed on "
-            f"({xp.name}). Received: {type(out).__name__}"
-        )
+#: :func:`_kernel` as a compiler traces it (the kernel of :func:`compiled`).
+_traced_kernel = functools.partial(_kernel, traced=True)
 
 
 def _check_out(xp: Namespace, out: Any, shape: tuple[int, ...], dtype_name: str) -> None:
