@@ -101,7 +101,7 @@ def encode_1d(
         table = table[..., :d]
     if out is None:
         return table
-    _check_out(request.xp, out, (*request.positions.shape, d), request.out_name)
+    check_out(request.xp, out, (*request.positions.shape, d), request.out_name)
     return request.xp.copy_into(out, table)
 
 
@@ -150,7 +150,7 @@ def _prepare(
         host_output=positions.placement == "host",
     )
     if out is not None:
-        _check_out(xp, out, (*shape, d), out_name)
+        check_out(xp, out, (*shape, d), out_name)
     if positions.placement == "host" and like is None:
         like = positions.array
     return _Request(xp, positions, omegas(d, spec, xp), spec, d, out_name, like, out)
@@ -465,7 +465,7 @@ def _cached_column_constants(
 _traced_kernel = functools.partial(_kernel, traced=True)
 
 
-def _check_out(xp: Namespace, out: Any, shape: tuple[int, ...], dtype_name: str) -> None:
+def check_out(xp: Namespace, out: Any, shape: tuple[int, ...], dtype_name: str) -> None:
     if xp.shape(out) != shape or xp.dtype_of(out) != dtype_name:
         raise ValueError(
             f"out must have shape {shape} and dtype {dtype_name}. "
