@@ -421,15 +421,12 @@ def _kernel(
         # A compiler fuses everything: one sin per feature, cos columns a quarter turn
         # ahead (added exactly to the integer word), each feature in its own column:
         # one contiguous, vectorised loop, no interleaving stores.
-        pairs = len(freqs)
-        if layout == "interleaved":
-            columns = [i // 2 for i in range(2 * pairs)]
-            quarters = [i % 2 for i in range(2 * pairs)]
-        else:
-            columns, quarters = [*range(pairs)] * 2, [0] * pairs + [1] * pairs
-        constants = xp.host_constant(_column_constants, freqs, offset, tuple(columns))
+        n, interleaved = len(freqs), layout == "interleaved"
+        columns = tuple(i // 2 if interleaved else i % n for i in range(2 * n))
+        quarters = tuple(i % 2 if interleaved else i // n for i in range(2 * n))
+        constants = xp.host_constant(_column_constants, freqs, offset, columns)
         turns = reduced_turns(
-            xp, positions, freqs, working=working, constants=constants, quarters=tuple(quarters)
+            xp, positions, freqs, working=working, constants=constants, quarters=quarters
         )
         return xp.sin(turns * (2.0 * math.pi))
     turns = reduced_turns(xp, positions, freqs, offset=offset, working=working, poison=True)

@@ -66,15 +66,9 @@ def encode_nd(
         like = out if like is None else like
     blocks = [
         encode_1d(
-            coords[..., block.axis],
-            2 * block.pairs,
-            block.spec,
-            backend=backend,
-            dtype=dtype,
-            like=like,
-            check_values=check_values,
+            coords[..., b.axis], 2 * b.pairs, b.spec, backend, dtype, None, like, check_values
         )
-        for block in layout
+        for b in layout
     ]
     xp = get_namespace(backend_of(blocks[0]) or "numpy")
     if spec.axis_layout == "split":
