@@ -90,8 +90,9 @@ def encode_1d(
     d = check_d(d, spec)
     width = computed_width(d, spec)
     _, _, dtype, like = _choose_namespace(pos, backend, dtype, out, like, what)
-    sin_first = spec._sin_first_spec()
-    request = _prepare(pos, width, sin_first, backend, dtype, None, like, check_values, what)
+    request = _prepare(
+        pos, width, spec._sin_first_spec(), backend, dtype, None, like, check_values, what
+    )
     table = _run(request)
     if spec.order == "cos_sin":
         n = width // 2

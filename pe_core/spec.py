@@ -223,25 +223,11 @@ def _offset(offset: object) -> int | float:
 
 
 def _frequencies(freqs: object) -> tuple[float, ...]:
-    """Explicit frequencies as a non-empty tuple of finite floats >= 0."""
+    """Explicit frequencies as a non-empty tuple of finite floats >= 0 (a TypeError for
+    anything but a flat sequence of real numbers)."""
     if type(freqs) is tuple and freqs and all(type(w) is float for w in freqs):
         if all(0.0 <= w <= _MAX for w in freqs):  # Python floats: the quick check
             return freqs
-    items = _frequency_items(freqs)
-    if not items:
-        raise ValueError("Spec.frequencies must not be empty.")
-    reals = [_real(w) for w in items]
-    bad = [w for w, real in zip(items, reals, strict=True) if real is None or real < 0]
-    if bad:
-        raise ValueError(
-            "Spec.frequencies must be finite and >= 0 (radians per position, within "
-            f"float64). Received: {bad[0]!r}"
-        )
-    return tuple(float(w) for w in items)
-
-
-def _frequency_items(freqs: object) -> tuple[numbers.Real, ...]:
-    """``freqs`` as a tuple, checked to be a flat sequence of real numbers (TypeError)."""
     if isinstance(freqs, (str, bytes)) or not isinstance(freqs, Iterable):
         raise TypeError(
             f"Spec.frequencies must be a sequence of floats or None. Received: {freqs!r}"
@@ -253,7 +239,16 @@ def _frequency_items(freqs: object) -> tuple[numbers.Real, ...]:
                 "Spec.frequencies must be a flat sequence of numbers (radians per "
                 f"position). Received: item {i} = {w!r}"
             )
-    return items
+    if not items:
+        raise ValueError("Spec.frequencies must not be empty.")
+    reals = [_real(w) for w in items]
+    bad = [w for w, real in zip(items, reals, strict=True) if real is None or real < 0]
+    if bad:
+        raise ValueError(
+            "Spec.frequencies must be finite and >= 0 (radians per position, within "
+            f"float64). Received: {bad[0]!r}"
+        )
+    return tuple(float(w) for w in items)
 
 
 def _axis_order(value: object, axes: int) -> str | tuple[int, ...]:
