@@ -350,13 +350,7 @@ def check_base(base: object) -> float:
 
 def check_broadcast(pos_shape: tuple[int, ...], x_shape: tuple[int, ...]) -> None:
     lead = tuple(x_shape[:-1])
-    if broadcasts_into(pos_shape, lead):
-        return
-    try:
-        ok = np.broadcast_shapes(pos_shape, lead) == lead
-    except ValueError:
-        ok = False
-    if not ok:
+    if not broadcasts_into(pos_shape, lead):
         raise ValueError(
             f"pos of shape {pos_shape} does not broadcast against x.shape[:-1] = {lead} "
             f"(x has shape {tuple(x_shape)} = (..., seq, head_dim)). Give positions of "
