@@ -150,18 +150,18 @@ class Spec:
                 "Spec.min_timescale must not exceed Spec.base. "
                 f"Received: min_timescale={self.min_timescale!r}, base={self.base!r}"
             )
-        _check_choice("denominator", self.denominator, _DENOMINATORS)
-        _check_choice("layout", self.layout, _LAYOUTS)
-        _check_choice("odd_d", self.odd_d, _ODD_D)
+        choice(self.denominator, "Spec.denominator", _DENOMINATORS)
+        choice(self.layout, "Spec.layout", _LAYOUTS)
+        choice(self.odd_d, "Spec.odd_d", _ODD_D)
         self._set("axes", positive_int(self.axes, "Spec.axes", what="coordinate axes"))
         self._set("axis_order", _axis_order(self.axis_order, self.axes))
         self._set("offset", _offset(self.offset))
         if self.frequencies is not None:
             self._set("frequencies", _frequencies(self.frequencies))
-        _check_choice("order", self.order, _ORDERS)
+        choice(self.order, "Spec.order", _ORDERS)
         if self.axis_shares is not None:
             self._set("axis_shares", _axis_shares(self.axis_shares, self.axes, self.frequencies))
-        _check_choice("axis_layout", self.axis_layout, _AXIS_LAYOUTS)
+        choice(self.axis_layout, "Spec.axis_layout", _AXIS_LAYOUTS)
         if self.axis_layout == "split" and (self.layout != "split" or self.axes == 1):
             raise ValueError(
                 "Spec.axis_layout='split' puts the sines of every axis before their "
@@ -254,7 +254,7 @@ def _frequencies(freqs: object) -> tuple[float, ...]:
 def _axis_order(value: object, axes: int) -> str | tuple[int, ...]:
     """``"forward"``, ``"reversed"`` or a permutation of ``range(axes)`` (as a tuple)."""
     if isinstance(value, str):
-        _check_choice("axis_order", value, _AXIS_ORDERS)
+        choice(value, "Spec.axis_order", _AXIS_ORDERS)
         return value
     if not isinstance(value, Iterable) or isinstance(value, bytes):
         raise TypeError(
@@ -314,7 +314,3 @@ def _real(value: object) -> float | None:
     except (OverflowError, ValueError):
         return None
     return result if math.isfinite(result) else None
-
-
-def _check_choice(attr: str, value: object, allowed: tuple[str, ...]) -> None:
-    choice(value, f"Spec.{attr}", allowed)
