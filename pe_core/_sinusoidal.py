@@ -185,11 +185,34 @@ def anchor_backend(like: Any, out: Any) -> str | None:
 
 
 def _run(request: _Request) -> Any:
-    """Host positions: the cheapest exact host route; others: the kernel where they live."""
-    xp, positions, out = request.xp, request.positions, request.out
-    if positions.placement == "host":
+    """Host positions: the cheapest exact host route; positions on a device or traced:
+    the exact kernel where they live."""
+    if request.positions.placement == "host":
         return _host_encode(*request)  # into ``out`` where given
-    table = _device_encode(xp, positions, request.freqs, request.spec, request.d, request.out_name)
+    xp, positions, freqs, spec, d, out_name, _, out = request
+    array, working = positions.array, working_dtype(out_name, xp, round_once=True)
+    route = device_route(xp, positions)
+    static = (freqs, spec.offset, spec.layout, working, d)
+    if route == "kernel":
+        traced = positions.placement == "traced"  # (no *static: autograph's calls)
+        table = _kernel(xp, array, freqs, spec.offset, spec.layout, working, d, traced=traced)
+    elif route == "compiled_traced" or xp.bounded_compiles:
+        # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call. Or
+        # eager on a device with exact shapes: any padding or slicing here would be an
+        # eager operation, itself compiled once per shape and never freed.
+        table = compiled(xp.name, _traced_kernel, *static)(array)
+    else:
+        # Eager JAX/TensorFlow on a device: one compiled kernel instead of an op-by-op
+        # dispatch, positions padded to a power-of-two length: few shapes, few traces
+        shape = positions.shape
+        n_rows = math.prod(shape)
+        flat = xp.reshape(array, (n_rows,))
+        bucket = max(8, 1 << max(0, n_rows - 1).bit_length())
+        if bucket > n_rows:
+            flat = xp.concat([flat, xp.zeros((bucket - n_rows,), flat.dtype, like=flat)], 0)
+        table = xp.reshape(compiled(xp.name, _traced_kernel, *static)(flat)[:n_rows], (*shape, d))
+    if out_name != working:
+        table = xp.astype(table, xp.dtype(out_name))
     return xp.copy_into(out, table) if out is not None else table
 
 
@@ -334,42 +357,6 @@ def _host_encode(
             table = table.astype(out_name, copy=False)
         table = device_tables.place(xp, table.reshape(shape), like, out_name)
     return xp.copy_into(out, table) if out is not None else table
-
-
-def _device_encode(
-    xp: Namespace,
-    positions: Positions,
-    freqs: tuple[float, ...],
-    spec: Spec,
-    d: int,
-    out_name: str,
-) -> Any:
-    """Positions on a device or traced: the exact kernel where they live."""
-    array = positions.array
-    working = working_dtype(out_name, xp, round_once=True)
-    route = device_route(xp, positions)
-    static = (freqs, spec.offset, spec.layout, working, d)
-    if route == "kernel":
-        traced = positions.placement == "traced"  # (no *static: autograph's calls)
-        table = _kernel(xp, array, freqs, spec.offset, spec.layout, working, d, traced=traced)
-    elif route == "compiled_traced" or xp.bounded_compiles:
-        # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call. Or
-        # eager on a device with exact shapes: any padding or slicing here would be an
-        # eager operation, itself compiled once per shape and never freed.
-        table = compiled(xp.name, _traced_kernel, *static)(array)
-    else:
-        # Eager JAX/TensorFlow on a device: one compiled kernel instead of an op-by-op
-        # dispatch, positions padded to a power-of-two length: few shapes, few traces
-        shape = positions.shape
-        n_rows = math.prod(shape)
-        flat = xp.reshape(array, (n_rows,))
-        bucket = max(8, 1 << max(0, n_rows - 1).bit_length())
-        if bucket > n_rows:
-            flat = xp.concat([flat, xp.zeros((bucket - n_rows,), flat.dtype, like=flat)], 0)
-        table = xp.reshape(compiled(xp.name, _traced_kernel, *static)(flat)[:n_rows], (*shape, d))
-    if out_name != working:
-        table = xp.astype(table, xp.dtype(out_name))
-    return table
 
 
 def device_route(xp: Namespace, positions: Positions) -> str:
