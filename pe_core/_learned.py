@@ -66,10 +66,8 @@ def _check_framework(frequencies: Any, backend: Any, like: Any = None) -> None:
     """``TypeError`` unless ``backend=`` and ``like=`` (where given) are the frequencies'
     framework: framework frequencies are computed where they live."""
     name = backend_of(frequencies)
-    for other, what in ((backend, "backend"), (like, "like")):
-        if other is None:
-            continue
-        if (canonical_backend(other) if what == "backend" else backend_of(other)) != name:
+    for what, other, read in (("backend", backend, canonical_backend), ("like", like, backend_of)):
+        if other is not None and read(other) != name:
             raise TypeError(
                 f"{what}={other!r} differs from the framework of frequencies ({name!r}); "
                 "framework frequencies are computed where they live."

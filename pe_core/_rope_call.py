@@ -246,12 +246,8 @@ def host_factors(
         # rotation nearly cancels in places, where float32's error would show)
         return host_cos_sin(values, inv_freq, attention_factor, working, max_abs, rounded_once)
 
-    values_key = device_tables.values_key(values)
-    keep = xp.on_accelerator(x) or values.size <= device_tables.MAX_KEYED_VALUES
-    key = ("rope", values_key, inv_freq, attention_factor, rounded_once)
-    return device_tables.cached(
-        xp, key if keep and values_key else None, x, working, build, private=True
-    )
+    key = ("rope", inv_freq, attention_factor, rounded_once)
+    return device_tables.cached_at(xp, values, key, x, working, build, private=True)
 
 
 def unpack_spec(spec: object, *config: Any) -> tuple[float, str, int | None, Any, None]:
@@ -345,13 +341,7 @@ def check_base(base: object) -> float:
 
 def check_broadcast(pos_shape: tuple[int, ...], x_shape: tuple[int, ...]) -> None:
     lead = tuple(x_shape[:-1])
-    if broadcasts_into(pos_shape, lead):
-        return
-    try:
-        ok = np.broadcast_shapes(pos_shape, lead) == lead
-    except ValueError:
-        ok = False
-    if not ok:
+    if not broadcasts_into(pos_shape, lead):
         raise ValueError(
             f"pos of shape {pos_shape} does not broadcast against x.shape[:-1] = {lead} "
             f"(x has shape {tuple(x_shape)} = (..., seq, head_dim)). Give positions of "

@@ -136,11 +136,9 @@ def _constants(
     cannot take it (the sequence length is needed, or the general route should say
     what is wrong)."""
     try:
-        scaling = None
-        if spec is not None:
-            base, layout, rotary_dim, scaling, _ = call.unpack_spec(
-                spec, base, layout, rotary_dim, None, None
-            )
+        base, layout, rotary_dim, scaling = call.configuration(
+            spec, base, layout, rotary_dim, None, None
+        )
         if needs_seq_len(scaling):
             return None
         layout = call.check_layout(layout)

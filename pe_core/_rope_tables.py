@@ -91,11 +91,8 @@ def placed_tables(
             cos, sin = spread(HOST, cos, layout), spread(HOST, sin, layout)
             return np.ascontiguousarray(cos), np.ascontiguousarray(sin)
 
-        values_key = device_tables.values_key(values)
-        on_accelerator = like is not None and xp.on_accelerator(like)
-        keep = values_key is not None and (on_accelerator or values.size <= _KEYED)
-        key = ("rope_tables", values_key, inv_freq, factor, layout) if keep else None
-        return device_tables.cached(xp, key, like, out_name, build)
+        key = ("rope_tables", inv_freq, factor, layout)
+        return device_tables.cached_at(xp, values, key, like, out_name, build)
     working = working_dtype(out_name)
     static = (inv_freq, factor, layout, working, out_name)
     if xp.bounded_compiles and not xp.is_traced(positions.array):
@@ -134,7 +131,3 @@ def _device_tables(
     if out_name != working:
         cos, sin = xp.astype(cos, xp.dtype(out_name)), xp.astype(sin, xp.dtype(out_name))
     return cos, sin
-
-
-#: Host position arrays up to this size keep their tables (a decode step's positions).
-_KEYED = device_tables.MAX_KEYED_VALUES

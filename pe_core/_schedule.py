@@ -2,7 +2,7 @@
 
 ``(d, spec)`` in, plain Python numbers out: the validated feature count
 (:func:`check_d`), the angular frequencies of its sin/cos pairs (:func:`omegas`) and,
-for an N-D spec, the pairs every axis gets (:func:`split`, :func:`axis_pairs`). The
+for an N-D spec, the pairs every axis gets (:func:`axis_blocks`, :func:`axis_pairs`). The
 1-D and N-D engines and the public faces all read these; nothing here computes an
 encoding.
 """
@@ -106,17 +106,9 @@ class Block(NamedTuple):
     spec: Spec
 
 
-#: (d, spec) -> _new_split's result; a plain dict, so that compilers tracing a call
+#: (d, spec) -> axis_blocks's result; a plain dict, so that compilers tracing a call
 #: (torch.compile) read it like any global instead of stepping into a cache wrapper.
-_SPLITS: dict[tuple[int, Spec], tuple[int, int, tuple[Block, ...]]] = {}
-
-
-def split(d: int, spec: Spec) -> tuple[int, int, Spec]:
-    """``(pairs per share, zero columns appended, the 1-D spec of one axis)``; a negative
-    count of zero columns is the number of features truncated. With equal widths (no
-    ``axis_shares``) the first number is the pairs of every axis."""
-    n, extra, blocks = _split(d, spec)
-    return n, extra, blocks[0].spec
+_SPLITS: dict[tuple[int, Spec], tuple[tuple[Block, ...], int]] = {}
 
 
 def axis_blocks(d: int, spec: Spec) -> tuple[tuple[Block, ...], int]:
@@ -127,11 +119,6 @@ def axis_blocks(d: int, spec: Spec) -> tuple[tuple[Block, ...], int]:
     >>> [(b.axis, b.pairs) for b in blocks], extra
     ([(0, 4), (2, 6), (1, 6)], 0)
     """
-    _, extra, blocks = _split(d, spec)
-    return blocks, extra
-
-
-def _split(d: int, spec: Spec) -> tuple[int, int, tuple[Block, ...]]:
     found = _SPLITS.get((d, spec))
     if found is None:
         if len(_SPLITS) >= 256:
@@ -140,7 +127,7 @@ def _split(d: int, spec: Spec) -> tuple[int, int, tuple[Block, ...]]:
     return found
 
 
-def _new_split(d: int, spec: Spec) -> tuple[int, int, tuple[Block, ...]]:
+def _new_split(d: int, spec: Spec) -> tuple[tuple[Block, ...], int]:
     k = spec.axes
     shares = spec.axis_shares or (1,) * k
     unit = 2 * sum(shares)
@@ -175,7 +162,7 @@ def _new_split(d: int, spec: Spec) -> tuple[int, int, tuple[Block, ...]]:
         )
     one_axis = one_axis_spec(spec)
     blocks = tuple(Block(a, n * shares[a], one_axis) for a in axis_of_block(spec))
-    return n, d - unit * n, blocks
+    return blocks, d - unit * n
 
 
 def one_axis_spec(spec: Spec) -> Spec:
@@ -201,7 +188,7 @@ def check_nd_d(d: object, spec: Spec) -> int:
     ValueError: d must be a multiple of 2 * axes = 4 for a Spec with axes=2 and odd_d='raise' (every axis gets the same number of sin/cos pairs). Received: d=6. Use a multiple of 4, or Spec(odd_d='zero_pad') to append zero columns, or Spec(odd_d='truncate') to round up and keep the first d features.
     """
     d = positive_int(d, "d", what="the number of features")
-    split(d, spec)
+    axis_blocks(d, spec)
     return d
 
 

@@ -90,8 +90,9 @@ def encode_1d(
     d = check_d(d, spec)
     width = computed_width(d, spec)
     _, _, dtype, like = _choose_namespace(pos, backend, dtype, out, like, what)
-    sin_first = spec._sin_first_spec()
-    request = _prepare(pos, width, sin_first, backend, dtype, None, like, check_values, what)
+    request = _prepare(
+        pos, width, spec._sin_first_spec(), backend, dtype, None, like, check_values, what
+    )
     table = _run(request)
     if spec.order == "cos_sin":
         n = width // 2
@@ -101,7 +102,7 @@ def encode_1d(
         table = table[..., :d]
     if out is None:
         return table
-    _check_out(request.xp, out, (*request.positions.shape, d), request.out_name)
+    check_out(request.xp, out, (*request.positions.shape, d), request.out_name)
     return request.xp.copy_into(out, table)
 
 
@@ -150,7 +151,7 @@ def _prepare(
         host_output=positions.placement == "host",
     )
     if out is not None:
-        _check_out(xp, out, (*shape, d), out_name)
+        check_out(xp, out, (*shape, d), out_name)
     if positions.placement == "host" and like is None:
         like = positions.array
     return _Request(xp, positions, omegas(d, spec, xp), spec, d, out_name, like, out)
@@ -167,7 +168,11 @@ def _choose_namespace(
         backend = anchor_backend(like, out)
     xp, source = choose_backend(pos, backend, source=source, what=what)
     if out is not None:
-        _check_out_backend(xp, out)
+        if backend_of(out) != xp.name or not xp.mutable:
+            raise TypeError(
+                "out must be a NumPy array or a torch tensor on the backend computed on "
+                f"({xp.name}). Received: {type(out).__name__}"
+            )
         dtype = out.dtype if dtype is None else dtype
         like = out if like is None else like
     return xp, source, dtype, like
@@ -180,11 +185,34 @@ def anchor_backend(like: Any, out: Any) -> str | None:
 
 
 def _run(request: _Request) -> Any:
-    """Host positions: the cheapest exact host route; others: the kernel where they live."""
-    xp, positions, out = request.xp, request.positions, request.out
-    if positions.placement == "host":
+    """Host positions: the cheapest exact host route; positions on a device or traced:
+    the exact kernel where they live."""
+    if request.positions.placement == "host":
         return _host_encode(*request)  # into ``out`` where given
-    table = _device_encode(xp, positions, request.freqs, request.spec, request.d, request.out_name)
+    xp, positions, freqs, spec, d, out_name, _, out = request
+    array, working = positions.array, working_dtype(out_name, xp, round_once=True)
+    route = device_route(xp, positions)
+    static = (freqs, spec.offset, spec.layout, working, d)
+    if route == "kernel":
+        traced = positions.placement == "traced"  # (no *static: autograph's calls)
+        table = _kernel(xp, array, freqs, spec.offset, spec.layout, working, d, traced=traced)
+    elif route == "compiled_traced" or xp.bounded_compiles:
+        # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call. Or
+        # eager on a device with exact shapes: any padding or slicing here would be an
+        # eager operation, itself compiled once per shape and never freed.
+        table = compiled(xp.name, _traced_kernel, *static)(array)
+    else:
+        # Eager JAX/TensorFlow on a device: one compiled kernel instead of an op-by-op
+        # dispatch, positions padded to a power-of-two length: few shapes, few traces
+        shape = positions.shape
+        n_rows = math.prod(shape)
+        flat = xp.reshape(array, (n_rows,))
+        bucket = max(8, 1 << max(0, n_rows - 1).bit_length())
+        if bucket > n_rows:
+            flat = xp.concat([flat, xp.zeros((bucket - n_rows,), flat.dtype, like=flat)], 0)
+        table = xp.reshape(compiled(xp.name, _traced_kernel, *static)(flat)[:n_rows], (*shape, d))
+    if out_name != working:
+        table = xp.astype(table, xp.dtype(out_name))
     return xp.copy_into(out, table) if out is not None else table
 
 
@@ -282,11 +310,20 @@ def _host_encode(
     out: Any,
 ) -> Any:
     """Positions known on the host: the cheapest exact route, then onto ``xp``."""
-    if like is not None and xp.on_accelerator(like):
-        table = _cached_on_device(xp, positions, freqs, spec, d, out_name, like)
-        return xp.copy_into(out, table) if out is not None else table
     values, max_abs = positions.host, positions.max_abs
     assert values is not None and max_abs is not None
+    if like is not None and xp.on_accelerator(like):
+        # the host table on like's accelerator, built and moved once per key
+        host_name = working_dtype(out_name, xp, round_once=True)
+        table = device_tables.cached_at(
+            xp,
+            values,
+            ("encode", freqs, spec.offset, spec.layout, d),
+            like,
+            out_name,
+            lambda: _host_encode(HOST, positions, freqs, spec, d, host_name, None, None),
+        )
+        return xp.copy_into(out, table) if out is not None else table
     # torch builds large run tables with its own (threaded) kernels; other tables are NumPy's
     builds = xp.builds_tables and values.size * len(freqs) >= BUILDS_MIN_PAIRS
     table = host_sin_cos(
@@ -300,8 +337,11 @@ def _host_encode(
         like=like,
         rounded_once=out_name in ("float16", "bfloat16"),
     )
-    if d % 2:
-        table = _pad_column(table)
+    if d % 2:  # the zero column of odd_d="zero_pad", on the backend that built the table
+        bxp = get_namespace(backend_of(table) or "numpy")
+        table = bxp.concat(
+            [table, bxp.zeros((bxp.shape(table)[0], 1), table.dtype, like=table)], -1
+        )
     shape = (*positions.shape, d)
     if not isinstance(table, np.ndarray):  # built by the backend itself
         table = xp.reshape(table, shape)
@@ -312,85 +352,11 @@ def _host_encode(
             out[...] = table.reshape(shape)
             return out
         return table.reshape(shape).astype(xp.dtype(out_name), copy=False)
-    else:
-        table = _placed(xp, table.reshape(shape), like, out_name)
+    else:  # float16/bfloat16: the framework rounds the float64 table once, as it always did
+        if out_name in ("float32", "float64"):
+            table = table.astype(out_name, copy=False)
+        table = device_tables.place(xp, table.reshape(shape), like, out_name)
     return xp.copy_into(out, table) if out is not None else table
-
-
-def _cached_on_device(
-    xp: Namespace,
-    positions: Positions,
-    freqs: tuple[float, ...],
-    spec: Spec,
-    d: int,
-    out_name: str,
-    like: Any,
-) -> Any:
-    """The host table of ``positions`` on ``like``'s accelerator, through the cache of
-    :mod:`pe_core.device_tables` (built and moved once per key)."""
-    values = positions.host
-    assert values is not None
-    values_key = device_tables.values_key(values)
-    key = None
-    if values_key is not None:
-        key = ("encode", values_key, freqs, spec.offset, spec.layout, d)
-    host_name = working_dtype(out_name, xp, round_once=True)
-    return device_tables.cached(
-        xp,
-        key,
-        like,
-        out_name,
-        lambda: _host_encode(HOST, positions, freqs, spec, d, host_name, None, None),
-    )
-
-
-def _placed(xp: Namespace, table: np.ndarray, like: Any, out_name: str) -> Any:
-    """A NumPy table on ``xp`` (``like``'s device) in ``out_name``."""
-    if out_name in ("float32", "float64"):
-        table = table.astype(out_name, copy=False)
-    # float16/bfloat16: the framework rounds the float64 table once, as it always did
-    return device_tables.place(xp, table, like, out_name)
-
-
-def _pad_column(table: Any) -> Any:
-    xp = get_namespace(backend_of(table) or "numpy")
-    return xp.concat([table, xp.zeros((xp.shape(table)[0], 1), table.dtype, like=table)], -1)
-
-
-def _device_encode(
-    xp: Namespace,
-    positions: Positions,
-    freqs: tuple[float, ...],
-    spec: Spec,
-    d: int,
-    out_name: str,
-) -> Any:
-    """Positions on a device or traced: the exact kernel where they live."""
-    array = positions.array
-    working = working_dtype(out_name, xp, round_once=True)
-    route = device_route(xp, positions)
-    static = (freqs, spec.offset, spec.layout, working, d)
-    if route == "kernel":
-        traced = positions.placement == "traced"  # (no *static: autograph's calls)
-        table = _kernel(xp, array, freqs, spec.offset, spec.layout, working, d, traced=traced)
-    elif route == "compiled_traced" or xp.bounded_compiles:
-        # Traced by tf.function, perhaps without XLA: run the kernel as one XLA call. Or
-        # eager on a device with exact shapes: any padding or slicing here would be an
-        # eager operation, itself compiled once per shape and never freed.
-        table = compiled(xp.name, _traced_kernel, *static)(array)
-    else:
-        # Eager JAX/TensorFlow on a device: one compiled kernel instead of an op-by-op
-        # dispatch, positions padded to a power-of-two length: few shapes, few traces
-        shape = positions.shape
-        n_rows = math.prod(shape)
-        flat = xp.reshape(array, (n_rows,))
-        bucket = max(8, 1 << max(0, n_rows - 1).bit_length())
-        if bucket > n_rows:
-            flat = xp.concat([flat, xp.zeros((bucket - n_rows,), flat.dtype, like=flat)], 0)
-        table = xp.reshape(compiled(xp.name, _traced_kernel, *static)(flat)[:n_rows], (*shape, d))
-    if out_name != working:
-        table = xp.astype(table, xp.dtype(out_name))
-    return table
 
 
 def device_route(xp: Namespace, positions: Positions) -> str:
@@ -443,15 +409,12 @@ def _kernel(
         # A compiler fuses everything: one sin per feature, cos columns a quarter turn
         # ahead (added exactly to the integer word), each feature in its own column:
         # one contiguous, vectorised loop, no interleaving stores.
-        pairs = len(freqs)
-        if layout == "interleaved":
-            columns = [i // 2 for i in range(2 * pairs)]
-            quarters = [i % 2 for i in range(2 * pairs)]
-        else:
-            columns, quarters = [*range(pairs)] * 2, [0] * pairs + [1] * pairs
-        constants = xp.host_constant(_column_constants, freqs, offset, tuple(columns))
+        n, interleaved = len(freqs), layout == "interleaved"
+        columns = tuple(i // 2 if interleaved else i % n for i in range(2 * n))
+        quarters = tuple(i % 2 if interleaved else i // n for i in range(2 * n))
+        constants = xp.host_constant(_column_constants, freqs, offset, columns)
         turns = reduced_turns(
-            xp, positions, freqs, working=working, constants=constants, quarters=tuple(quarters)
+            xp, positions, freqs, working=working, constants=constants, quarters=quarters
         )
         return xp.sin(turns * (2.0 * math.pi))
     turns = reduced_turns(xp, positions, freqs, offset=offset, working=working, poison=True)
@@ -483,28 +446,11 @@ def _cached_column_constants(
     return (tuple(map(pick, words)), tuple(map(pick, rests)), *map(pick, others))
 
 
-def _traced_kernel(
-    xp: Namespace,
-    positions: Any,
-    freqs: tuple[float, ...],
-    offset: float,
-    layout: str,
-    working: str,
-    d: int,
-) -> Any:
-    """:func:`_kernel` as a compiler traces it (the kernel of :func:`compiled`)."""
-    return _kernel(xp, positions, freqs, offset, layout, working, d, traced=True)
+#: :func:`_kernel` as a compiler traces it (the kernel of :func:`compiled`).
+_traced_kernel = functools.partial(_kernel, traced=True)
 
 
-def _check_out_backend(xp: Namespace, out: Any) -> None:
-    if backend_of(out) != xp.name or not xp.mutable:
-        raise TypeError(
-            "out must be a NumPy array or a torch tensor on the backend computed on "
-            f"({xp.name}). Received: {type(out).__name__}"
-        )
-
-
-def _check_out(xp: Namespace, out: Any, shape: tuple[int, ...], dtype_name: str) -> None:
+def check_out(xp: Namespace, out: Any, shape: tuple[int, ...], dtype_name: str) -> None:
     if xp.shape(out) != shape or xp.dtype_of(out) != dtype_name:
         raise ValueError(
             f"out must have shape {shape} and dtype {dtype_name}. "

@@ -14,9 +14,9 @@ from typing import Any
 
 from pe_core._kernel.inputs import as_positions
 from pe_core._schedule import axis_blocks, check_nd_d
-from pe_core._sinusoidal import anchor_backend, encode_1d
+from pe_core._sinusoidal import anchor_backend, check_out, encode_1d
 from pe_core.spec import Spec
-from pe_core_backends import HOST, Namespace, backend_of, get_namespace
+from pe_core_backends import HOST, backend_of, get_namespace
 
 
 def coordinates(coords: Any, spec: Spec, what: str = "coordinates") -> tuple[Any, str | None]:
@@ -66,15 +66,9 @@ def encode_nd(
         like = out if like is None else like
     blocks = [
         encode_1d(
-            coords[..., block.axis],
-            2 * block.pairs,
-            block.spec,
-            backend=backend,
-            dtype=dtype,
-            like=like,
-            check_values=check_values,
+            coords[..., b.axis], 2 * b.pairs, b.spec, backend, dtype, None, like, check_values
         )
-        for block in layout
+        for b in layout
     ]
     xp = get_namespace(backend_of(blocks[0]) or "numpy")
     if spec.axis_layout == "split":
@@ -85,7 +79,12 @@ def encode_nd(
     table = xp.concat(blocks, axis=-1)
     if extra < 0:
         table = table[..., :d]
-    return table if out is None else _write_out(xp, table, out)
+    if out is None:
+        return table
+    check_out(xp, out, xp.shape(table), xp.dtype_of(table))
+    if not xp.mutable:
+        raise TypeError(f"out must be a NumPy array or a torch tensor. Received: {type(out)}")
+    return xp.copy_into(out, table)
 
 
 def group_halves(blocks: list[Any], pairs: list[int]) -> list[Any]:
@@ -94,16 +93,3 @@ def group_halves(blocks: list[Any], pairs: list[int]) -> list[Any]:
     firsts = [block[..., :n] for block, n in zip(blocks, pairs, strict=True)]
     seconds = [block[..., n : 2 * n] for block, n in zip(blocks, pairs, strict=True)]
     return firsts + seconds
-
-
-def _write_out(xp: Namespace, table: Any, out: Any) -> Any:
-    """``table`` copied into ``out``, checked to have its shape and dtype."""
-    expected = (*xp.shape(table),)
-    if xp.shape(out) != expected or xp.dtype_of(out) != xp.dtype_of(table):
-        raise ValueError(
-            f"out must have shape {expected} and dtype {xp.dtype_of(table)}. "
-            f"Received: shape {xp.shape(out)}, dtype {xp.dtype_of(out)}"
-        )
-    if not xp.mutable:
-        raise TypeError(f"out must be a NumPy array or a torch tensor. Received: {type(out)}")
-    return xp.copy_into(out, table)

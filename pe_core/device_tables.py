@@ -116,6 +116,26 @@ def cached(
     return table if private else _handed_out(xp, table)
 
 
+def cached_at(
+    xp: Namespace,
+    values: np.ndarray,
+    key: tuple[Any, ...],
+    like: Any,
+    dtype_name: str,
+    build: Callable[[], np.ndarray | tuple[np.ndarray, ...]],
+    *,
+    private: bool = False,
+) -> Any:
+    """:func:`cached` for the table of host positions ``values``, keyed by ``key[0]``,
+    their :func:`values_key`, then ``key[1:]``: kept on an accelerator (``like``'s), and
+    elsewhere for up to :data:`MAX_KEYED_VALUES` values (a decode step's positions);
+    other tables are placed without storing them."""
+    keep = (like is not None and xp.on_accelerator(like)) or values.size <= MAX_KEYED_VALUES
+    found = values_key(values) if keep else None
+    full_key = None if found is None else (key[0], found, *key[1:])
+    return cached(xp, full_key, like, dtype_name, build, private=private)
+
+
 def place(xp: Namespace, table: np.ndarray, like: Any, dtype_name: str) -> Any:
     """A host table as ``xp``'s array of dtype ``dtype_name`` on ``like``'s device."""
     placed = xp.from_host(table, like=like)

@@ -150,18 +150,18 @@ class Spec:
                 "Spec.min_timescale must not exceed Spec.base. "
                 f"Received: min_timescale={self.min_timescale!r}, base={self.base!r}"
             )
-        _check_choice("denominator", self.denominator, _DENOMINATORS)
-        _check_choice("layout", self.layout, _LAYOUTS)
-        _check_choice("odd_d", self.odd_d, _ODD_D)
+        choice(self.denominator, "Spec.denominator", _DENOMINATORS)
+        choice(self.layout, "Spec.layout", _LAYOUTS)
+        choice(self.odd_d, "Spec.odd_d", _ODD_D)
         self._set("axes", positive_int(self.axes, "Spec.axes", what="coordinate axes"))
         self._set("axis_order", _axis_order(self.axis_order, self.axes))
         self._set("offset", _offset(self.offset))
         if self.frequencies is not None:
             self._set("frequencies", _frequencies(self.frequencies))
-        _check_choice("order", self.order, _ORDERS)
+        choice(self.order, "Spec.order", _ORDERS)
         if self.axis_shares is not None:
             self._set("axis_shares", _axis_shares(self.axis_shares, self.axes, self.frequencies))
-        _check_choice("axis_layout", self.axis_layout, _AXIS_LAYOUTS)
+        choice(self.axis_layout, "Spec.axis_layout", _AXIS_LAYOUTS)
         if self.axis_layout == "split" and (self.layout != "split" or self.axes == 1):
             raise ValueError(
                 "Spec.axis_layout='split' puts the sines of every axis before their "
@@ -223,11 +223,22 @@ def _offset(offset: object) -> int | float:
 
 
 def _frequencies(freqs: object) -> tuple[float, ...]:
-    """Explicit frequencies as a non-empty tuple of finite floats >= 0."""
+    """Explicit frequencies as a non-empty tuple of finite floats >= 0 (a TypeError for
+    anything but a flat sequence of real numbers)."""
     if type(freqs) is tuple and freqs and all(type(w) is float for w in freqs):
         if all(0.0 <= w <= _MAX for w in freqs):  # Python floats: the quick check
             return freqs
-    items = _frequency_items(freqs)
+    if isinstance(freqs, (str, bytes)) or not isinstance(freqs, Iterable):
+        raise TypeError(
+            f"Spec.frequencies must be a sequence of floats or None. Received: {freqs!r}"
+        )
+    items = tuple(freqs)
+    for i, w in enumerate(items):
+        if isinstance(w, bool) or not isinstance(w, numbers.Real):
+            raise TypeError(
+                "Spec.frequencies must be a flat sequence of numbers (radians per "
+                f"position). Received: item {i} = {w!r}"
+            )
     if not items:
         raise ValueError("Spec.frequencies must not be empty.")
     reals = [_real(w) for w in items]
@@ -240,26 +251,10 @@ def _frequencies(freqs: object) -> tuple[float, ...]:
     return tuple(float(w) for w in items)
 
 
-def _frequency_items(freqs: object) -> tuple[numbers.Real, ...]:
-    """``freqs`` as a tuple, checked to be a flat sequence of real numbers (TypeError)."""
-    if isinstance(freqs, (str, bytes)) or not isinstance(freqs, Iterable):
-        raise TypeError(
-            f"Spec.frequencies must be a sequence of floats or None. Received: {freqs!r}"
-        )
-    items = tuple(freqs)
-    for i, w in enumerate(items):
-        if isinstance(w, bool) or not isinstance(w, numbers.Real):
-            raise TypeError(
-                "Spec.frequencies must be a flat sequence of numbers (radians per "
-                f"position). Received: item {i} = {w!r}"
-            )
-    return items
-
-
 def _axis_order(value: object, axes: int) -> str | tuple[int, ...]:
     """``"forward"``, ``"reversed"`` or a permutation of ``range(axes)`` (as a tuple)."""
     if isinstance(value, str):
-        _check_choice("axis_order", value, _AXIS_ORDERS)
+        choice(value, "Spec.axis_order", _AXIS_ORDERS)
         return value
     if not isinstance(value, Iterable) or isinstance(value, bytes):
         raise TypeError(
@@ -319,7 +314,3 @@ def _real(value: object) -> float | None:
     except (OverflowError, ValueError):
         return None
     return result if math.isfinite(result) else None
-
-
-def _check_choice(attr: str, value: object, allowed: tuple[str, ...]) -> None:
-    choice(value, f"Spec.{attr}", allowed)

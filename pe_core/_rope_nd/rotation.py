@@ -109,9 +109,5 @@ def _host_factors(
             cos, sin = cos * attention_factor, sin * attention_factor
         return cos.astype(working), sin.astype(working)
 
-    values_key = device_tables.values_key(values)
-    keep = xp.on_accelerator(x) or values.size <= device_tables.MAX_KEYED_VALUES
-    key = ("rope_nd", values_key, omegas, axes, attention_factor, rounded_once)
-    return device_tables.cached(
-        xp, key if keep and values_key else None, x, working, build, private=True
-    )
+    key = ("rope_nd", omegas, axes, attention_factor, rounded_once)
+    return device_tables.cached_at(xp, values, key, x, working, build, private=True)
