@@ -228,6 +228,120 @@ def test_gaussian_fourier_log_of_bad_inputs_is_nan() -> None:
     assert gap(out[3:, :8], np.sin(ref)) < TOL
 
 
+def qwen_table64(dim, index, theta=10000.0):
+    w = 1.0 / theta ** (np.arange(0, dim, 2) / dim)
+    return np.exp(1j * np.outer(np.asarray(index, np.float64), w))
+
+
+def complex_gap(a, b) -> float:
+    return float(np.abs(a.detach().to(torch.complex128).numpy() - b).max())
+
+
+@pytest.mark.parametrize("layered", [False, True])
+def test_qwen_rope_tables_are_exact_and_caches_bypassed(layered) -> None:
+    from diffusers.models.transformers.transformer_qwenimage import QwenEmbedLayer3DRope
+
+    cls = QwenEmbedLayer3DRope if layered else QwenEmbedRope
+    module = cls(10000, [16, 56, 56], scale_rope=True)
+    shapes = [[(1, 6, 8), (1, 4, 4)]] if layered else [(1, 6, 8)]
+    call = lambda: module(shapes, max_txt_seq_len=7, device=torch.device("cpu"))  # noqa: E731
+    before = call()  # fills diffusers' class-level caches
+    originals = (module.pos_freqs, module.neg_freqs)
+    patch_positional_embeddings(module)
+    index = np.arange(4096)
+    assert complex_gap(module.pos_freqs[:, 8:36], qwen_table64(56, index)) < TOL
+    assert complex_gap(module.neg_freqs[:, 36:], qwen_table64(56, -index[::-1] - 1)) < TOL
+    assert complex_gap(originals[0][:, 8:36], qwen_table64(56, index)) > 1e-5
+    after = call()
+    for a, b in zip(after, before, strict=True):
+        assert a.dtype == b.dtype == torch.complex64 and a.shape == b.shape
+        assert torch.allclose(a, b, atol=1e-5)
+    txt = after[1]
+    assert complex_gap(txt[:, 8:36], qwen_table64(56, np.arange(4, 11))) < TOL
+    assert "pos_freqs" not in module.state_dict()
+    unpatch_positional_embeddings(module)
+    assert module.pos_freqs is originals[0] and module.neg_freqs is originals[1]
+    assert all(torch.equal(a, b) for a, b in zip(call(), before, strict=True))
+    copied = pickle.loads(pickle.dumps(patch_positional_embeddings(module)))
+    assert torch.equal(copied(shapes, max_txt_seq_len=7)[1], after[1])
+
+
+def test_qwen_image21_rope_and_timesteps_are_exact() -> None:
+    from diffusers.models.transformers.transformer_qwenimage21 import (
+        QwenImage21Rope,
+        QwenImage21TemporalTimesteps,
+    )
+
+    rope = QwenImage21Rope(10000, [16, 56, 56])
+    mask = torch.tensor([False] * 3 + [True] * 12 + [False] * 2)
+    before = rope([(1, 3, 4)], mask, torch.device("cpu"))
+    patch_positional_embeddings(rope)
+    index = np.concatenate([np.arange(8192), -np.arange(1024)[::-1] - 1])
+    assert complex_gap(rope.freqs[2], qwen_table64(56, index)) < TOL
+    assert torch.allclose(rope([(1, 3, 4)], mask, torch.device("cpu")), before, atol=1e-5)
+    unpatch_positional_embeddings(rope)
+    assert torch.equal(rope([(1, 3, 4)], mask, torch.device("cpu")), before)
+
+    proj = QwenImage21TemporalTimesteps(257)
+    t = torch.tensor(np.linspace(0.0, 1.0, 101), dtype=torch.float32)
+    before = proj(t)
+    patch_positional_embeddings(proj)
+    ref = timesteps64(t.double().numpy(), 257, True, 0, 1000)
+    assert proj(t).dtype == torch.float32 and gap(proj(t), ref) < TOL
+    assert gap(before, ref) > 1e-5
+    unpatch_positional_embeddings(proj)
+    assert torch.equal(proj(t), before)
+    with pytest.raises(ValueError, match="max_period"):
+        patch_positional_embeddings(QwenImage21TemporalTimesteps(16, max_period=500))
+
+
+def test_cogview4_rotary_is_exact() -> None:
+    from diffusers.models.transformers.transformer_cogview4 import CogView4RotaryPosEmbed
+
+    module = CogView4RotaryPosEmbed(64, 2, (10_001, 10_001))
+    hidden = torch.zeros(1, 1, 14, 206)
+    before = module(hidden)
+    patch_positional_embeddings(module)
+    cos, sin = module(hidden)
+    rows = np.arange(7) * 10_001 // 7
+    cols = np.arange(103) * 10_001 // 103
+    w = 1.0 / 10000.0 ** (np.arange(0, 32, 2) / 32)
+    grid = np.concatenate(
+        np.broadcast_arrays(np.outer(rows, w)[:, None], np.outer(cols, w)[None]), -1
+    ).reshape(7 * 103, -1)
+    angle = np.concatenate([grid, grid], -1)
+    assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+    assert gap(before[1], np.sin(angle)) > 1e-5
+    unpatch_positional_embeddings(module)
+    assert all(torch.equal(a, b) for a, b in zip(module(hidden), before, strict=True))
+
+
+def test_skyreels_timesteps_and_stable_audio_fourier_are_exact() -> None:
+    from diffusers.models.transformers.stable_audio_transformer import (
+        StableAudioGaussianFourierProjection,
+    )
+    from diffusers.models.transformers.transformer_skyreels_v2 import SkyReelsV2Timesteps
+
+    module = SkyReelsV2Timesteps(64, flip_sin_to_cos=True)
+    t = torch.tensor(np.linspace(0.0, 1000.0, 129), dtype=torch.float32)
+    before = module(t)
+    patch_positional_embeddings(module)
+    assert module(t).dtype == before.dtype
+    assert gap(module(t), timesteps64(t.double().numpy(), 64, True, 0, 1)) < TOL
+    unpatch_positional_embeddings(module)
+    assert torch.equal(module(t), before)
+
+    torch.manual_seed(0)
+    proj = StableAudioGaussianFourierProjection(32, scale=16, flip_sin_to_cos=True)
+    x = torch.tensor(np.geomspace(0.002, 380.0, 51), dtype=torch.float32)
+    before = proj(x)
+    angle = np.outer(np.log(x.double().numpy()), proj.weight.double().numpy()) * 2 * np.pi
+    patch_positional_embeddings(proj)
+    assert gap(proj(x), np.concatenate([np.cos(angle), np.sin(angle)], -1)) < TOL
+    unpatch_positional_embeddings(proj)
+    assert torch.equal(proj(x), before)
+
+
 # -- whole models ---------------------------------------------------------------------------
 
 
@@ -372,14 +486,22 @@ def test_model_without_positional_modules_is_refused_naming_its_class() -> None:
         patch_positional_embeddings(object())
 
 
+class UncoveredRope(torch.nn.Module):
+    """A rotary embedding of a diffusers module this integration does not know."""
+
+    def forward(self, x):
+        return x
+
+
+UncoveredRope.__module__ = "diffusers.models.transformers.transformer_uncovered"
+
+
 def test_uncovered_rotary_is_refused_or_skipped_with_a_warning() -> None:
-    model = torch.nn.ModuleDict(
-        {"time": Timesteps(8, True, 0), "rope": QwenEmbedRope(10000, [4, 6, 6], True)}
-    )
-    with pytest.raises(ValueError, match="QwenEmbedRope at 'rope'"):
+    model = torch.nn.ModuleDict({"time": Timesteps(8, True, 0), "rope": UncoveredRope()})
+    with pytest.raises(ValueError, match="UncoveredRope at 'rope'"):
         patch_positional_embeddings(model)
     assert "forward" not in vars(model["time"])
-    with pytest.warns(UserWarning, match="QwenEmbedRope"):
+    with pytest.warns(UserWarning, match="UncoveredRope"):
         patch_positional_embeddings(model, strict=False)
     assert "forward" in vars(model["time"])
 

@@ -6,6 +6,7 @@ patches each (:func:`plan`): methods run with the exact helpers
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,13 +16,16 @@ from torch import nn
 
 from pe_core.integrations._diffusers_helpers import (
     NO_FLOAT64,
+    exact_cos_sin_table,
     exact_get_1d_rotary_pos_embed,
     exact_globals,
     gaussian_fourier_forward,
+    inverse_frequencies,
     rebind,
 )
+from pe_core.timestep import timestep_embedding
 
-__all__ = ["FORWARDS", "METHODS", "TABLES", "class_key", "plan", "positional_class"]
+__all__ = ["CHECKS", "FORWARDS", "METHODS", "TABLES", "class_key", "plan", "positional_class"]
 
 #: A module is positional (patched or refused) if its class, from diffusers, has one of
 #: these in its name.
@@ -68,10 +72,33 @@ def _wan_tables(module: Any, like: torch.Tensor, use_real: bool) -> Any:
 @dataclass(frozen=True)
 class _Tables:
     """Tables a module builds in ``__init__``: instance attributes (buffers or plain)
-    replaced by exact ones."""
+    replaced by exact ones; ``uncached``: its methods cached on the class
+    (``lru_cache``) from those tables, run uncached while patched."""
 
     names: tuple[str, ...]
     build: Callable[[Any, torch.Tensor], tuple[Any, ...]]
+    uncached: tuple[str, ...] = ()
+
+
+def _complex_table(dim: int, index: torch.Tensor, theta: float) -> torch.Tensor:
+    """``polar(1, index * 1/theta^(2i/dim))`` as complex64, from float64 on the host
+    (what QwenImage's ``rope_params`` computes in float32)."""
+    table = exact_get_1d_rotary_pos_embed(dim, index.double(), theta, freqs_dtype=torch.float64)
+    return table.to(torch.complex64)
+
+
+def _qwen_tables(module: Any, like: torch.Tensor) -> tuple[Any, ...]:
+    n = int(like.shape[0])
+    pos, neg = torch.arange(n), torch.arange(n).flip(0) * -1 - 1
+    return tuple(
+        torch.cat([_complex_table(d, index, module.theta) for d in module.axes_dim], dim=1)
+        for index in (pos, neg)
+    )
+
+
+def _qwen21_tables(module: Any, like: torch.Tensor) -> tuple[Any, ...]:
+    index = torch.cat([torch.arange(8192), torch.arange(1024).flip(0) * -1 - 1])
+    return ([_complex_table(d, index, module.theta) for d in module.axes_dim],)
 
 
 def _lumina2_tables(module: Any, like: Any) -> tuple[Any, ...]:
@@ -83,6 +110,59 @@ def _lumina2_tables(module: Any, like: Any) -> tuple[Any, ...]:
 _WAN_REAL = _Tables(("freqs_cos", "freqs_sin"), lambda m, like: _wan_tables(m, like, True))
 _WAN_COMPLEX = _Tables(("freqs",), lambda m, like: _wan_tables(m, like, False))
 _LUMINA2 = _Tables(("freqs_cis",), _lumina2_tables)
+_QWEN = _Tables(
+    ("pos_freqs", "neg_freqs"), _qwen_tables, ("_get_device_freqs", "_compute_video_freqs")
+)
+_QWEN_LAYER3D = _Tables(
+    ("pos_freqs", "neg_freqs"),
+    _qwen_tables,
+    ("_get_device_freqs", "_compute_video_freqs", "_compute_condition_freqs"),
+)
+_QWEN21 = _Tables(("freqs",), _qwen21_tables)
+
+
+# -- forwards written here -------------------------------------------------------------
+
+
+def _qwen21_timesteps_forward(self: Any, timestep: torch.Tensor) -> torch.Tensor:
+    """``QwenImage21TemporalTimesteps.forward``: ``[cos | sin]`` of
+    ``time_factor * t * 10000^(-i/half)`` (its ``freqs`` checked at patch time)."""
+    return timestep_embedding(
+        timestep.float(),
+        int(self.timestep_dim),
+        flip_sin_to_cos=True,
+        downscale_freq_shift=0,
+        scale=float(self.time_factor),
+    )
+
+
+def _check_qwen21_timesteps(module: Any) -> None:
+    half = int(module.timestep_dim) // 2
+    exact = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float64) / half)
+    gap = float((module.freqs.detach().cpu().double() - exact).abs().max())
+    if not gap <= 1e-6:
+        raise ValueError(
+            f"its freqs differ from max_period=10000's by {gap:.3g}: built with another max_period"
+        )
+
+
+def _cogview4_forward(self: Any, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``CogView4RotaryPosEmbed.forward``: rows and columns spread over
+    ``rope_axes_dim`` ids, ``[h | w | h | w]`` frequencies of ``dim // 2`` each."""
+    _, _, height, width = hidden_states.shape
+    height, width = height // self.patch_size, width // self.patch_size
+    half = self.dim // 2
+    omegas = inverse_frequencies(half, self.theta, half // 2)
+    parts = []
+    for n, axis, cells in ((height, 0, (height, 1)), (width, 1, (1, width))):
+        ids = torch.arange(n) * self.rope_axes_dim[axis] // n
+        cos, sin = exact_cos_sin_table(ids.double(), omegas)
+        parts.append((cos.view(*cells, -1), sin.view(*cells, -1)))
+    out = []
+    for i in (0, 1):
+        grid = torch.cat([p[i].expand(height, width, -1) for p in parts], dim=-1)
+        out.append(torch.cat([grid, grid], dim=-1).reshape(height * width, -1))
+    return out[0], out[1]
 
 
 # -- the covered classes ---------------------------------------------------------------
@@ -118,6 +198,7 @@ METHODS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("_build_freqs",),
         ("_freqs_cache",),
     ),
+    _T + "transformer_skyreels_v2.SkyReelsV2Timesteps": (("forward",), ()),
 }
 
 #: class -> its tables, rebuilt exactly.
@@ -129,11 +210,25 @@ TABLES: dict[str, _Tables] = {
     _T + "transformer_chronoedit.ChronoEditRotaryPosEmbed": _WAN_REAL,
     _T + "transformer_sana_wm.SanaWMRotaryPosEmbed": _WAN_COMPLEX,
     _T + "transformer_lumina2.Lumina2RotaryPosEmbed": _LUMINA2,
+    _T + "transformer_qwenimage.QwenEmbedRope": _QWEN,
+    _T + "transformer_qwenimage.QwenEmbedLayer3DRope": _QWEN_LAYER3D,
+    _T + "transformer_qwenimage21.QwenImage21Rope": _QWEN21,
 }
 
 #: class -> its forward, written here.
 FORWARDS: dict[str, Callable[..., Any]] = {
     "diffusers.models.embeddings.GaussianFourierProjection": gaussian_fourier_forward,
+    _T + "stable_audio_transformer.StableAudioGaussianFourierProjection": (
+        gaussian_fourier_forward
+    ),
+    _T + "transformer_qwenimage21.QwenImage21TemporalTimesteps": _qwen21_timesteps_forward,
+    _T + "transformer_cogview4.CogView4RotaryPosEmbed": _cogview4_forward,
+}
+
+#: class -> a check at patch time that the module's attributes are those its forward
+#: here assumes (ValueError: refused).
+CHECKS: dict[str, Callable[[Any], None]] = {
+    _T + "transformer_qwenimage21.QwenImage21TemporalTimesteps": _check_qwen21_timesteps,
 }
 
 
@@ -150,6 +245,22 @@ def positional_class(cls: type) -> bool:
     return cls.__module__.startswith("diffusers.") and any(
         word in cls.__name__ for word in _POSITIONAL_NAMES
     )
+
+
+class _Uncached:
+    """A method cached on its class (``lru_cache``) run uncached for one module (a plain
+    object, as :class:`_ExactMethod`)."""
+
+    def __init__(self, module: nn.Module, name: str) -> None:
+        self.module = module
+        self.name = name
+        self.function = getattr(type(module), name).__wrapped__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(self.module, *args, **kwargs)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Uncached, (self.module, self.name))
 
 
 class _ExactMethod:
@@ -187,12 +298,12 @@ def _plan_methods(module: nn.Module, names: tuple[str, ...]) -> dict[str, Any]:
     return {name: _ExactMethod(module, name) for name in names}
 
 
-def _table_tolerance(module: nn.Module) -> float:
+def _table_tolerance(module: nn.Module, rows: int) -> float:
     """How far diffusers' own float32 tables may be from exact ones: a few float32
-    roundings of the largest angle (positions below ``max_seq_len`` or the axes'
-    lengths, frequencies at most 1 rad per position)."""
+    roundings of the largest angle (positions below ``max_seq_len``, the axes' lengths
+    or the tables' rows, frequencies at most 1 rad per position)."""
     longest = max(
-        [int(getattr(module, "max_seq_len", 0) or 0)]
+        [int(getattr(module, "max_seq_len", 0) or 0), rows]
         + [int(n) for n in getattr(module, "axes_lens", ()) or ()]
     )
     return 1e-5 + 4.0 * longest * 2.0**-24
@@ -202,7 +313,8 @@ def _plan_tables(module: nn.Module, tables: _Tables) -> dict[str, Any]:
     current = [getattr(module, name) for name in tables.names]
     like = current[0][0] if isinstance(current[0], list) else current[0]
     new = tables.build(module, like)
-    tolerance = _table_tolerance(module)
+    tolerance = _table_tolerance(module, int(like.shape[0]))
+    theta = getattr(module, "theta", 10000)
     for name, old, exact in zip(tables.names, current, new, strict=True):
         olds = old if isinstance(old, list) else [old]
         exacts = exact if isinstance(exact, list) else [exact]
@@ -215,7 +327,7 @@ def _plan_tables(module: nn.Module, tables: _Tables) -> dict[str, Any]:
             gap = float((o.detach().cpu().to(torch.complex128) - x.cpu()).abs().max())
             if not gap <= tolerance:  # once, at patch time
                 raise ValueError(
-                    f"its {name} differs from pe_core's table for theta=10000 by {gap:.3g} "
+                    f"its {name} differs from pe_core's table for theta={theta} by {gap:.3g} "
                     f"(more than float32 rounding, {tolerance:.3g}): built with another "
                     "theta or layout"
                 )
@@ -226,6 +338,8 @@ def plan(module: nn.Module) -> tuple[dict[str, Any], dict[str, Any]]:
     """How to patch ``module``: the instance attributes and the buffers to set;
     ValueError: refused."""
     key = class_key(type(module))
+    if key in CHECKS:
+        CHECKS[key](module)
     if key in METHODS:
         names, caches = METHODS[key]
         values = _plan_methods(module, names)
@@ -236,7 +350,9 @@ def plan(module: nn.Module) -> tuple[dict[str, Any], dict[str, Any]]:
     if key in TABLES:
         tables = _plan_tables(module, TABLES[key])
         buffers = {name: table for name, table in tables.items() if name in module._buffers}
-        return {name: table for name, table in tables.items() if name not in buffers}, buffers
+        values = {name: table for name, table in tables.items() if name not in buffers}
+        values.update({name: _Uncached(module, name) for name in TABLES[key].uncached})
+        return values, buffers
     bases = [class_key(b) for b in type(module).__mro__[1:]]
     covered = [b for b in bases if b in METHODS or b in TABLES or b in FORWARDS]
     if covered:
