@@ -342,6 +342,88 @@ def test_skyreels_timesteps_and_stable_audio_fourier_are_exact() -> None:
     assert torch.equal(proj(x), before)
 
 
+def grid64(angles):
+    """``[t | h | w]`` angles over the ``(T, H, W)`` grid of three axes' tables."""
+    sizes = tuple(a.shape[0] for a in angles)
+    parts = []
+    for axis, a in enumerate(angles):
+        shape = [1, 1, 1, a.shape[1]]
+        shape[axis] = sizes[axis]
+        parts.append(np.broadcast_to(a.reshape(shape), (*sizes, a.shape[1])))
+    return np.concatenate(parts, -1)
+
+
+def test_cosmos_and_glm_image_rotary_are_exact() -> None:
+    from diffusers.models.transformers.transformer_cosmos import CosmosRotaryPosEmbed
+    from diffusers.models.transformers.transformer_glm_image import GlmImageRotaryPosEmbed
+
+    module = CosmosRotaryPosEmbed(96, max_size=(128, 240, 240), rope_scale=(2.0, 1.0, 3.0))
+    hidden = torch.zeros(1, 1, 7, 6, 10)
+    before = module(hidden, fps=30)
+    patch_positional_embeddings(module)
+    cos, sin = module(hidden, fps=30)
+    dims = (32, 32, 32)
+    thetas = [10000.0 * r ** (d / (d - 2)) for r, d in zip((2.0, 1.0, 3.0), dims, strict=True)]
+    pos = [np.arange(7) / 30 * 24, np.arange(3), np.arange(5)]
+    angles = [
+        np.outer(p, 1.0 / t ** (np.arange(0, d, 2) / d))
+        for p, t, d in zip(pos, thetas, dims, strict=True)
+    ]
+    grid = grid64(angles).reshape(7 * 3 * 5, -1)
+    angle = np.concatenate([grid, grid], -1)
+    assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+    assert torch.allclose(cos, before[0], atol=1e-5)
+    unpatch_positional_embeddings(module)
+    assert all(torch.equal(a, b) for a, b in zip(module(hidden, fps=30), before, strict=True))
+
+    glm = patch_positional_embeddings(GlmImageRotaryPosEmbed(64, 1, theta=10000.0))
+    cos, sin = glm(torch.zeros(1, 1, 2, 10_001))
+    w = 1.0 / 10000.0 ** (np.arange(0, 32, 2) / 32)
+    cols = np.outer(np.arange(10_001), w)
+    assert gap(cos[10_001:, 16:32], np.cos(cols)) < TOL
+    assert gap(sin[10_001:, 48:], np.sin(cols)) < TOL
+
+
+def test_kandinsky_rotary_is_exact() -> None:
+    from diffusers.models.transformers import transformer_kandinsky as k5
+    from diffusers.models.transformers import transformer_kandinsky6 as k6
+
+    def matrices64(angle):
+        c, s = np.cos(angle), np.sin(angle)
+        return np.stack([c, -s, s, c], -1).reshape(*angle.shape, 2, 2)[..., None, :, :, :]
+
+    w = np.exp(-math.log(10000.0) * np.arange(16) / 16)
+    pos = torch.tensor(IDS, dtype=torch.long)
+    for module in (k5.Kandinsky5RoPE1D(32, max_pos=10_001), k6.Kandinsky6RoPE1D(32, 10_001)):
+        before = module(pos)
+        patch_positional_embeddings(module)
+        after = module(pos)
+        assert after.shape == before.shape and after.dtype == before.dtype
+        assert gap(after, matrices64(np.outer(IDS, w))) < TOL
+        assert gap(before, matrices64(np.outer(IDS, w))) > 1e-5
+        unpatch_positional_embeddings(module)
+        assert torch.equal(module(pos), before)
+
+    ids = (torch.arange(3), torch.arange(4) + 100, torch.arange(5) + 120)
+    scale = (1.0, 2.0, 3.0)
+    module = k6.Kandinsky6RoPE3D((16, 16, 32))
+    before = module(ids, scale)
+    patch_positional_embeddings(module)
+    after = module(ids, scale)
+    ws = [np.exp(-math.log(10000.0) * np.arange(d // 2) / (d // 2)) for d in (16, 16, 32)]
+    angles = [np.outer(p.numpy(), w) / f for p, w, f in zip(ids, ws, scale, strict=True)]
+    grid = grid64(angles)
+    assert gap(after, matrices64(grid)) < TOL
+    k5_3d = patch_positional_embeddings(k5.Kandinsky5RoPE3D((16, 16, 32)))
+    assert gap(k5_3d((2, 3, 4, 5), ids, scale), matrices64(np.stack([grid] * 2))) < TOL
+    unpatch_positional_embeddings(module)
+    assert torch.equal(module(ids, scale), before)
+    odd = k6.Kandinsky6RoPE1D(32, 64)
+    odd.max_period = 500.0  # its tables are no longer what the forward would compute
+    with pytest.raises(ValueError, match="other frequencies"):
+        patch_positional_embeddings(odd)
+
+
 # -- whole models ---------------------------------------------------------------------------
 
 

@@ -146,16 +146,16 @@ def _check_qwen21_timesteps(module: Any) -> None:
         )
 
 
-def _cogview4_forward(self: Any, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``CogView4RotaryPosEmbed.forward``: rows and columns spread over
-    ``rope_axes_dim`` ids, ``[h | w | h | w]`` frequencies of ``dim // 2`` each."""
-    _, _, height, width = hidden_states.shape
-    height, width = height // self.patch_size, width // self.patch_size
+def _hw_rotary(
+    self: Any, height: int, width: int, spread: tuple[int, int] | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """CogView4's and GLM-Image's rotary: ``[h | w | h | w]`` frequencies of ``dim // 2``
+    each, rows and columns at their index (spread over ``spread`` ids), on the host."""
     half = self.dim // 2
     omegas = inverse_frequencies(half, self.theta, half // 2)
     parts = []
-    for n, axis, cells in ((height, 0, (height, 1)), (width, 1, (1, width))):
-        ids = torch.arange(n) * self.rope_axes_dim[axis] // n
+    for axis, n, cells in ((0, height, (height, 1)), (1, width, (1, width))):
+        ids = torch.arange(n) if spread is None else torch.arange(n) * spread[axis] // n
         cos, sin = exact_cos_sin_table(ids.double(), omegas)
         parts.append((cos.view(*cells, -1), sin.view(*cells, -1)))
     out = []
@@ -163,6 +163,148 @@ def _cogview4_forward(self: Any, hidden_states: torch.Tensor) -> tuple[torch.Ten
         grid = torch.cat([p[i].expand(height, width, -1) for p in parts], dim=-1)
         out.append(torch.cat([grid, grid], dim=-1).reshape(height * width, -1))
     return out[0], out[1]
+
+
+def _cogview4_forward(self: Any, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``CogView4RotaryPosEmbed.forward``: ids spread over ``rope_axes_dim``."""
+    _, _, height, width = hidden_states.shape
+    p = self.patch_size
+    return _hw_rotary(self, height // p, width // p, tuple(self.rope_axes_dim))
+
+
+def _glm_image_forward(self: Any, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``GlmImageRotaryPosEmbed.forward``: CogView4's with the ids themselves."""
+    _, _, height, width = hidden_states.shape
+    return _hw_rotary(self, height // self.patch_size, width // self.patch_size, None)
+
+
+def _cosmos_forward(
+    self: Any, hidden_states: torch.Tensor, fps: Any = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``CosmosRotaryPosEmbed.forward``: ``[t | h | w | t | h | w]``, theta ``10000 *
+    ntk`` per axis, frames at ``t / fps * base_fps`` (float64 on the host)."""
+    _, _, frames, height, width = hidden_states.shape
+    sizes = [n // p for n, p in zip((frames, height, width), self.patch_size, strict=True)]
+    t = torch.arange(sizes[0], dtype=torch.float64)
+    if fps is not None:
+        t = t / float(fps) * self.base_fps
+    axes = (
+        (t, self.dim_t, self.t_ntk_factor),
+        (torch.arange(sizes[1], dtype=torch.float64), self.dim_h, self.h_ntk_factor),
+        (torch.arange(sizes[2], dtype=torch.float64), self.dim_w, self.w_ntk_factor),
+    )
+    cos, sin = [], []
+    for axis, (pos, dim, ntk) in enumerate(axes):
+        c, s = exact_cos_sin_table(pos, inverse_frequencies(dim, 10000.0 * ntk, dim // 2))
+        shape = [1, 1, 1, -1]
+        shape[axis] = sizes[axis]
+        cos.append(c.view(shape).expand(*sizes, -1))
+        sin.append(s.view(shape).expand(*sizes, -1))
+    device = hidden_states.device
+    return tuple(torch.cat(x * 2, dim=-1).flatten(0, 2).to(device) for x in (cos, sin))
+
+
+# Kandinsky 5 and 6: tables of angles ``pos * exp(-ln(max_period) i / half)`` in
+# __init__, indexed by position ids; here the cosines and sines of those angles (divided
+# by the call's scale factors) are formed from the ids, exactly.
+
+
+def _kandinsky_omegas(dim: int, max_period: float, factor: float = 1.0) -> tuple[float, ...]:
+    half = int(dim) // 2
+    return tuple(math.exp(-math.log(max_period) * i / half) * factor for i in range(half))
+
+
+def _kandinsky_cos_sin(
+    table: torch.Tensor, pos: Any, omegas: tuple[float, ...]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    pos = torch.as_tensor(pos, device=table.device)
+    pos = torch.where(pos < 0, pos + table.shape[0], pos)  # indexing's wrap-around
+    cos, sin = exact_cos_sin_table(pos, omegas)
+    return cos.to(table.dtype), sin.to(table.dtype)
+
+
+def _rope_matrices(cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    rope = torch.stack([cos, -sin, sin, cos], dim=-1)
+    return rope.view(*rope.shape[:-1], 2, 2).unsqueeze(-4)
+
+
+def _scale(value: Any) -> float:
+    if isinstance(value, torch.Tensor):
+        raise TypeError(
+            "scale_factor must hold Python numbers (not tensors) for pe_core's exact "
+            "Kandinsky rotary embedding"
+        )
+    return float(value)
+
+
+def _kandinsky_1d_forward(self: Any, pos: Any) -> torch.Tensor:
+    table = self._buffers.get("args", self._buffers.get("angles"))
+    factor = float(getattr(self, "freqs_scaling", 1.0))
+    omegas = _kandinsky_omegas(self.dim, self.max_period, factor)
+    return _rope_matrices(*_kandinsky_cos_sin(table, pos, omegas))
+
+
+def _kandinsky_3d_cos_sin(
+    self: Any, prefix: str, pos: Any, scale_factor: Any
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    return [
+        _kandinsky_cos_sin(
+            getattr(self, f"{prefix}{i}"),
+            pos[i],
+            tuple(w / _scale(scale_factor[i]) for w in _kandinsky_omegas(d, self.max_period)),
+        )
+        for i, d in enumerate(self.axes_dims)
+    ]
+
+
+def _grid_cat(parts: list[torch.Tensor], sizes: tuple[int, ...]) -> torch.Tensor:
+    """``[t | h | w]`` over the ``(..., T, H, W)`` grid of ``sizes``."""
+    lead = len(sizes) - 3
+    out = []
+    for axis, x in enumerate(parts):
+        shape = [1] * len(sizes) + [-1]
+        shape[lead + axis] = sizes[lead + axis]
+        out.append(x.view(shape).expand(*sizes, -1))
+    return torch.cat(out, dim=-1)
+
+
+def _kandinsky5_3d_forward(
+    self: Any, shape: Any, pos: Any, scale_factor: Any = (1.0, 1.0, 1.0)
+) -> torch.Tensor:
+    batch, duration, height, width = shape
+    axes = _kandinsky_3d_cos_sin(self, "args_", pos, scale_factor)
+    sizes = (batch, duration, height, width)
+    return _rope_matrices(*(_grid_cat([a[i] for a in axes], sizes) for i in (0, 1)))
+
+
+def _kandinsky6_3d_forward(
+    self: Any, pos: Any, scale_factor: Any = (1.0, 1.0, 1.0)
+) -> torch.Tensor:
+    sizes = tuple(int(p.shape[0]) for p in pos)
+    axes = _kandinsky_3d_cos_sin(self, "angles_", pos, scale_factor)
+    return _rope_matrices(*(_grid_cat([a[i] for a in axes], sizes) for i in (0, 1)))
+
+
+def _check_kandinsky(module: Any) -> None:
+    """The angle tables are ``arange(max_pos) x`` the frequencies the forward uses."""
+    if hasattr(module, "axes_dims"):
+        prefix = "args_" if "args_0" in module._buffers else "angles_"
+        tables = [(f"{prefix}{i}", d, 1.0) for i, d in enumerate(module.axes_dims)]
+    else:
+        name = "args" if "args" in module._buffers else "angles"
+        tables = [(name, module.dim, float(getattr(module, "freqs_scaling", 1.0)))]
+    for name, dim, factor in tables:
+        table = module._buffers[name].detach().cpu().double()
+        omegas = torch.tensor(
+            _kandinsky_omegas(dim, module.max_period, factor), dtype=torch.float64
+        )
+        exact = torch.outer(torch.arange(table.shape[0], dtype=torch.float64), omegas)
+        tolerance = 1e-5 + 4.0 * table.shape[0] * 2.0**-24
+        if exact.shape != table.shape or not float((table - exact).abs().max()) <= tolerance:
+            raise ValueError(
+                f"its {name} is not arange(max_pos) x exp(-ln(max_period) i / half): built "
+                "with other frequencies"
+            )
 
 
 # -- the covered classes ---------------------------------------------------------------
@@ -223,12 +365,29 @@ FORWARDS: dict[str, Callable[..., Any]] = {
     ),
     _T + "transformer_qwenimage21.QwenImage21TemporalTimesteps": _qwen21_timesteps_forward,
     _T + "transformer_cogview4.CogView4RotaryPosEmbed": _cogview4_forward,
+    _T + "transformer_glm_image.GlmImageRotaryPosEmbed": _glm_image_forward,
+    _T + "transformer_cosmos.CosmosRotaryPosEmbed": _cosmos_forward,
+    _T + "transformer_kandinsky.Kandinsky5RoPE1D": _kandinsky_1d_forward,
+    _T + "transformer_kandinsky.Kandinsky5RoPE3D": _kandinsky5_3d_forward,
+    _T + "transformer_kandinsky6.Kandinsky6RoPE1D": _kandinsky_1d_forward,
+    _T + "transformer_kandinsky6.Kandinsky6RoPE3D": _kandinsky6_3d_forward,
+    _T + "transformer_kandinsky6_sr.Kandinsky6SRRoPE3D": _kandinsky6_3d_forward,
 }
 
 #: class -> a check at patch time that the module's attributes are those its forward
 #: here assumes (ValueError: refused).
 CHECKS: dict[str, Callable[[Any], None]] = {
     _T + "transformer_qwenimage21.QwenImage21TemporalTimesteps": _check_qwen21_timesteps,
+    **{
+        _T + f"transformer_kandinsky{m}.Kandinsky{v}": _check_kandinsky
+        for m, v in [
+            ("", "5RoPE1D"),
+            ("", "5RoPE3D"),
+            ("6", "6RoPE1D"),
+            ("6", "6RoPE3D"),
+            ("6_sr", "6SRRoPE3D"),
+        ]
+    },
 }
 
 
