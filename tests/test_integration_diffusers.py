@@ -424,6 +424,104 @@ def test_kandinsky_rotary_is_exact() -> None:
         patch_positional_embeddings(odd)
 
 
+def ltx64(g, dim, theta, elems):
+    """LTX's interleaved (cos, sin) of ``w (2 g - 1)``, ``g`` of shape (B, N, axes)."""
+    w = theta ** np.linspace(0, 1, dim // elems) * np.pi / 2
+    angle = np.swapaxes((g[..., None] * 2 - 1) * w, -1, -2).reshape(*g.shape[:2], -1)
+    pad = [(0, 0)] * (angle.ndim - 1) + [(dim % elems, 0)]
+    cos = np.pad(np.repeat(np.cos(angle), 2, -1), pad, constant_values=1.0)
+    return cos, np.pad(np.repeat(np.sin(angle), 2, -1), pad)
+
+
+def assert_ltx(module, args, kwargs, ref, loose) -> None:
+    """Patched within 1e-6 of ``ref``; unpatched within its float32 angles (``loose``)
+    of it; unpatch bitwise."""
+    before = module(*args, **kwargs)
+    patch_positional_embeddings(module)
+    after = module(*args, **kwargs)
+    for got, was, want in zip(after, before, ref, strict=True):
+        assert got.shape == was.shape and got.dtype == was.dtype == torch.float32
+        assert gap(got, want) < TOL
+        assert gap(was, want) < loose
+    unpatch_positional_embeddings(module)
+    assert all(torch.equal(a, b) for a, b in zip(module(*args, **kwargs), before, strict=True))
+
+
+def test_ltx_video_rotary_is_exact() -> None:
+    from diffusers.models.transformers.transformer_ltx import LTXVideoRotaryPosEmbed
+
+    hidden = torch.zeros(2, 60, 8)
+    grid = np.stack(np.meshgrid(*map(np.arange, (3, 4, 5)), indexing="ij"), -1).reshape(1, -1, 3)
+    grid = np.repeat(grid.astype(np.float64), 2, 0)
+    scale = (8 / 25, 32, 32)
+    g = grid * np.array(scale) / np.array([20, 2048, 2048])
+    module = LTXVideoRotaryPosEmbed(130)
+    assert_ltx(module, (hidden, 3, 4, 5, scale), {}, ltx64(g, 130, 1e4, 6), 5e-3)
+    assert_ltx(module, (hidden, 3, 4, 5), {}, ltx64(grid, 130, 1e4, 6), 5e-2)
+    coords = torch.rand(2, 3, 60, generator=torch.Generator().manual_seed(0)) * 100
+    g = coords.double().numpy().transpose(0, 2, 1) / np.array([20, 2048, 2048])
+    assert_ltx(module, (hidden,), {"video_coords": coords}, ltx64(g, 130, 1e4, 6), 5e-2)
+
+
+@pytest.mark.parametrize("modality", ["video", "audio"])
+@pytest.mark.parametrize("rope_type", ["interleaved", "split"])
+def test_ltx2_rotary_is_exact(modality, rope_type) -> None:
+    from diffusers.models.transformers.transformer_ltx2 import LTX2AudioVideoRotaryPosEmbed
+
+    module = LTX2AudioVideoRotaryPosEmbed(
+        128, modality=modality, rope_type=rope_type, num_attention_heads=4
+    )
+    if modality == "video":
+        coords = module.prepare_video_coords(2, 3, 4, 5, torch.device("cpu"))
+        bases = np.array([20, 2048, 2048])
+    else:
+        coords = module.prepare_audio_coords(2, 7, torch.device("cpu"))
+        bases = np.array([20])
+    c = coords.double().numpy()
+    g = ((c[..., 0] + c[..., 1]) / 2).transpose(0, 2, 1) / bases
+    elems = 2 * g.shape[-1]
+    cos, sin = ltx64(g, 128, 1e4, elems)
+    if rope_type == "split":  # the same angles, once each, padded to dim // 2, per head
+        w = 1e4 ** np.linspace(0, 1, 128 // elems) * np.pi / 2
+        angle = np.swapaxes((g[..., None] * 2 - 1) * w, -1, -2).reshape(*g.shape[:2], -1)
+        pad = [(0, 0), (0, 0), (64 - angle.shape[-1], 0)]
+        cos = np.pad(np.cos(angle), pad, constant_values=1.0)
+        sin = np.pad(np.sin(angle), pad)
+        cos, sin = (x.reshape(2, -1, 4, 16).swapaxes(1, 2) for x in (cos, sin))
+    assert_ltx(module, (coords,), {}, (cos, sin), 5e-3)
+
+
+def test_ltx2_vae_rotary_is_exact() -> None:
+    from diffusers.models.autoencoders.ltx2_diffusion_decoder import (
+        LTX2VideoVaeRotaryPosEmbed3D,
+    )
+
+    module = LTX2VideoVaeRotaryPosEmbed3D(32)
+    x = torch.randn(1, 2, 3, 1000, 1, 32, generator=torch.Generator().manual_seed(0))
+    before = module(x)
+    patch_positional_embeddings(module)
+    after = module(x)
+    dims = module.rope_dim_split
+    xs = x.double().numpy()
+    parts, start = [], 0
+    for axis, d in enumerate(dims):
+        n = x.shape[axis + 1]
+        angle = np.outer(np.arange(n), 1.0 / 10000.0 ** (np.arange(0, d, 2) / d))
+        shape = [1, 1, 1, 1, 1, d // 2]
+        shape[axis + 1] = n
+        c, s = np.cos(angle).reshape(shape), np.sin(angle).reshape(shape)
+        pairs = xs[..., start : start + d].reshape(*xs.shape[:-1], d // 2, 2)
+        even, odd = pairs[..., 0], pairs[..., 1]
+        rotated = np.stack([even * c - odd * s, even * s + odd * c], -1)
+        parts.append(rotated.reshape(*xs.shape[:-1], d))
+        start += d
+    ref = np.concatenate(parts, -1)
+    assert gap(after, ref) < 1e-5  # x of size ~4: a few float32 roundings of x
+    assert gap(after, ref) < gap(before, ref)
+    unpatch_positional_embeddings(module)
+    assert torch.equal(module(x), before)
+
+
 # -- whole models ---------------------------------------------------------------------------
 
 

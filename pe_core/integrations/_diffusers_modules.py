@@ -204,6 +204,153 @@ def _cosmos_forward(
     return tuple(torch.cat(x * 2, dim=-1).flatten(0, 2).to(device) for x in (cos, sin))
 
 
+# LTX-Video and LTX-2: the angle of frequency ``w = theta^(k/(n-1)) pi/2`` at a fractional
+# coordinate ``g`` is ``w (2 g - 1)``, ``g`` an id (or a patch's midpoint) over the base
+# size: here ``2 w g`` is reduced exactly from the ids and ``w`` subtracted after.
+
+
+def _ltx_frequencies(theta: float, n: int) -> tuple[float, ...]:
+    """``theta ** linspace(0, 1, n) * pi / 2`` in float64."""
+    steps = [k / (n - 1) for k in range(n)] if n > 1 else [0.0]
+    return tuple(float(theta) ** e * math.pi / 2.0 for e in steps)
+
+
+def _shifted(
+    cos: torch.Tensor, sin: torch.Tensor, phases: tuple[float, ...]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``cos`` and ``sin`` of ``angle - phase`` (per last-axis column) from those of
+    ``angle`` (the phases' own in float64 on the host)."""
+    cp = torch.tensor([math.cos(p) for p in phases], device=cos.device)
+    sp = torch.tensor([math.sin(p) for p in phases], device=cos.device)
+    return cos * cp + sin * sp, sin * cp - cos * sp
+
+
+def _summed(
+    a: tuple[torch.Tensor, torch.Tensor], b: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``cos`` and ``sin`` of the sum of two angles from theirs."""
+    return a[0] * b[0] - a[1] * b[1], a[1] * b[0] + a[0] * b[1]
+
+
+def _ltx_axis(
+    coords: torch.Tensor, ws: tuple[float, ...], base: float, ends: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin of ``w (2 g - 1)``: ``g = coords / base``, or the midpoint of
+    ``[coords, ends)`` over ``base``."""
+    if ends is None:
+        omegas = tuple(2.0 * w / base for w in ws)
+        return _shifted(*exact_cos_sin_table(coords, omegas), ws)
+    omegas = tuple(w / base for w in ws)
+    both = _summed(exact_cos_sin_table(coords, omegas), exact_cos_sin_table(ends, omegas))
+    return _shifted(*both, ws)
+
+
+def _interleaved(
+    axes: list[tuple[torch.Tensor, torch.Tensor]], dim: int, elems: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[f0 axes..., f1 axes..., ...]``, each twice, after ``dim % elems`` (1, 0)
+    pads."""
+    out = []
+    for i in (0, 1):
+        x = torch.stack([a[i] for a in axes], dim=-1).flatten(-2).repeat_interleave(2, dim=-1)
+        pad = torch.full((*x.shape[:-1], dim % elems), float(1 - i), device=x.device)
+        out.append(torch.cat([pad, x], dim=-1))
+    return out[0], out[1]
+
+
+def _real_scale(value: Any) -> float:
+    if isinstance(value, torch.Tensor):
+        raise TypeError(
+            "scale factors must be Python numbers (not tensors) for pe_core's exact "
+            "rotary embedding"
+        )
+    return float(value)
+
+
+def _ltx_forward(
+    self: Any,
+    hidden_states: torch.Tensor,
+    num_frames: int | None = None,
+    height: int | None = None,
+    width: int | None = None,
+    rope_interpolation_scale: Any = None,
+    video_coords: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``LTXVideoRotaryPosEmbed.forward``."""
+    batch, device = hidden_states.size(0), hidden_states.device
+    ws = _ltx_frequencies(self.theta, self.dim // 6)
+    bases = (self.base_num_frames, self.base_height, self.base_width)
+    if video_coords is None:
+        sizes = (num_frames, height, width)
+        grids = torch.meshgrid(
+            *(torch.arange(n, dtype=torch.float32, device=device) for n in sizes), indexing="ij"
+        )
+        coords = [g.reshape(1, -1).expand(batch, -1) for g in grids]
+        if rope_interpolation_scale is None:
+            bases = (1.0, 1.0, 1.0)
+        else:
+            patches = (self.patch_size_t, self.patch_size, self.patch_size)
+            bases = tuple(
+                b / (_real_scale(s) * p)
+                for b, s, p in zip(bases, rope_interpolation_scale, patches, strict=True)
+            )
+    else:
+        coords = [video_coords[:, i] for i in range(3)]
+    axes = [_ltx_axis(c, ws, float(b)) for c, b in zip(coords, bases, strict=True)]
+    return _interleaved(axes, self.dim, 6)
+
+
+def _ltx2_forward(
+    self: Any, coords: torch.Tensor, device: Any = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``LTX2AudioVideoRotaryPosEmbed.forward`` (and SANA-WM's copy)."""
+    device = device or coords.device
+    dims = coords.shape[1]
+    elems = 2 * dims
+    ws = _ltx_frequencies(self.theta, self.dim // elems)
+    bases = (self.base_num_frames, self.base_height, self.base_width)[:dims]
+    if self.modality == "audio":
+        bases = (self.base_num_frames,)
+    axes = []
+    for i, base in enumerate(bases):
+        if coords.ndim == 4:
+            axes.append(_ltx_axis(coords[:, i, :, 0], ws, float(base), coords[:, i, :, 1]))
+        else:
+            axes.append(_ltx_axis(coords[:, i], ws, float(base)))
+    axes = [(c.to(device), s.to(device)) for c, s in axes]
+    if self.rope_type == "interleaved":
+        return _interleaved(axes, self.dim, elems)
+    out = []
+    for i in (0, 1):
+        x = torch.stack([a[i] for a in axes], dim=-1).flatten(-2)
+        pad = torch.full((*x.shape[:-1], self.dim // 2 - x.shape[-1]), float(1 - i), device=device)
+        x = torch.cat([pad, x], dim=-1)
+        x = x.reshape(x.shape[0], x.shape[1], self.num_attention_heads, -1)
+        out.append(torch.swapaxes(x, 1, 2))
+    return out[0], out[1]
+
+
+def _ltx2_vae_forward(self: Any, hidden_states: torch.Tensor) -> torch.Tensor:
+    """``LTX2VideoVaeRotaryPosEmbed3D.forward``: each of (T, H, W) rotates its chunk of
+    ``head_dim`` (pairs) by its index times ``1 / base^(2i/dim)``."""
+    device = hidden_states.device
+    out, start = [], 0
+    for axis, dim in enumerate(self.rope_dim_split):
+        x = hidden_states[..., start : start + dim]
+        start += dim
+        n = hidden_states.shape[axis + 1]
+        positions = torch.arange(n, dtype=torch.float32, device=device)
+        cos, sin = exact_cos_sin_table(positions, inverse_frequencies(dim, self.base))
+        shape = [1, 1, 1, 1, 1, dim // 2]
+        shape[axis + 1] = n
+        cos, sin = cos.reshape(shape), sin.reshape(shape)
+        pairs = x.reshape(*x.shape[:-1], dim // 2, 2)
+        even, odd = pairs[..., 0].float(), pairs[..., 1].float()
+        rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)
+        out.append(rotated.reshape(x.shape).to(x.dtype))
+    return torch.cat(out, dim=-1)
+
+
 # Kandinsky 5 and 6: tables of angles ``pos * exp(-ln(max_period) i / half)`` in
 # __init__, indexed by position ids; here the cosines and sines of those angles (divided
 # by the call's scale factors) are formed from the ids, exactly.
@@ -228,15 +375,6 @@ def _rope_matrices(cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     return rope.view(*rope.shape[:-1], 2, 2).unsqueeze(-4)
 
 
-def _scale(value: Any) -> float:
-    if isinstance(value, torch.Tensor):
-        raise TypeError(
-            "scale_factor must hold Python numbers (not tensors) for pe_core's exact "
-            "Kandinsky rotary embedding"
-        )
-    return float(value)
-
-
 def _kandinsky_1d_forward(self: Any, pos: Any) -> torch.Tensor:
     table = self._buffers.get("args", self._buffers.get("angles"))
     factor = float(getattr(self, "freqs_scaling", 1.0))
@@ -251,7 +389,7 @@ def _kandinsky_3d_cos_sin(
         _kandinsky_cos_sin(
             getattr(self, f"{prefix}{i}"),
             pos[i],
-            tuple(w / _scale(scale_factor[i]) for w in _kandinsky_omegas(d, self.max_period)),
+            tuple(w / _real_scale(scale_factor[i]) for w in _kandinsky_omegas(d, self.max_period)),
         )
         for i, d in enumerate(self.axes_dims)
     ]
@@ -372,6 +510,12 @@ FORWARDS: dict[str, Callable[..., Any]] = {
     _T + "transformer_kandinsky6.Kandinsky6RoPE1D": _kandinsky_1d_forward,
     _T + "transformer_kandinsky6.Kandinsky6RoPE3D": _kandinsky6_3d_forward,
     _T + "transformer_kandinsky6_sr.Kandinsky6SRRoPE3D": _kandinsky6_3d_forward,
+    _T + "transformer_ltx.LTXVideoRotaryPosEmbed": _ltx_forward,
+    _T + "transformer_ltx2.LTX2AudioVideoRotaryPosEmbed": _ltx2_forward,
+    _T + "transformer_sana_wm_refiner.SanaWMLTX2AudioVideoRotaryPosEmbed": _ltx2_forward,
+    "diffusers.models.autoencoders.ltx2_diffusion_decoder.LTX2VideoVaeRotaryPosEmbed3D": (
+        _ltx2_vae_forward
+    ),
 }
 
 #: class -> a check at patch time that the module's attributes are those its forward
