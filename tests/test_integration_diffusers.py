@@ -522,6 +522,53 @@ def test_ltx2_vae_rotary_is_exact() -> None:
     assert torch.equal(module(x), before)
 
 
+def test_helios_omnigen_and_audio_dit_rotary_are_exact() -> None:
+    from diffusers.models.transformers.transformer_helios import HeliosRotaryPosEmbed
+    from diffusers.models.transformers.transformer_longcat_audio_dit import (
+        AudioDiTRotaryEmbedding,
+    )
+    from diffusers.models.transformers.transformer_omnigen import OmniGenSuScaledRotaryEmbedding
+
+    helios = HeliosRotaryPosEmbed((16, 24, 24), 10000.0)
+    frames = torch.tensor([[0.0, 5000.0, 10_000.0]])
+    before = helios(frames, 2, 3, torch.device("cpu"))
+    patch_positional_embeddings(helios)
+    out = helios(frames, 2, 3, torch.device("cpu"))
+    assert out.shape == before.shape and out.dtype == before.dtype
+    t_angle = np.outer([0.0, 5000.0, 10_000.0], 1.0 / 1e4 ** (np.arange(0, 16, 2) / 16))
+    t_angle = np.repeat(t_angle, 2, -1)  # (frames, 16)
+    assert gap(out[0, :16, :, 1, 2].T, np.cos(t_angle)) < TOL
+    assert gap(out[0, 64:80, :, 1, 2].T, np.sin(t_angle)) < TOL
+    x_angle = np.repeat(2.0 / 1e4 ** (np.arange(0, 24, 2) / 24), 2)
+    assert gap(out[0, 40:64, 1, 1, 2], np.cos(x_angle)) < TOL
+    unpatch_positional_embeddings(helios)
+    assert torch.equal(helios(frames, 2, 3, torch.device("cpu")), before)
+
+    factors = {"short_factor": [1.0 + 0.1 * i for i in range(8)], "long_factor": [3.0]}
+    omnigen = OmniGenSuScaledRotaryEmbedding(16, 131072, 4096, rope_scaling=factors)
+    scale = math.sqrt(1 + math.log(32) / math.log(4096))
+    patch_positional_embeddings(omnigen)
+    for n, ext in ((4096, np.array(factors["short_factor"])), (10_001, 3.0)):
+        ids = torch.arange(n)[None]
+        cos, sin = omnigen(torch.zeros(1), ids)
+        angle = np.outer(np.arange(n), 1.0 / (ext * 1e4 ** (np.arange(0, 16, 2) / 16)))
+        angle = np.concatenate([angle, angle], -1)
+        assert gap(cos, np.cos(angle) * scale) < TOL and gap(sin, np.sin(angle) * scale) < TOL
+    unpatch_positional_embeddings(omnigen)
+
+    audio = AudioDiTRotaryEmbedding(32, base=100000.0)
+    hidden = torch.zeros(1, 10_001, 4)
+    before = audio(hidden)
+    patch_positional_embeddings(audio)
+    cos, sin = audio(hidden)
+    angle = np.outer(np.arange(10_001), 1.0 / 1e5 ** (np.arange(0, 32, 2) / 32))
+    angle = np.concatenate([angle, angle], -1)
+    assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+    assert gap(before[0], np.cos(angle)) > 1e-4
+    unpatch_positional_embeddings(audio)
+    assert all(torch.equal(a, b) for a, b in zip(audio(hidden), before, strict=True))
+
+
 # -- whole models ---------------------------------------------------------------------------
 
 

@@ -351,6 +351,61 @@ def _ltx2_vae_forward(self: Any, hidden_states: torch.Tensor) -> torch.Tensor:
     return torch.cat(out, dim=-1)
 
 
+def _helios_forward(
+    self: Any, frame_indices: torch.Tensor, height: int, width: int, device: Any
+) -> torch.Tensor:
+    """``HeliosRotaryPosEmbed.forward``: ``[cos t, cos y, cos x, sin t, sin y, sin x]``
+    (frequencies repeated twice) over (batch, frames, height, width)."""
+    batch, frames = frame_indices.shape[:2]
+    t = frame_indices.to(device=device, dtype=torch.float32)
+    y = torch.arange(height, device=device, dtype=torch.float32)
+    x = torch.arange(width, device=device, dtype=torch.float32)
+    sizes = (batch, frames, height, width)
+    axes = ((t[:, :, None, None], self.DT), (y[:, None], self.DY), (x, self.DX))
+    cos, sin = [], []
+    for pos, dim in axes:
+        c, s = exact_cos_sin_table(pos, inverse_frequencies(dim, self.theta, dim // 2))
+        cos.append(c.expand(*sizes, -1).movedim(-1, 0).repeat_interleave(2, dim=0))
+        sin.append(s.expand(*sizes, -1).movedim(-1, 0).repeat_interleave(2, dim=0))
+    return torch.cat(cos + sin, dim=0).permute(1, 0, 2, 3, 4)
+
+
+def _omnigen_forward(
+    self: Any, hidden_states: torch.Tensor, position_ids: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``OmniGenSuScaledRotaryEmbedding.forward``: the first row's ids times
+    ``1 / (factor_i base^(2i/dim))`` (the long factors past the original length,
+    chosen on the device), ``[f | f]``, times the su-scaling factor."""
+    base = float(self.base)
+    original = self.original_max_position_embeddings
+    scale = self.max_position_embeddings / original
+    factor = 1.0 if scale <= 1.0 else math.sqrt(1 + math.log(scale) / math.log(original))
+    pos = position_ids[0].to(device=hidden_states.device, dtype=torch.float32)
+    tables = []
+    half = len(range(0, self.dim, 2))
+    for ext in (self.short_factor, self.long_factor):
+        ext = list(ext) * (half if len(ext) == 1 else 1)  # broadcast as torch does
+        omegas = tuple(
+            1.0 / (float(e) * base ** (i / self.dim))
+            for e, i in zip(ext, range(0, self.dim, 2), strict=True)
+        )
+        c, s = exact_cos_sin_table(pos, omegas)
+        tables.append((torch.cat([c, c], dim=-1), torch.cat([s, s], dim=-1)))
+    long = torch.max(position_ids) + 1 > original
+    return tuple(torch.where(long, tables[1][i], tables[0][i]) * factor for i in (0, 1))
+
+
+def _audio_dit_forward(
+    self: Any, hidden_states: torch.Tensor, seq_len: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``AudioDiTRotaryEmbedding.forward``: ids times ``1 / base^(2i/dim)``, ``[f | f]``."""
+    seq_len = hidden_states.shape[1] if seq_len is None else seq_len
+    pos = torch.arange(seq_len, device=hidden_states.device, dtype=torch.float32)
+    cos, sin = exact_cos_sin_table(pos, inverse_frequencies(self.dim, self.base))
+    dtype = hidden_states.dtype
+    return torch.cat([cos, cos], dim=-1).to(dtype), torch.cat([sin, sin], dim=-1).to(dtype)
+
+
 # Kandinsky 5 and 6: tables of angles ``pos * exp(-ln(max_period) i / half)`` in
 # __init__, indexed by position ids; here the cosines and sines of those angles (divided
 # by the call's scale factors) are formed from the ids, exactly.
@@ -513,6 +568,9 @@ FORWARDS: dict[str, Callable[..., Any]] = {
     _T + "transformer_ltx.LTXVideoRotaryPosEmbed": _ltx_forward,
     _T + "transformer_ltx2.LTX2AudioVideoRotaryPosEmbed": _ltx2_forward,
     _T + "transformer_sana_wm_refiner.SanaWMLTX2AudioVideoRotaryPosEmbed": _ltx2_forward,
+    _T + "transformer_helios.HeliosRotaryPosEmbed": _helios_forward,
+    _T + "transformer_omnigen.OmniGenSuScaledRotaryEmbedding": _omnigen_forward,
+    _T + "transformer_longcat_audio_dit.AudioDiTRotaryEmbedding": _audio_dit_forward,
     "diffusers.models.autoencoders.ltx2_diffusion_decoder.LTX2VideoVaeRotaryPosEmbed3D": (
         _ltx2_vae_forward
     ),
