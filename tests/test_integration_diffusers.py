@@ -237,11 +237,13 @@ def complex_gap(a, b) -> float:
     return float(np.abs(a.detach().to(torch.complex128).numpy() - b).max())
 
 
-@pytest.mark.parametrize("layered", [False, True])
-def test_qwen_rope_tables_are_exact_and_caches_bypassed(layered) -> None:
+@pytest.mark.parametrize("kind", ["qwen", "layered", "nucleus"])
+def test_qwen_rope_tables_are_exact_and_caches_bypassed(kind) -> None:
+    from diffusers.models.transformers.transformer_nucleusmoe_image import NucleusMoEEmbedRope
     from diffusers.models.transformers.transformer_qwenimage import QwenEmbedLayer3DRope
 
-    cls = QwenEmbedLayer3DRope if layered else QwenEmbedRope
+    layered = kind == "layered"
+    cls = {"qwen": QwenEmbedRope, "layered": QwenEmbedLayer3DRope}.get(kind, NucleusMoEEmbedRope)
     module = cls(10000, [16, 56, 56], scale_rope=True)
     shapes = [[(1, 6, 8), (1, 4, 4)]] if layered else [(1, 6, 8)]
     call = lambda: module(shapes, max_txt_seq_len=7, device=torch.device("cpu"))  # noqa: E731
@@ -567,6 +569,140 @@ def test_helios_omnigen_and_audio_dit_rotary_are_exact() -> None:
     assert gap(before[0], np.cos(angle)) > 1e-4
     unpatch_positional_embeddings(audio)
     assert all(torch.equal(a, b) for a, b in zip(audio(hidden), before, strict=True))
+
+
+def test_rotary_of_fractional_positions_is_exact_without_float64() -> None:
+    """Fractional positions at frequencies above half a turn (LTX's coordinates, Stable
+    Audio 3's timesteps) are split so that float32 arithmetic stays exact."""
+    from pe_core.integrations._diffusers_helpers import exact_cos_sin_table
+
+    x = torch.tensor(np.random.default_rng(0).random(300) * 2000 - 1000, dtype=torch.float32)
+    omegas = (6.3e4, 1570.3, 7.1, 0.3)
+    angle = np.outer(x.double().numpy(), omegas)  # within 1e-8 of exact here
+    for wide in (True, False):
+        cos, sin = exact_cos_sin_table(x, omegas, wide)
+        assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+
+
+def inv_freq_angles(ids, theta, n, scale=1.0):
+    return np.asarray(ids, np.float64)[..., None] * scale / theta ** (np.arange(n) / n)
+
+
+def test_inv_freq_modules_are_exact_with_theta_found_from_their_buffer() -> None:
+    from diffusers.models.autoencoders.autoencoder_kl_minimax_h3 import (
+        MiniMaxH3VideoRotaryPosEmbed,
+    )
+    from diffusers.models.condition_embedders.condition_embedder_anima import (
+        AnimaRotaryEmbedding,
+    )
+    from diffusers.models.transformers.transformer_cosmos3 import (
+        Cosmos3VLTextRotaryEmbedding,
+    )
+    from diffusers.models.transformers.transformer_ideogram4 import Ideogram4MRoPE
+    from diffusers.models.transformers.transformer_minimax_h3 import MiniMaxH3RotaryPosEmbed
+
+    ids = torch.tensor(IDS[None], dtype=torch.long)
+    anima = AnimaRotaryEmbedding(64, rope_theta=500000.0)
+    before = anima(torch.zeros(1), ids)
+    patch_positional_embeddings(anima)
+    assert vars(anima)["_pe_core_theta"] == 500000.0
+    angle = np.concatenate([inv_freq_angles(IDS, 5e5, 32)] * 2, -1)
+    cos, sin = anima(torch.zeros(1), ids)
+    assert gap(cos[0], np.cos(angle)) < TOL and gap(sin[0], np.sin(angle)) < TOL
+    unpatch_positional_embeddings(anima)
+    assert "_pe_core_theta" not in vars(anima)
+    assert all(torch.equal(a, b) for a, b in zip(anima(torch.zeros(1), ids), before, strict=True))
+
+    # interleaved M-RoPE: frequency j from axis t, h (j % 3 == 1) or w (j % 3 == 2)
+    thw = torch.stack([ids[0], ids[0].flip(0), ids[0] // 2])  # (3, N)
+    n, sections = 64, (24, 20, 20)
+    axis = [0] * n
+    for a in (1, 2):
+        for j in range(a, 3 * sections[a], 3):
+            axis[j] = a
+    angles = inv_freq_angles(thw.numpy(), 1e6, n)  # (3, N, n)
+    mixed = np.take_along_axis(angles, np.array(axis)[None, None, :], 0)[0]
+    mixed = np.concatenate([mixed, mixed], -1)
+    cosmos3 = patch_positional_embeddings(Cosmos3VLTextRotaryEmbedding(128, 1e6, sections))
+    cos, sin = cosmos3(thw[:, None], torch.device("cpu"), torch.float32)
+    assert gap(cos[0], np.cos(mixed)) < TOL and gap(sin[0], np.sin(mixed)) < TOL
+    ideogram = patch_positional_embeddings(Ideogram4MRoPE(128, 1000000, sections))
+    cos, sin = ideogram(thw.T[None])
+    assert gap(cos[0], np.cos(mixed)) < TOL and gap(sin[0], np.sin(mixed)) < TOL
+
+    h3 = patch_positional_embeddings(MiniMaxH3RotaryPosEmbed(16, 10000.0))
+    cos, _ = h3(thw.T)
+    angle = inv_freq_angles(thw.T.numpy(), 1e4, 16).reshape(-1, 48)
+    assert gap(cos, np.cos(np.concatenate([angle, angle], -1))) < TOL
+
+    video = MiniMaxH3VideoRotaryPosEmbed(48, theta=100.0)
+    coords = torch.rand(2, 30, 3, generator=torch.Generator().manual_seed(0)) * 2 - 1
+    before = video(coords)
+    patch_positional_embeddings(video)
+    cos, sin = video(coords)
+    angle = inv_freq_angles(coords.double().numpy(), 100.0, 8, 2 * np.pi).reshape(2, 30, 24)
+    angle = np.concatenate([angle, angle], -1)[:, :, None]
+    assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+    assert torch.allclose(cos, before[0], atol=1e-5)
+
+    odd = AnimaRotaryEmbedding(64)
+    odd.inv_freq[3] *= 1.001
+    with pytest.raises(ValueError, match="inv_freq"):
+        patch_positional_embeddings(odd)
+
+
+def test_audio_and_vae_fourier_features_are_exact() -> None:
+    from diffusers.models.autoencoders.autoencoder_kl_mochi import FourierFeatures
+    from diffusers.models.transformers.transformer_minimax_music3 import (
+        MiniMaxMusic3FourierEmbedding,
+        MiniMaxMusic3RotaryEmbedding,
+    )
+    from diffusers.models.transformers.transformer_stable_audio3 import (
+        StableAudio3ExpoFourierFeatures,
+    )
+
+    t = torch.tensor(np.linspace(0.0, 1.0, 101), dtype=torch.float32)
+    expo = StableAudio3ExpoFourierFeatures(64)
+    before = expo(t)
+    patch_positional_embeddings(expo)
+    freqs = np.exp(np.linspace(0, 1, 32) * (math.log(1e4) - math.log(0.5)) + math.log(0.5))
+    angle = np.outer(t.double().numpy(), freqs) * 2 * np.pi
+    assert gap(expo(t), np.concatenate([np.cos(angle), np.sin(angle)], -1)) < TOL
+    assert gap(before, np.concatenate([np.cos(angle), np.sin(angle)], -1)) > 1e-3
+    unpatch_positional_embeddings(expo)
+    assert torch.equal(expo(t), before)
+
+    torch.manual_seed(0)
+    music = patch_positional_embeddings(MiniMaxMusic3FourierEmbedding(32))
+    angle = np.outer(t.double().numpy(), music.weight.detach().double().numpy()[:, 0]) * 2 * np.pi
+    assert gap(music(t), np.concatenate([np.cos(angle), np.sin(angle)], -1)) < TOL
+    rotary = patch_positional_embeddings(MiniMaxMusic3RotaryEmbedding(32))
+    cos, _ = rotary(10_001, torch.device("cpu"))
+    angle = np.outer(np.arange(10_001), 1.0 / 1e4 ** (np.arange(0, 32, 2) / 32))
+    assert gap(cos, np.cos(np.concatenate([angle, angle], -1))) < TOL
+
+    mochi = FourierFeatures()
+    x = torch.randn(1, 3, 2, 4, 4, generator=torch.Generator().manual_seed(0))
+    before = mochi(x)
+    patch_positional_embeddings(mochi)
+    out = mochi(x)
+    h = (
+        np.repeat(x.double().numpy(), 2, axis=1)
+        * np.tile([2**6, 2**7], 3)[None, :, None, None, None]
+    )
+    ref = np.concatenate([x.double().numpy(), np.sin(2 * np.pi * h), np.cos(2 * np.pi * h)], 1)
+    assert gap(out, ref) < TOL and gap(before, ref) > 1e-6
+    unpatch_positional_embeddings(mochi)
+    assert torch.equal(mochi(x), before)
+
+
+def test_refused_classes_name_their_reason() -> None:
+    from diffusers.models.transformers.transformer_stable_audio3 import (
+        StableAudio3RotaryEmbedding,
+    )
+
+    with pytest.raises(ValueError, match="returns the angles themselves"):
+        patch_positional_embeddings(StableAudio3RotaryEmbedding(32))
 
 
 # -- whole models ---------------------------------------------------------------------------

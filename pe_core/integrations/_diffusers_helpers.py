@@ -72,12 +72,25 @@ def exact_cos_sin_table(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """float32 ``cos`` and ``sin`` of ``pos[..., None] * omegas``, the angles reduced
     exactly (float64 arithmetic where ``wide`` and the device has it, else float32:
-    within 1e-6 of float64 either way)."""
+    within 1e-6 of float64 either way), fractional positions at any frequency."""
     if wide is None:
         wide = pos.device.type not in NO_FLOAT64
     working = "float64" if wide and pos.device.type not in NO_FLOAT64 else "float32"
-    cos, sin = exact_cos_sin(_TORCH, pos, tuple(omegas), working=working)
-    return cos.float(), sin.float()
+    omegas = tuple(omegas)
+    fastest = max((abs(w) for w in omegas), default=0.0)
+    if not pos.is_floating_point() or fastest <= math.pi:
+        cos, sin = exact_cos_sin(_TORCH, pos, omegas, working=working)
+        return cos.float(), sin.float()
+    # A fraction of a position meets a frequency above half a turn: x = (n + r) / S with
+    # n = round(x S) and r in [-1/2, 1/2] (exact: S is a power of two), each times
+    # omega / S <= pi reduced exactly, and the two angles added.
+    scale = 2.0 ** math.ceil(math.log2(fastest / math.pi))
+    scaled = pos * scale
+    whole = torch.round(scaled)
+    slow = tuple(w / scale for w in omegas)
+    cw, sw = exact_cos_sin(_TORCH, whole, slow, working=working)
+    cr, sr = exact_cos_sin(_TORCH, scaled - whole, slow, working=working)
+    return (cw * cr - sw * sr).float(), (sw * cr + cw * sr).float()
 
 
 def exact_get_1d_sincos_pos_embed_from_grid(

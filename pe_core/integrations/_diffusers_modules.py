@@ -11,9 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
+from pe_core.fourier import fourier_features
 from pe_core.integrations._diffusers_helpers import (
     NO_FLOAT64,
     exact_cos_sin_table,
@@ -25,7 +27,16 @@ from pe_core.integrations._diffusers_helpers import (
 )
 from pe_core.timestep import timestep_embedding
 
-__all__ = ["CHECKS", "FORWARDS", "METHODS", "TABLES", "class_key", "plan", "positional_class"]
+__all__ = [
+    "CHECKS",
+    "FORWARDS",
+    "METHODS",
+    "REFUSED",
+    "TABLES",
+    "class_key",
+    "plan",
+    "positional_class",
+]
 
 #: A module is positional (patched or refused) if its class, from diffusers, has one of
 #: these in its name.
@@ -406,6 +417,134 @@ def _audio_dit_forward(
     return torch.cat([cos, cos], dim=-1).to(dtype), torch.cat([sin, sin], dim=-1).to(dtype)
 
 
+# Modules keeping only ``inv_freq = 1 / theta ** (2i / d)`` (float32): theta is found
+# from it at patch time (rounded to 4 significant digits, then every entry checked
+# within float32 rounding of that theta's) and kept in the patch.
+
+_THETA = "_pe_core_theta"
+
+
+def _check_inv_freq(module: Any) -> dict[str, Any]:
+    inv = module._buffers["inv_freq"].detach().cpu().double()
+    n = int(inv.shape[0])
+    exponents = torch.arange(n, dtype=torch.float64) / n
+    theta = float(f"{float(inv[-1]) ** (-1.0 / float(exponents[-1])):.4g}") if n > 1 else 1.0
+    exact = 1.0 / theta**exponents
+    if not bool(((inv - exact).abs() <= 4 * 2.0**-24 * exact).all()):
+        raise ValueError(
+            "its inv_freq is not 1 / theta ** (2i / d) for a theta of 4 significant digits"
+        )
+    return {_THETA: theta}
+
+
+def _inv_freq_cos_sin(self: Any, pos: torch.Tensor, scale: float = 1.0) -> Any:
+    n = int(self._buffers["inv_freq"].shape[0])
+    theta = vars(self)[_THETA]
+    return exact_cos_sin_table(pos, tuple(scale / theta ** (i / n) for i in range(n)))
+
+
+def _anima_forward(
+    self: Any, hidden_states: torch.Tensor, position_ids: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``AnimaRotaryEmbedding.forward``: ``[f | f]`` of ids times ``inv_freq``."""
+    cos, sin = _inv_freq_cos_sin(self, position_ids.to(hidden_states.device).float())
+    dtype = hidden_states.dtype
+    return torch.cat([cos, cos], dim=-1).to(dtype), torch.cat([sin, sin], dim=-1).to(dtype)
+
+
+def _interleaved_mrope(
+    self: Any, position_ids: torch.Tensor, sections: tuple[int, ...]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Qwen-VL's interleaved M-RoPE: ``position_ids`` (3, B, N); frequency ``j`` of the
+    t axis, but of h where ``j % 3 == 1`` and of w where ``j % 3 == 2`` (below
+    ``3 * section``)."""
+    cos, sin = _inv_freq_cos_sin(self, position_ids.float())  # (3, B, N, n)
+    n = cos.shape[-1]
+    axis = [0] * n
+    for a in (1, 2):
+        for j in range(a, min(3 * sections[a], n), 3):
+            axis[j] = a
+    pick = torch.tensor(axis, device=cos.device)[None, None, None, :]
+    cos = torch.gather(cos, 0, pick.expand(1, *cos.shape[1:]))[0]
+    sin = torch.gather(sin, 0, pick.expand(1, *sin.shape[1:]))[0]
+    return torch.cat([cos, cos], dim=-1), torch.cat([sin, sin], dim=-1)
+
+
+def _cosmos3_text_forward(
+    self: Any, position_ids: torch.Tensor, device: Any, dtype: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``Cosmos3VLTextRotaryEmbedding.forward``."""
+    if position_ids.ndim == 2:
+        position_ids = position_ids[None, ...].expand(3, position_ids.shape[0], -1)
+    cos, sin = _interleaved_mrope(self, position_ids.to(device), tuple(self.rope_axes_dim))
+    return cos.to(dtype), sin.to(dtype)
+
+
+def _ideogram4_forward(self: Any, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``Ideogram4MRoPE.forward``."""
+    if position_ids.ndim != 3 or position_ids.shape[-1] != 3:
+        raise ValueError(
+            f"`position_ids` must have shape (B, L, 3), got {tuple(position_ids.shape)}."
+        )
+    return _interleaved_mrope(self, position_ids.permute(2, 0, 1), tuple(self.mrope_section))
+
+
+def _minimax_h3_forward(self: Any, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``MiniMaxH3RotaryPosEmbed.forward``: ``[t | h | w | t | h | w]``."""
+    cos, sin = _inv_freq_cos_sin(self, position_ids.float())  # (N, 3, n)
+    cos, sin = cos.flatten(-2), sin.flatten(-2)
+    return torch.cat([cos, cos], dim=-1), torch.cat([sin, sin], dim=-1)
+
+
+def _minimax_h3_video_forward(
+    self: Any, position_ids: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``MiniMaxH3VideoRotaryPosEmbed.forward``: ``2 pi`` coordinates times ``inv_freq``,
+    axes concatenated, tiled twice."""
+    cos, sin = _inv_freq_cos_sin(self, position_ids.float(), 2.0 * math.pi)  # (B, N, A, n)
+    return tuple(x.flatten(2, 3).tile(2).unsqueeze(2) for x in (cos, sin))
+
+
+def _music3_rotary_forward(
+    self: Any, seq_len: int, device: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``MiniMaxMusic3RotaryEmbedding.forward``."""
+    pos = torch.arange(seq_len, device=device, dtype=torch.float32)
+    cos, sin = exact_cos_sin_table(pos, inverse_frequencies(self.rotary_dim, self.theta))
+    return torch.cat([cos, cos], dim=-1).contiguous(), torch.cat([sin, sin], dim=-1).contiguous()
+
+
+def _music3_fourier_forward(self: Any, timestep: torch.Tensor) -> torch.Tensor:
+    """``MiniMaxMusic3FourierEmbedding.forward``: ``[cos | sin]`` of ``2 pi t w``."""
+    return fourier_features(timestep.float(), self.weight[:, 0], order="cos_sin")
+
+
+def _expo_fourier_forward(self: Any, timestep: torch.Tensor) -> torch.Tensor:
+    """``StableAudio3ExpoFourierFeatures.forward``: ``[cos | sin]`` of ``2 pi t f``, ``f``
+    log-uniform from ``min_freq`` to ``max_freq``."""
+    if timestep.dim() == 1:
+        timestep = timestep.unsqueeze(-1)
+    half = self.dim // 2
+    lo, hi = math.log(self.min_freq), math.log(self.max_freq)
+    steps = [k / (half - 1) for k in range(half)] if half > 1 else [0.0]
+    omegas = tuple(2.0 * math.pi * math.exp(e * (hi - lo) + lo) for e in steps)
+    cos, sin = exact_cos_sin_table(timestep.float()[..., 0], omegas)
+    return torch.cat([cos, sin], dim=-1).to(timestep.dtype)
+
+
+def _mochi_fourier_forward(self: Any, inputs: torch.Tensor) -> torch.Tensor:
+    """Mochi VAE's ``FourierFeatures.forward``: the inputs, then ``sin`` and ``cos`` of
+    ``2^f 2 pi x`` (channel-major, ``f`` in ``range(start, stop, step)``)."""
+    original = inputs.dtype
+    x = inputs.to(torch.float32)
+    freqs = np.array([2.0**f for f in range(self.start, self.stop, self.step)])
+    n = len(freqs)
+    feats = fourier_features(x.movedim(1, -1), freqs)  # (B, T, H, W, C, 2n)
+    sin = feats[..., :n].flatten(-2).movedim(-1, 1)
+    cos = feats[..., n:].flatten(-2).movedim(-1, 1)
+    return torch.cat([x, sin, cos], dim=1).to(original)
+
+
 # Kandinsky 5 and 6: tables of angles ``pos * exp(-ln(max_period) i / half)`` in
 # __init__, indexed by position ids; here the cosines and sines of those angles (divided
 # by the call's scale factors) are formed from the ids, exactly.
@@ -548,6 +687,9 @@ TABLES: dict[str, _Tables] = {
     _T + "transformer_qwenimage.QwenEmbedRope": _QWEN,
     _T + "transformer_qwenimage.QwenEmbedLayer3DRope": _QWEN_LAYER3D,
     _T + "transformer_qwenimage21.QwenImage21Rope": _QWEN21,
+    _T + "transformer_nucleusmoe_image.NucleusMoEEmbedRope": _Tables(
+        ("pos_freqs", "neg_freqs"), _qwen_tables, ("_compute_video_freqs",)
+    ),
 }
 
 #: class -> its forward, written here.
@@ -569,6 +711,19 @@ FORWARDS: dict[str, Callable[..., Any]] = {
     _T + "transformer_ltx2.LTX2AudioVideoRotaryPosEmbed": _ltx2_forward,
     _T + "transformer_sana_wm_refiner.SanaWMLTX2AudioVideoRotaryPosEmbed": _ltx2_forward,
     _T + "transformer_helios.HeliosRotaryPosEmbed": _helios_forward,
+    _T + "transformer_cosmos3.Cosmos3VLTextRotaryEmbedding": _cosmos3_text_forward,
+    _T + "transformer_ideogram4.Ideogram4MRoPE": _ideogram4_forward,
+    _T + "transformer_minimax_h3.MiniMaxH3RotaryPosEmbed": _minimax_h3_forward,
+    _T + "transformer_minimax_music3.MiniMaxMusic3RotaryEmbedding": _music3_rotary_forward,
+    _T + "transformer_minimax_music3.MiniMaxMusic3FourierEmbedding": _music3_fourier_forward,
+    _T + "transformer_stable_audio3.StableAudio3ExpoFourierFeatures": _expo_fourier_forward,
+    "diffusers.models.autoencoders.autoencoder_kl_minimax_h3.MiniMaxH3VideoRotaryPosEmbed": (
+        _minimax_h3_video_forward
+    ),
+    "diffusers.models.autoencoders.autoencoder_kl_mochi.FourierFeatures": _mochi_fourier_forward,
+    "diffusers.models.condition_embedders.condition_embedder_anima.AnimaRotaryEmbedding": (
+        _anima_forward
+    ),
     _T + "transformer_omnigen.OmniGenSuScaledRotaryEmbedding": _omnigen_forward,
     _T + "transformer_longcat_audio_dit.AudioDiTRotaryEmbedding": _audio_dit_forward,
     "diffusers.models.autoencoders.ltx2_diffusion_decoder.LTX2VideoVaeRotaryPosEmbed3D": (
@@ -577,9 +732,18 @@ FORWARDS: dict[str, Callable[..., Any]] = {
 }
 
 #: class -> a check at patch time that the module's attributes are those its forward
-#: here assumes (ValueError: refused).
-CHECKS: dict[str, Callable[[Any], None]] = {
+#: here assumes (ValueError: refused); what it returns is set on the module while patched.
+CHECKS: dict[str, Callable[[Any], dict[str, Any] | None]] = {
     _T + "transformer_qwenimage21.QwenImage21TemporalTimesteps": _check_qwen21_timesteps,
+    _T + "transformer_cosmos3.Cosmos3VLTextRotaryEmbedding": _check_inv_freq,
+    _T + "transformer_ideogram4.Ideogram4MRoPE": _check_inv_freq,
+    _T + "transformer_minimax_h3.MiniMaxH3RotaryPosEmbed": _check_inv_freq,
+    "diffusers.models.autoencoders.autoencoder_kl_minimax_h3.MiniMaxH3VideoRotaryPosEmbed": (
+        _check_inv_freq
+    ),
+    "diffusers.models.condition_embedders.condition_embedder_anima.AnimaRotaryEmbedding": (
+        _check_inv_freq
+    ),
     **{
         _T + f"transformer_kandinsky{m}.Kandinsky{v}": _check_kandinsky
         for m, v in [
@@ -590,6 +754,24 @@ CHECKS: dict[str, Callable[[Any], None]] = {
             ("6_sr", "6SRRoPE3D"),
         ]
     },
+}
+
+
+#: class -> why it is refused (its formula cannot be made exact here).
+REFUSED: dict[str, str] = {
+    _T + "transformer_mochi.MochiRoPE": (
+        "its angles are learned frequencies (a model parameter passed to each call) times "
+        "fractional positions, summed over three axes: not reproduced exactly without "
+        "reading the parameter back to the host"
+    ),
+    "diffusers.models.autoencoders.autoencoder_same.RotaryEmbedding": (
+        "it returns the angles themselves (float32), whose cosines and sines its "
+        "attention takes: the patch would have to replace the attention"
+    ),
+    _T + "transformer_stable_audio3.StableAudio3RotaryEmbedding": (
+        "it returns the angles themselves (float32), whose cosines and sines its "
+        "attention takes: the patch would have to replace the attention"
+    ),
 }
 
 
@@ -699,15 +881,16 @@ def plan(module: nn.Module) -> tuple[dict[str, Any], dict[str, Any]]:
     """How to patch ``module``: the instance attributes and the buffers to set;
     ValueError: refused."""
     key = class_key(type(module))
-    if key in CHECKS:
-        CHECKS[key](module)
+    if key in REFUSED:
+        raise ValueError(REFUSED[key])
+    found = (CHECKS[key](module) if key in CHECKS else None) or {}
     if key in METHODS:
         names, caches = METHODS[key]
         values = _plan_methods(module, names)
         values.update({name: None for name in caches})
         return values, {}
     if key in FORWARDS:
-        return _plan_methods(module, ("forward",)), {}
+        return {**found, **_plan_methods(module, ("forward",))}, {}
     if key in TABLES:
         tables = _plan_tables(module, TABLES[key])
         buffers = {name: table for name, table in tables.items() if name in module._buffers}
