@@ -883,15 +883,53 @@ def test_patched_modules_read_nothing_back() -> None:
         assert gfp(t).shape == (2, 16)
 
 
+def test_restated_forwards_read_nothing_back() -> None:
+    from diffusers.models.condition_embedders.condition_embedder_anima import (
+        AnimaRotaryEmbedding,
+    )
+    from diffusers.models.transformers.transformer_kandinsky6 import Kandinsky6RoPE1D
+    from diffusers.models.transformers.transformer_ltx2 import LTX2AudioVideoRotaryPosEmbed
+    from diffusers.models.transformers.transformer_omnigen import OmniGenSuScaledRotaryEmbedding
+    from diffusers.models.transformers.transformer_qwenimage21 import (
+        QwenImage21TemporalTimesteps,
+    )
+    from diffusers.models.transformers.transformer_stable_audio3 import (
+        StableAudio3ExpoFourierFeatures,
+    )
+
+    meta = torch.device("meta")
+    t = torch.tensor([0.5, 0.25], device=meta)
+    ids = torch.zeros(1, 9, dtype=torch.long, device=meta)
+    factors = {"short_factor": [1.0] * 4, "long_factor": [2.0] * 4}
+    ltx2 = patch_positional_embeddings(LTX2AudioVideoRotaryPosEmbed(64, num_attention_heads=2))
+    kandinsky = patch_positional_embeddings(Kandinsky6RoPE1D(16, 64)).to(meta)
+    qwen21 = patch_positional_embeddings(QwenImage21TemporalTimesteps(16)).to(meta)
+    expo = patch_positional_embeddings(StableAudio3ExpoFourierFeatures(16))
+    omnigen = patch_positional_embeddings(OmniGenSuScaledRotaryEmbedding(8, rope_scaling=factors))
+    anima = patch_positional_embeddings(AnimaRotaryEmbedding(16)).to(meta)
+    with forbid_host_reads("torch"):
+        assert ltx2(torch.zeros(1, 3, 9, 2, device=meta))[0].shape == (1, 9, 64)
+        assert kandinsky(ids[0]).shape == (9, 1, 8, 2, 2)
+        assert qwen21(t).shape == (2, 16)
+        assert expo(t).shape == (2, 16)
+        assert omnigen(t, ids)[0].shape == (9, 8)
+        assert anima(t, ids)[0].shape == (1, 9, 16)
+
+
 @pytest.mark.slow
 def test_torch_compile_fullgraph() -> None:
     """Each kind of patched module compiles with fullgraph=True (backend "eager")."""
+    from diffusers.models.transformers.transformer_kandinsky6 import Kandinsky6RoPE1D
+    from diffusers.models.transformers.transformer_ltx2 import LTX2AudioVideoRotaryPosEmbed
+
     t = torch.tensor([999.5, 0.25])
     cases = [
         (Timesteps(32, True, 0, scale=1000), t),
         (FluxPosEmbed(theta=10000, axes_dim=[4, 6, 6]), flux_ids()),
         (GaussianFourierProjection(8, scale=16), t),
         (WanRotaryPosEmbed(12, (1, 2, 2), max_seq_len=64), torch.zeros(1, 1, 2, 4, 4)),
+        (ltx2 := LTX2AudioVideoRotaryPosEmbed(64), ltx2.prepare_video_coords(1, 2, 2, 2, "cpu")),
+        (Kandinsky6RoPE1D(16, 64), torch.arange(9)),
     ]
     for module, x in cases:
         patch_positional_embeddings(module)

@@ -77,7 +77,7 @@ def exact_cos_sin_table(
         wide = pos.device.type not in NO_FLOAT64
     working = "float64" if wide and pos.device.type not in NO_FLOAT64 else "float32"
     omegas = tuple(omegas)
-    fastest = max((abs(w) for w in omegas), default=0.0)
+    fastest = max([0.0] + [abs(w) for w in omegas])
     if not pos.is_floating_point() or fastest <= math.pi:
         cos, sin = exact_cos_sin(_TORCH, pos, omegas, working=working)
         return cos.float(), sin.float()

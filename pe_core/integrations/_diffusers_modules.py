@@ -270,11 +270,8 @@ def _interleaved(
 
 
 def _real_scale(value: Any) -> float:
-    if isinstance(value, torch.Tensor):
-        raise TypeError(
-            "scale factors must be Python numbers (not tensors) for pe_core's exact "
-            "rotary embedding"
-        )
+    """A scale factor as a host number (a tensor one is read back: diffusers' pipelines
+    pass Python numbers)."""
     return float(value)
 
 
