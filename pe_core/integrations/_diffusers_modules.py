@@ -212,7 +212,10 @@ def _cosmos_forward(
         cos.append(c.view(shape).expand(*sizes, -1))
         sin.append(s.view(shape).expand(*sizes, -1))
     device = hidden_states.device
-    return tuple(torch.cat(x * 2, dim=-1).flatten(0, 2).to(device) for x in (cos, sin))
+    return (
+        torch.cat(cos * 2, dim=-1).flatten(0, 2).to(device),
+        torch.cat(sin * 2, dim=-1).flatten(0, 2).to(device),
+    )
 
 
 # LTX-Video and LTX-2: the angle of frequency ``w = theta^(k/(n-1)) pi/2`` at a fractional
@@ -289,6 +292,8 @@ def _ltx_forward(
     ws = _ltx_frequencies(self.theta, self.dim // 6)
     bases = (self.base_num_frames, self.base_height, self.base_width)
     if video_coords is None:
+        if num_frames is None or height is None or width is None:
+            raise TypeError("num_frames, height and width are needed without video_coords")
         sizes = (num_frames, height, width)
         grids = torch.meshgrid(
             *(torch.arange(n, dtype=torch.float32, device=device) for n in sizes), indexing="ij"
@@ -400,7 +405,8 @@ def _omnigen_forward(
         c, s = exact_cos_sin_table(pos, omegas)
         tables.append((torch.cat([c, c], dim=-1), torch.cat([s, s], dim=-1)))
     long = torch.max(position_ids) + 1 > original
-    return tuple(torch.where(long, tables[1][i], tables[0][i]) * factor for i in (0, 1))
+    cos, sin = (torch.where(long, tables[1][i], tables[0][i]) * factor for i in (0, 1))
+    return cos, sin
 
 
 def _audio_dit_forward(
