@@ -56,15 +56,21 @@ def positional_classes() -> dict[str, type]:
 
 
 def how(key: str) -> str:
-    from pe_core.integrations import diffusers as integration
+    from pe_core.integrations import _diffusers_modules as modules
 
-    if key in integration._METHODS:
-        names = ", ".join(integration._METHODS[key][0])
+    checked = " (its attributes checked at patch time)" if key in modules.CHECKS else ""
+    if key in modules.METHODS:
+        names = ", ".join(modules.METHODS[key][0])
         return f"exact: its own `{names}` with pe_core's helpers"
-    if key in integration._TABLES:
-        return "exact: its tables rebuilt by pe_core (checked against its own)"
-    if key in integration._FORWARDS:
-        return "exact: `fourier_features` of its weight, log as a float32 pair"
+    if key in modules.TABLES:
+        uncached = " (its cached methods run uncached)" if modules.TABLES[key].uncached else ""
+        return f"exact: its tables rebuilt by pe_core (checked against its own){uncached}"
+    if key in modules.FORWARDS:
+        if modules.FORWARDS[key] is modules.gaussian_fourier_forward:
+            return "exact: `fourier_features` of its weight, log as a float32 pair"
+        return f"exact: its forward restated with pe_core's exact angles{checked}"
+    if key in modules.REFUSED:
+        return f"refused: {modules.REFUSED[key]}"
     cls = positional_classes()[key]
     if "__new__" in vars(cls):
         return "deprecated alias: builds the class of its model's module"
@@ -81,7 +87,7 @@ def class_rows() -> list[list[str]]:
 
 def model_row(name: str, build) -> list[str]:
     from pe_core.integrations.diffusers import (
-        _is_positional,
+        _positional_class,
         patch_positional_embeddings,
         unpatch_positional_embeddings,
     )
@@ -90,7 +96,7 @@ def model_row(name: str, build) -> list[str]:
         torch.manual_seed(0)
         model, call = build()
         model.eval()
-        kinds = sorted({type(m).__name__ for m in model.modules() if _is_positional(m)})
+        kinds = sorted({type(m).__name__ for m in model.modules() if _positional_class(type(m))})
         with torch.no_grad():
             before = call(model)
             keys = set(model.state_dict())

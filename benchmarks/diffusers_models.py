@@ -293,6 +293,50 @@ def qwen_image() -> Built:
     )
 
 
+def cogview4() -> Built:
+    from diffusers import CogView4Transformer2DModel
+
+    model = CogView4Transformer2DModel(
+        patch_size=2,
+        in_channels=4,
+        out_channels=4,
+        num_layers=1,
+        attention_head_dim=16,
+        num_attention_heads=2,
+        text_embed_dim=8,
+        time_embed_dim=16,
+        condition_dim=8,
+        sample_size=8,
+        rope_axes_dim=(64, 64),
+    )
+    x = _randn(1, 4, 8, 8)
+    ctx = _randn(1, 3, 8, seed=2)
+    t = torch.tensor([917])
+    size = torch.tensor([[64.0, 64.0]])
+    crop = torch.tensor([[0.0, 0.0]])
+    return model, lambda m: _sample(m(x, ctx, t, size, size, crop))
+
+
+def ltx_video() -> Built:
+    from diffusers import LTXVideoTransformer3DModel
+
+    model = LTXVideoTransformer3DModel(
+        in_channels=4,
+        out_channels=4,
+        num_attention_heads=2,
+        attention_head_dim=12,
+        cross_attention_dim=24,
+        num_layers=1,
+        caption_channels=8,
+    )
+    x = _randn(1, 2 * 3 * 4, 4)
+    ctx = _randn(1, 3, 8, seed=2)
+    mask = torch.ones(1, 3, dtype=torch.long)
+    t = torch.tensor([917])
+    scale = (8 / 25, 32, 32)
+    return model, lambda m: _sample(m(x, ctx, t, mask, 2, 3, 4, rope_interpolation_scale=scale))
+
+
 #: name -> builder, for the benchmarks and the coverage table.
 MODELS: dict[str, Callable[[], Built]] = {
     "UNet2DModel": unet2d,
@@ -306,4 +350,6 @@ MODELS: dict[str, Callable[[], Built]] = {
     "HunyuanVideoTransformer3DModel": hunyuan_video,
     "Lumina2Transformer2DModel": lumina2,
     "QwenImageTransformer2DModel": qwen_image,
+    "CogView4Transformer2DModel": cogview4,
+    "LTXVideoTransformer3DModel": ltx_video,
 }

@@ -228,6 +228,483 @@ def test_gaussian_fourier_log_of_bad_inputs_is_nan() -> None:
     assert gap(out[3:, :8], np.sin(ref)) < TOL
 
 
+def qwen_table64(dim, index, theta=10000.0):
+    w = 1.0 / theta ** (np.arange(0, dim, 2) / dim)
+    return np.exp(1j * np.outer(np.asarray(index, np.float64), w))
+
+
+def complex_gap(a, b) -> float:
+    return float(np.abs(a.detach().to(torch.complex128).numpy() - b).max())
+
+
+@pytest.mark.parametrize("kind", ["qwen", "layered", "nucleus"])
+def test_qwen_rope_tables_are_exact_and_caches_bypassed(kind) -> None:
+    from diffusers.models.transformers.transformer_nucleusmoe_image import NucleusMoEEmbedRope
+    from diffusers.models.transformers.transformer_qwenimage import QwenEmbedLayer3DRope
+
+    layered = kind == "layered"
+    cls = {"qwen": QwenEmbedRope, "layered": QwenEmbedLayer3DRope}.get(kind, NucleusMoEEmbedRope)
+    module = cls(10000, [16, 56, 56], scale_rope=True)
+    shapes = [[(1, 6, 8), (1, 4, 4)]] if layered else [(1, 6, 8)]
+    call = lambda: module(shapes, max_txt_seq_len=7, device=torch.device("cpu"))  # noqa: E731
+    before = call()  # fills diffusers' class-level caches
+    originals = (module.pos_freqs, module.neg_freqs)
+    patch_positional_embeddings(module)
+    index = np.arange(4096)
+    assert complex_gap(module.pos_freqs[:, 8:36], qwen_table64(56, index)) < TOL
+    assert complex_gap(module.neg_freqs[:, 36:], qwen_table64(56, -index[::-1] - 1)) < TOL
+    assert complex_gap(originals[0][:, 8:36], qwen_table64(56, index)) > 1e-5
+    after = call()
+    for a, b in zip(after, before, strict=True):
+        assert a.dtype == b.dtype == torch.complex64 and a.shape == b.shape
+        assert torch.allclose(a, b, atol=1e-5)
+    txt = after[1]
+    assert complex_gap(txt[:, 8:36], qwen_table64(56, np.arange(4, 11))) < TOL
+    assert "pos_freqs" not in module.state_dict()
+    unpatch_positional_embeddings(module)
+    assert module.pos_freqs is originals[0] and module.neg_freqs is originals[1]
+    assert all(torch.equal(a, b) for a, b in zip(call(), before, strict=True))
+    copied = pickle.loads(pickle.dumps(patch_positional_embeddings(module)))
+    assert torch.equal(copied(shapes, max_txt_seq_len=7)[1], after[1])
+
+
+def test_qwen_image21_rope_and_timesteps_are_exact() -> None:
+    from diffusers.models.transformers.transformer_qwenimage21 import (
+        QwenImage21Rope,
+        QwenImage21TemporalTimesteps,
+    )
+
+    rope = QwenImage21Rope(10000, [16, 56, 56])
+    mask = torch.tensor([False] * 3 + [True] * 12 + [False] * 2)
+    before = rope([(1, 3, 4)], mask, torch.device("cpu"))
+    patch_positional_embeddings(rope)
+    index = np.concatenate([np.arange(8192), -np.arange(1024)[::-1] - 1])
+    assert complex_gap(rope.freqs[2], qwen_table64(56, index)) < TOL
+    assert torch.allclose(rope([(1, 3, 4)], mask, torch.device("cpu")), before, atol=1e-5)
+    unpatch_positional_embeddings(rope)
+    assert torch.equal(rope([(1, 3, 4)], mask, torch.device("cpu")), before)
+
+    proj = QwenImage21TemporalTimesteps(257)
+    t = torch.tensor(np.linspace(0.0, 1.0, 101), dtype=torch.float32)
+    before = proj(t)
+    patch_positional_embeddings(proj)
+    ref = timesteps64(t.double().numpy(), 257, True, 0, 1000)
+    assert proj(t).dtype == torch.float32 and gap(proj(t), ref) < TOL
+    assert gap(before, ref) > 1e-5
+    unpatch_positional_embeddings(proj)
+    assert torch.equal(proj(t), before)
+    with pytest.raises(ValueError, match="max_period"):
+        patch_positional_embeddings(QwenImage21TemporalTimesteps(16, max_period=500))
+
+
+def test_cogview4_rotary_is_exact() -> None:
+    from diffusers.models.transformers.transformer_cogview4 import CogView4RotaryPosEmbed
+
+    module = CogView4RotaryPosEmbed(64, 2, (10_001, 10_001))
+    hidden = torch.zeros(1, 1, 14, 206)
+    before = module(hidden)
+    patch_positional_embeddings(module)
+    cos, sin = module(hidden)
+    rows = np.arange(7) * 10_001 // 7
+    cols = np.arange(103) * 10_001 // 103
+    w = 1.0 / 10000.0 ** (np.arange(0, 32, 2) / 32)
+    grid = np.concatenate(
+        np.broadcast_arrays(np.outer(rows, w)[:, None], np.outer(cols, w)[None]), -1
+    ).reshape(7 * 103, -1)
+    angle = np.concatenate([grid, grid], -1)
+    assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+    assert gap(before[1], np.sin(angle)) > 1e-5
+    unpatch_positional_embeddings(module)
+    assert all(torch.equal(a, b) for a, b in zip(module(hidden), before, strict=True))
+
+
+def test_skyreels_timesteps_and_stable_audio_fourier_are_exact() -> None:
+    from diffusers.models.transformers.stable_audio_transformer import (
+        StableAudioGaussianFourierProjection,
+    )
+    from diffusers.models.transformers.transformer_skyreels_v2 import SkyReelsV2Timesteps
+
+    module = SkyReelsV2Timesteps(64, flip_sin_to_cos=True)
+    t = torch.tensor(np.linspace(0.0, 1000.0, 129), dtype=torch.float32)
+    before = module(t)
+    patch_positional_embeddings(module)
+    assert module(t).dtype == before.dtype
+    assert gap(module(t), timesteps64(t.double().numpy(), 64, True, 0, 1)) < TOL
+    unpatch_positional_embeddings(module)
+    assert torch.equal(module(t), before)
+
+    torch.manual_seed(0)
+    proj = StableAudioGaussianFourierProjection(32, scale=16, flip_sin_to_cos=True)
+    x = torch.tensor(np.geomspace(0.002, 380.0, 51), dtype=torch.float32)
+    before = proj(x)
+    angle = np.outer(np.log(x.double().numpy()), proj.weight.double().numpy()) * 2 * np.pi
+    patch_positional_embeddings(proj)
+    assert gap(proj(x), np.concatenate([np.cos(angle), np.sin(angle)], -1)) < TOL
+    unpatch_positional_embeddings(proj)
+    assert torch.equal(proj(x), before)
+
+
+def grid64(angles):
+    """``[t | h | w]`` angles over the ``(T, H, W)`` grid of three axes' tables."""
+    sizes = tuple(a.shape[0] for a in angles)
+    parts = []
+    for axis, a in enumerate(angles):
+        shape = [1, 1, 1, a.shape[1]]
+        shape[axis] = sizes[axis]
+        parts.append(np.broadcast_to(a.reshape(shape), (*sizes, a.shape[1])))
+    return np.concatenate(parts, -1)
+
+
+def test_cosmos_and_glm_image_rotary_are_exact() -> None:
+    from diffusers.models.transformers.transformer_cosmos import CosmosRotaryPosEmbed
+    from diffusers.models.transformers.transformer_glm_image import GlmImageRotaryPosEmbed
+
+    module = CosmosRotaryPosEmbed(96, max_size=(128, 240, 240), rope_scale=(2.0, 1.0, 3.0))
+    hidden = torch.zeros(1, 1, 7, 6, 10)
+    before = module(hidden, fps=30)
+    patch_positional_embeddings(module)
+    cos, sin = module(hidden, fps=30)
+    dims = (32, 32, 32)
+    thetas = [10000.0 * r ** (d / (d - 2)) for r, d in zip((2.0, 1.0, 3.0), dims, strict=True)]
+    pos = [np.arange(7) / 30 * 24, np.arange(3), np.arange(5)]
+    angles = [
+        np.outer(p, 1.0 / t ** (np.arange(0, d, 2) / d))
+        for p, t, d in zip(pos, thetas, dims, strict=True)
+    ]
+    grid = grid64(angles).reshape(7 * 3 * 5, -1)
+    angle = np.concatenate([grid, grid], -1)
+    assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+    assert torch.allclose(cos, before[0], atol=1e-5)
+    unpatch_positional_embeddings(module)
+    assert all(torch.equal(a, b) for a, b in zip(module(hidden, fps=30), before, strict=True))
+
+    glm = patch_positional_embeddings(GlmImageRotaryPosEmbed(64, 1, theta=10000.0))
+    cos, sin = glm(torch.zeros(1, 1, 2, 10_001))
+    w = 1.0 / 10000.0 ** (np.arange(0, 32, 2) / 32)
+    cols = np.outer(np.arange(10_001), w)
+    assert gap(cos[10_001:, 16:32], np.cos(cols)) < TOL
+    assert gap(sin[10_001:, 48:], np.sin(cols)) < TOL
+
+
+def test_kandinsky_rotary_is_exact() -> None:
+    from diffusers.models.transformers import transformer_kandinsky as k5
+    from diffusers.models.transformers import transformer_kandinsky6 as k6
+
+    def matrices64(angle):
+        c, s = np.cos(angle), np.sin(angle)
+        return np.stack([c, -s, s, c], -1).reshape(*angle.shape, 2, 2)[..., None, :, :, :]
+
+    w = np.exp(-math.log(10000.0) * np.arange(16) / 16)
+    pos = torch.tensor(IDS, dtype=torch.long)
+    for module in (k5.Kandinsky5RoPE1D(32, max_pos=10_001), k6.Kandinsky6RoPE1D(32, 10_001)):
+        before = module(pos)
+        patch_positional_embeddings(module)
+        after = module(pos)
+        assert after.shape == before.shape and after.dtype == before.dtype
+        assert gap(after, matrices64(np.outer(IDS, w))) < TOL
+        assert gap(before, matrices64(np.outer(IDS, w))) > 1e-5
+        unpatch_positional_embeddings(module)
+        assert torch.equal(module(pos), before)
+
+    ids = (torch.arange(3), torch.arange(4) + 100, torch.arange(5) + 120)
+    scale = (1.0, 2.0, 3.0)
+    module = k6.Kandinsky6RoPE3D((16, 16, 32))
+    before = module(ids, scale)
+    patch_positional_embeddings(module)
+    after = module(ids, scale)
+    ws = [np.exp(-math.log(10000.0) * np.arange(d // 2) / (d // 2)) for d in (16, 16, 32)]
+    angles = [np.outer(p.numpy(), w) / f for p, w, f in zip(ids, ws, scale, strict=True)]
+    grid = grid64(angles)
+    assert gap(after, matrices64(grid)) < TOL
+    k5_3d = patch_positional_embeddings(k5.Kandinsky5RoPE3D((16, 16, 32)))
+    assert gap(k5_3d((2, 3, 4, 5), ids, scale), matrices64(np.stack([grid] * 2))) < TOL
+    unpatch_positional_embeddings(module)
+    assert torch.equal(module(ids, scale), before)
+    odd = k6.Kandinsky6RoPE1D(32, 64)
+    odd.max_period = 500.0  # its tables are no longer what the forward would compute
+    with pytest.raises(ValueError, match="other frequencies"):
+        patch_positional_embeddings(odd)
+
+
+def ltx64(g, dim, theta, elems):
+    """LTX's interleaved (cos, sin) of ``w (2 g - 1)``, ``g`` of shape (B, N, axes)."""
+    w = theta ** np.linspace(0, 1, dim // elems) * np.pi / 2
+    angle = np.swapaxes((g[..., None] * 2 - 1) * w, -1, -2).reshape(*g.shape[:2], -1)
+    pad = [(0, 0)] * (angle.ndim - 1) + [(dim % elems, 0)]
+    cos = np.pad(np.repeat(np.cos(angle), 2, -1), pad, constant_values=1.0)
+    return cos, np.pad(np.repeat(np.sin(angle), 2, -1), pad)
+
+
+def assert_ltx(module, args, kwargs, ref, loose) -> None:
+    """Patched within 1e-6 of ``ref``; unpatched within its float32 angles (``loose``)
+    of it; unpatch bitwise."""
+    before = module(*args, **kwargs)
+    patch_positional_embeddings(module)
+    after = module(*args, **kwargs)
+    for got, was, want in zip(after, before, ref, strict=True):
+        assert got.shape == was.shape and got.dtype == was.dtype == torch.float32
+        assert gap(got, want) < TOL
+        assert gap(was, want) < loose
+    unpatch_positional_embeddings(module)
+    assert all(torch.equal(a, b) for a, b in zip(module(*args, **kwargs), before, strict=True))
+
+
+def test_ltx_video_rotary_is_exact() -> None:
+    from diffusers.models.transformers.transformer_ltx import LTXVideoRotaryPosEmbed
+
+    hidden = torch.zeros(2, 60, 8)
+    grid = np.stack(np.meshgrid(*map(np.arange, (3, 4, 5)), indexing="ij"), -1).reshape(1, -1, 3)
+    grid = np.repeat(grid.astype(np.float64), 2, 0)
+    scale = (8 / 25, 32, 32)
+    g = grid * np.array(scale) / np.array([20, 2048, 2048])
+    module = LTXVideoRotaryPosEmbed(130)
+    assert_ltx(module, (hidden, 3, 4, 5, scale), {}, ltx64(g, 130, 1e4, 6), 5e-3)
+    assert_ltx(module, (hidden, 3, 4, 5), {}, ltx64(grid, 130, 1e4, 6), 5e-2)
+    coords = torch.rand(2, 3, 60, generator=torch.Generator().manual_seed(0)) * 100
+    g = coords.double().numpy().transpose(0, 2, 1) / np.array([20, 2048, 2048])
+    assert_ltx(module, (hidden,), {"video_coords": coords}, ltx64(g, 130, 1e4, 6), 5e-2)
+
+
+@pytest.mark.parametrize("modality", ["video", "audio"])
+@pytest.mark.parametrize("rope_type", ["interleaved", "split"])
+def test_ltx2_rotary_is_exact(modality, rope_type) -> None:
+    from diffusers.models.transformers.transformer_ltx2 import LTX2AudioVideoRotaryPosEmbed
+
+    module = LTX2AudioVideoRotaryPosEmbed(
+        128, modality=modality, rope_type=rope_type, num_attention_heads=4
+    )
+    if modality == "video":
+        coords = module.prepare_video_coords(2, 3, 4, 5, torch.device("cpu"))
+        bases = np.array([20, 2048, 2048])
+    else:
+        coords = module.prepare_audio_coords(2, 7, torch.device("cpu"))
+        bases = np.array([20])
+    c = coords.double().numpy()
+    g = ((c[..., 0] + c[..., 1]) / 2).transpose(0, 2, 1) / bases
+    elems = 2 * g.shape[-1]
+    cos, sin = ltx64(g, 128, 1e4, elems)
+    if rope_type == "split":  # the same angles, once each, padded to dim // 2, per head
+        w = 1e4 ** np.linspace(0, 1, 128 // elems) * np.pi / 2
+        angle = np.swapaxes((g[..., None] * 2 - 1) * w, -1, -2).reshape(*g.shape[:2], -1)
+        pad = [(0, 0), (0, 0), (64 - angle.shape[-1], 0)]
+        cos = np.pad(np.cos(angle), pad, constant_values=1.0)
+        sin = np.pad(np.sin(angle), pad)
+        cos, sin = (x.reshape(2, -1, 4, 16).swapaxes(1, 2) for x in (cos, sin))
+    assert_ltx(module, (coords,), {}, (cos, sin), 5e-3)
+
+
+def test_ltx2_vae_rotary_is_exact() -> None:
+    from diffusers.models.autoencoders.ltx2_diffusion_decoder import (
+        LTX2VideoVaeRotaryPosEmbed3D,
+    )
+
+    module = LTX2VideoVaeRotaryPosEmbed3D(32)
+    x = torch.randn(1, 2, 3, 1000, 1, 32, generator=torch.Generator().manual_seed(0))
+    before = module(x)
+    patch_positional_embeddings(module)
+    after = module(x)
+    dims = module.rope_dim_split
+    xs = x.double().numpy()
+    parts, start = [], 0
+    for axis, d in enumerate(dims):
+        n = x.shape[axis + 1]
+        angle = np.outer(np.arange(n), 1.0 / 10000.0 ** (np.arange(0, d, 2) / d))
+        shape = [1, 1, 1, 1, 1, d // 2]
+        shape[axis + 1] = n
+        c, s = np.cos(angle).reshape(shape), np.sin(angle).reshape(shape)
+        pairs = xs[..., start : start + d].reshape(*xs.shape[:-1], d // 2, 2)
+        even, odd = pairs[..., 0], pairs[..., 1]
+        rotated = np.stack([even * c - odd * s, even * s + odd * c], -1)
+        parts.append(rotated.reshape(*xs.shape[:-1], d))
+        start += d
+    ref = np.concatenate(parts, -1)
+    assert gap(after, ref) < 1e-5  # x of size ~4: a few float32 roundings of x
+    assert gap(after, ref) < gap(before, ref)
+    unpatch_positional_embeddings(module)
+    assert torch.equal(module(x), before)
+
+
+def test_helios_omnigen_and_audio_dit_rotary_are_exact() -> None:
+    from diffusers.models.transformers.transformer_helios import HeliosRotaryPosEmbed
+    from diffusers.models.transformers.transformer_longcat_audio_dit import (
+        AudioDiTRotaryEmbedding,
+    )
+    from diffusers.models.transformers.transformer_omnigen import OmniGenSuScaledRotaryEmbedding
+
+    helios = HeliosRotaryPosEmbed((16, 24, 24), 10000.0)
+    frames = torch.tensor([[0.0, 5000.0, 10_000.0]])
+    before = helios(frames, 2, 3, torch.device("cpu"))
+    patch_positional_embeddings(helios)
+    out = helios(frames, 2, 3, torch.device("cpu"))
+    assert out.shape == before.shape and out.dtype == before.dtype
+    t_angle = np.outer([0.0, 5000.0, 10_000.0], 1.0 / 1e4 ** (np.arange(0, 16, 2) / 16))
+    t_angle = np.repeat(t_angle, 2, -1)  # (frames, 16)
+    assert gap(out[0, :16, :, 1, 2].T, np.cos(t_angle)) < TOL
+    assert gap(out[0, 64:80, :, 1, 2].T, np.sin(t_angle)) < TOL
+    x_angle = np.repeat(2.0 / 1e4 ** (np.arange(0, 24, 2) / 24), 2)
+    assert gap(out[0, 40:64, 1, 1, 2], np.cos(x_angle)) < TOL
+    unpatch_positional_embeddings(helios)
+    assert torch.equal(helios(frames, 2, 3, torch.device("cpu")), before)
+
+    factors = {"short_factor": [1.0 + 0.1 * i for i in range(8)], "long_factor": [3.0]}
+    omnigen = OmniGenSuScaledRotaryEmbedding(16, 131072, 4096, rope_scaling=factors)
+    scale = math.sqrt(1 + math.log(32) / math.log(4096))
+    patch_positional_embeddings(omnigen)
+    for n, ext in ((4096, np.array(factors["short_factor"])), (10_001, 3.0)):
+        ids = torch.arange(n)[None]
+        cos, sin = omnigen(torch.zeros(1), ids)
+        angle = np.outer(np.arange(n), 1.0 / (ext * 1e4 ** (np.arange(0, 16, 2) / 16)))
+        angle = np.concatenate([angle, angle], -1)
+        assert gap(cos, np.cos(angle) * scale) < TOL and gap(sin, np.sin(angle) * scale) < TOL
+    unpatch_positional_embeddings(omnigen)
+
+    audio = AudioDiTRotaryEmbedding(32, base=100000.0)
+    hidden = torch.zeros(1, 10_001, 4)
+    before = audio(hidden)
+    patch_positional_embeddings(audio)
+    cos, sin = audio(hidden)
+    angle = np.outer(np.arange(10_001), 1.0 / 1e5 ** (np.arange(0, 32, 2) / 32))
+    angle = np.concatenate([angle, angle], -1)
+    assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+    assert gap(before[0], np.cos(angle)) > 1e-4
+    unpatch_positional_embeddings(audio)
+    assert all(torch.equal(a, b) for a, b in zip(audio(hidden), before, strict=True))
+
+
+def test_rotary_of_fractional_positions_is_exact_without_float64() -> None:
+    """Fractional positions at frequencies above half a turn (LTX's coordinates, Stable
+    Audio 3's timesteps) are split so that float32 arithmetic stays exact."""
+    from pe_core.integrations._diffusers_helpers import exact_cos_sin_table
+
+    x = torch.tensor(np.random.default_rng(0).random(300) * 2000 - 1000, dtype=torch.float32)
+    omegas = (6.3e4, 1570.3, 7.1, 0.3)
+    angle = np.outer(x.double().numpy(), omegas)  # within 1e-8 of exact here
+    for wide in (True, False):
+        cos, sin = exact_cos_sin_table(x, omegas, wide)
+        assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+
+
+def inv_freq_angles(ids, theta, n, scale=1.0):
+    return np.asarray(ids, np.float64)[..., None] * scale / theta ** (np.arange(n) / n)
+
+
+def test_inv_freq_modules_are_exact_with_theta_found_from_their_buffer() -> None:
+    from diffusers.models.autoencoders.autoencoder_kl_minimax_h3 import (
+        MiniMaxH3VideoRotaryPosEmbed,
+    )
+    from diffusers.models.condition_embedders.condition_embedder_anima import (
+        AnimaRotaryEmbedding,
+    )
+    from diffusers.models.transformers.transformer_cosmos3 import (
+        Cosmos3VLTextRotaryEmbedding,
+    )
+    from diffusers.models.transformers.transformer_ideogram4 import Ideogram4MRoPE
+    from diffusers.models.transformers.transformer_minimax_h3 import MiniMaxH3RotaryPosEmbed
+
+    ids = torch.tensor(IDS[None], dtype=torch.long)
+    anima = AnimaRotaryEmbedding(64, rope_theta=500000.0)
+    before = anima(torch.zeros(1), ids)
+    patch_positional_embeddings(anima)
+    assert vars(anima)["_pe_core_theta"] == 500000.0
+    angle = np.concatenate([inv_freq_angles(IDS, 5e5, 32)] * 2, -1)
+    cos, sin = anima(torch.zeros(1), ids)
+    assert gap(cos[0], np.cos(angle)) < TOL and gap(sin[0], np.sin(angle)) < TOL
+    unpatch_positional_embeddings(anima)
+    assert "_pe_core_theta" not in vars(anima)
+    assert all(torch.equal(a, b) for a, b in zip(anima(torch.zeros(1), ids), before, strict=True))
+
+    # interleaved M-RoPE: frequency j from axis t, h (j % 3 == 1) or w (j % 3 == 2)
+    thw = torch.stack([ids[0], ids[0].flip(0), ids[0] // 2])  # (3, N)
+    n, sections = 64, (24, 20, 20)
+    axis = [0] * n
+    for a in (1, 2):
+        for j in range(a, 3 * sections[a], 3):
+            axis[j] = a
+    angles = inv_freq_angles(thw.numpy(), 1e6, n)  # (3, N, n)
+    mixed = np.take_along_axis(angles, np.array(axis)[None, None, :], 0)[0]
+    mixed = np.concatenate([mixed, mixed], -1)
+    cosmos3 = patch_positional_embeddings(Cosmos3VLTextRotaryEmbedding(128, 1e6, sections))
+    cos, sin = cosmos3(thw[:, None], torch.device("cpu"), torch.float32)
+    assert gap(cos[0], np.cos(mixed)) < TOL and gap(sin[0], np.sin(mixed)) < TOL
+    ideogram = patch_positional_embeddings(Ideogram4MRoPE(128, 1000000, sections))
+    cos, sin = ideogram(thw.T[None])
+    assert gap(cos[0], np.cos(mixed)) < TOL and gap(sin[0], np.sin(mixed)) < TOL
+
+    h3 = patch_positional_embeddings(MiniMaxH3RotaryPosEmbed(16, 10000.0))
+    cos, _ = h3(thw.T)
+    angle = inv_freq_angles(thw.T.numpy(), 1e4, 16).reshape(-1, 48)
+    assert gap(cos, np.cos(np.concatenate([angle, angle], -1))) < TOL
+
+    video = MiniMaxH3VideoRotaryPosEmbed(48, theta=100.0)
+    coords = torch.rand(2, 30, 3, generator=torch.Generator().manual_seed(0)) * 2 - 1
+    before = video(coords)
+    patch_positional_embeddings(video)
+    cos, sin = video(coords)
+    angle = inv_freq_angles(coords.double().numpy(), 100.0, 8, 2 * np.pi).reshape(2, 30, 24)
+    angle = np.concatenate([angle, angle], -1)[:, :, None]
+    assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+    assert torch.allclose(cos, before[0], atol=1e-5)
+
+    odd = AnimaRotaryEmbedding(64)
+    odd.inv_freq[3] *= 1.001
+    with pytest.raises(ValueError, match="inv_freq"):
+        patch_positional_embeddings(odd)
+
+
+def test_audio_and_vae_fourier_features_are_exact() -> None:
+    from diffusers.models.autoencoders.autoencoder_kl_mochi import FourierFeatures
+    from diffusers.models.transformers.transformer_minimax_music3 import (
+        MiniMaxMusic3FourierEmbedding,
+        MiniMaxMusic3RotaryEmbedding,
+    )
+    from diffusers.models.transformers.transformer_stable_audio3 import (
+        StableAudio3ExpoFourierFeatures,
+    )
+
+    t = torch.tensor(np.linspace(0.0, 1.0, 101), dtype=torch.float32)
+    expo = StableAudio3ExpoFourierFeatures(64)
+    before = expo(t)
+    patch_positional_embeddings(expo)
+    freqs = np.exp(np.linspace(0, 1, 32) * (math.log(1e4) - math.log(0.5)) + math.log(0.5))
+    angle = np.outer(t.double().numpy(), freqs) * 2 * np.pi
+    assert gap(expo(t), np.concatenate([np.cos(angle), np.sin(angle)], -1)) < TOL
+    assert gap(before, np.concatenate([np.cos(angle), np.sin(angle)], -1)) > 1e-3
+    unpatch_positional_embeddings(expo)
+    assert torch.equal(expo(t), before)
+
+    torch.manual_seed(0)
+    music = patch_positional_embeddings(MiniMaxMusic3FourierEmbedding(32))
+    angle = np.outer(t.double().numpy(), music.weight.detach().double().numpy()[:, 0]) * 2 * np.pi
+    assert gap(music(t), np.concatenate([np.cos(angle), np.sin(angle)], -1)) < TOL
+    rotary = patch_positional_embeddings(MiniMaxMusic3RotaryEmbedding(32))
+    cos, _ = rotary(10_001, torch.device("cpu"))
+    angle = np.outer(np.arange(10_001), 1.0 / 1e4 ** (np.arange(0, 32, 2) / 32))
+    assert gap(cos, np.cos(np.concatenate([angle, angle], -1))) < TOL
+
+    mochi = FourierFeatures()
+    x = torch.randn(1, 3, 2, 4, 4, generator=torch.Generator().manual_seed(0))
+    before = mochi(x)
+    patch_positional_embeddings(mochi)
+    out = mochi(x)
+    h = (
+        np.repeat(x.double().numpy(), 2, axis=1)
+        * np.tile([2**6, 2**7], 3)[None, :, None, None, None]
+    )
+    ref = np.concatenate([x.double().numpy(), np.sin(2 * np.pi * h), np.cos(2 * np.pi * h)], 1)
+    assert gap(out, ref) < TOL and gap(before, ref) > 1e-6
+    unpatch_positional_embeddings(mochi)
+    assert torch.equal(mochi(x), before)
+
+
+def test_refused_classes_name_their_reason() -> None:
+    from diffusers.models.transformers.transformer_stable_audio3 import (
+        StableAudio3RotaryEmbedding,
+    )
+
+    with pytest.raises(ValueError, match="returns the angles themselves"):
+        patch_positional_embeddings(StableAudio3RotaryEmbedding(32))
+
+
 # -- whole models ---------------------------------------------------------------------------
 
 
@@ -372,14 +849,22 @@ def test_model_without_positional_modules_is_refused_naming_its_class() -> None:
         patch_positional_embeddings(object())
 
 
+class UncoveredRope(torch.nn.Module):
+    """A rotary embedding of a diffusers module this integration does not know."""
+
+    def forward(self, x):
+        return x
+
+
+UncoveredRope.__module__ = "diffusers.models.transformers.transformer_uncovered"
+
+
 def test_uncovered_rotary_is_refused_or_skipped_with_a_warning() -> None:
-    model = torch.nn.ModuleDict(
-        {"time": Timesteps(8, True, 0), "rope": QwenEmbedRope(10000, [4, 6, 6], True)}
-    )
-    with pytest.raises(ValueError, match="QwenEmbedRope at 'rope'"):
+    model = torch.nn.ModuleDict({"time": Timesteps(8, True, 0), "rope": UncoveredRope()})
+    with pytest.raises(ValueError, match="UncoveredRope at 'rope'"):
         patch_positional_embeddings(model)
     assert "forward" not in vars(model["time"])
-    with pytest.warns(UserWarning, match="QwenEmbedRope"):
+    with pytest.warns(UserWarning, match="UncoveredRope"):
         patch_positional_embeddings(model, strict=False)
     assert "forward" in vars(model["time"])
 
@@ -398,15 +883,53 @@ def test_patched_modules_read_nothing_back() -> None:
         assert gfp(t).shape == (2, 16)
 
 
+def test_restated_forwards_read_nothing_back() -> None:
+    from diffusers.models.condition_embedders.condition_embedder_anima import (
+        AnimaRotaryEmbedding,
+    )
+    from diffusers.models.transformers.transformer_kandinsky6 import Kandinsky6RoPE1D
+    from diffusers.models.transformers.transformer_ltx2 import LTX2AudioVideoRotaryPosEmbed
+    from diffusers.models.transformers.transformer_omnigen import OmniGenSuScaledRotaryEmbedding
+    from diffusers.models.transformers.transformer_qwenimage21 import (
+        QwenImage21TemporalTimesteps,
+    )
+    from diffusers.models.transformers.transformer_stable_audio3 import (
+        StableAudio3ExpoFourierFeatures,
+    )
+
+    meta = torch.device("meta")
+    t = torch.tensor([0.5, 0.25], device=meta)
+    ids = torch.zeros(1, 9, dtype=torch.long, device=meta)
+    factors = {"short_factor": [1.0] * 4, "long_factor": [2.0] * 4}
+    ltx2 = patch_positional_embeddings(LTX2AudioVideoRotaryPosEmbed(64, num_attention_heads=2))
+    kandinsky = patch_positional_embeddings(Kandinsky6RoPE1D(16, 64)).to(meta)
+    qwen21 = patch_positional_embeddings(QwenImage21TemporalTimesteps(16)).to(meta)
+    expo = patch_positional_embeddings(StableAudio3ExpoFourierFeatures(16))
+    omnigen = patch_positional_embeddings(OmniGenSuScaledRotaryEmbedding(8, rope_scaling=factors))
+    anima = patch_positional_embeddings(AnimaRotaryEmbedding(16)).to(meta)
+    with forbid_host_reads("torch"):
+        assert ltx2(torch.zeros(1, 3, 9, 2, device=meta))[0].shape == (1, 9, 64)
+        assert kandinsky(ids[0]).shape == (9, 1, 8, 2, 2)
+        assert qwen21(t).shape == (2, 16)
+        assert expo(t).shape == (2, 16)
+        assert omnigen(t, ids)[0].shape == (9, 8)
+        assert anima(t, ids)[0].shape == (1, 9, 16)
+
+
 @pytest.mark.slow
 def test_torch_compile_fullgraph() -> None:
     """Each kind of patched module compiles with fullgraph=True (backend "eager")."""
+    from diffusers.models.transformers.transformer_kandinsky6 import Kandinsky6RoPE1D
+    from diffusers.models.transformers.transformer_ltx2 import LTX2AudioVideoRotaryPosEmbed
+
     t = torch.tensor([999.5, 0.25])
     cases = [
         (Timesteps(32, True, 0, scale=1000), t),
         (FluxPosEmbed(theta=10000, axes_dim=[4, 6, 6]), flux_ids()),
         (GaussianFourierProjection(8, scale=16), t),
         (WanRotaryPosEmbed(12, (1, 2, 2), max_seq_len=64), torch.zeros(1, 1, 2, 4, 4)),
+        (ltx2 := LTX2AudioVideoRotaryPosEmbed(64), ltx2.prepare_video_coords(1, 2, 2, 2, "cpu")),
+        (Kandinsky6RoPE1D(16, 64), torch.arange(9)),
     ]
     for module, x in cases:
         patch_positional_embeddings(module)

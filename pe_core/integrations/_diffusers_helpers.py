@@ -26,10 +26,13 @@ from pe_core_backends import get_namespace
 
 __all__ = [
     "NO_FLOAT64",
+    "exact_cos_sin_table",
     "exact_get_1d_rotary_pos_embed",
+    "exact_get_1d_sincos_pos_embed_from_grid",
     "exact_get_timestep_embedding",
     "exact_globals",
     "gaussian_fourier_forward",
+    "inverse_frequencies",
     "rebind",
 ]
 
@@ -57,6 +60,61 @@ def _real(name: str, value: Any) -> float:
 def _rotary_frequencies(dim: int, theta: float, linear_factor: float) -> tuple[float, ...]:
     """diffusers' ``1 / theta ** (arange(0, dim, 2) / dim) / linear_factor`` in float64."""
     return tuple(1.0 / theta ** (i / dim) / linear_factor for i in range(0, dim, 2))
+
+
+def inverse_frequencies(dim: int, theta: float, count: int | None = None) -> tuple[float, ...]:
+    """``1 / theta ** (arange(0, dim, 2) / dim)`` in float64, its first ``count``."""
+    return _rotary_frequencies(int(dim), _real("theta", theta), 1.0)[:count]
+
+
+def exact_cos_sin_table(
+    pos: torch.Tensor, omegas: tuple[float, ...], wide: bool | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """float32 ``cos`` and ``sin`` of ``pos[..., None] * omegas``, the angles reduced
+    exactly (float64 arithmetic where ``wide`` and the device has it, else float32:
+    within 1e-6 of float64 either way), fractional positions at any frequency."""
+    if wide is None:
+        wide = pos.device.type not in NO_FLOAT64
+    working = "float64" if wide and pos.device.type not in NO_FLOAT64 else "float32"
+    omegas = tuple(omegas)
+    fastest = max([0.0] + [abs(w) for w in omegas])
+    if not pos.is_floating_point() or fastest <= math.pi:
+        cos, sin = exact_cos_sin(_TORCH, pos, omegas, working=working)
+        return cos.float(), sin.float()
+    # A fraction of a position meets a frequency above half a turn: x = (n + r) / S with
+    # n = round(x S) and r in [-1/2, 1/2] (exact: S is a power of two), each times
+    # omega / S <= pi reduced exactly, and the two angles added.
+    scale = 2.0 ** math.ceil(math.log2(fastest / math.pi))
+    scaled = pos * scale
+    whole = torch.round(scaled)
+    slow = tuple(w / scale for w in omegas)
+    cw, sw = exact_cos_sin(_TORCH, whole, slow, working=working)
+    cr, sr = exact_cos_sin(_TORCH, scaled - whole, slow, working=working)
+    return (cw * cr - sw * sr).float(), (sw * cr + cw * sr).float()
+
+
+def exact_get_1d_sincos_pos_embed_from_grid(
+    embed_dim: int,
+    pos: torch.Tensor,
+    output_type: str = "pt",
+    flip_sin_to_cos: bool = False,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """diffusers' ``get_1d_sincos_pos_embed_from_grid`` (``[sin, cos]`` of
+    ``pos * 10000 ** (-i / (D/2))``, its result dtype), the angles reduced exactly."""
+    if embed_dim % 2 != 0:
+        raise ValueError("embed_dim must be divisible by 2")
+    if dtype is None:
+        dtype = torch.float32 if pos.device.type in NO_FLOAT64 else torch.float64
+    half = embed_dim // 2
+    omegas = _TORCH.host_constant(_sincos_frequencies, half)
+    cos, sin = exact_cos_sin_table(pos.reshape(-1), omegas, dtype == torch.float64)
+    parts = (cos, sin) if flip_sin_to_cos else (sin, cos)
+    return torch.cat(parts, dim=1).to(torch.promote_types(pos.dtype, dtype))
+
+
+def _sincos_frequencies(half: int) -> tuple[float, ...]:
+    return tuple(1.0 / 10000.0 ** (i / half) for i in range(half))
 
 
 def exact_get_timestep_embedding(
@@ -170,6 +228,10 @@ _EXACT: dict[str, tuple[Any, Any]] = {
         exact_get_1d_rotary_pos_embed,
     ),
 }
+_EXACT["get_1d_sincos_pos_embed_from_grid"] = (
+    _embeddings.get_1d_sincos_pos_embed_from_grid,
+    exact_get_1d_sincos_pos_embed_from_grid,
+)
 # diffusers' own 3-D helper, calling the exact 1-D one (its grids are its own)
 _EXACT["get_3d_rotary_pos_embed"] = (
     _embeddings.get_3d_rotary_pos_embed,

@@ -19,9 +19,14 @@ needed there:
   module's own code and arguments (``max_period`` as the module passes it, or not),
   exact helpers;
 * modules that build their tables once (``WanRotaryPosEmbed`` and its copies,
-  ``Lumina2RotaryPosEmbed``) get exact tables, checked against their own at patch time;
+  ``Lumina2RotaryPosEmbed``, QwenImage's ``QwenEmbedRope``) get exact tables, checked
+  against their own at patch time;
 * ``GaussianFourierProjection`` gets :func:`pe_core.fourier_features` of its weight,
-  with ``log(x)`` carried as a float32 pair (float64 accuracy on a float32 device).
+  with ``log(x)`` carried as a float32 pair (float64 accuracy on a float32 device);
+* modules with a formula of their own (CogView4, Cosmos, LTX, LTX-2, Kandinsky,
+  Helios, OmniGen, QwenImage 2.1's timesteps, ...) get a forward restated with
+  pe_core's exact angles, their stored tables or ``inv_freq`` checked at patch time
+  against the formula.
 
 Each patched module keeps its class, parameters and buffers' entries; the patch is a
 plain instance attribute (never in ``state_dict()``), and
