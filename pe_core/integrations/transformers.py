@@ -48,13 +48,8 @@ from torch import nn
 
 from pe_core.integrations._patching import patch, unpatch
 from pe_core.integrations._transformers_forward import ExactForward
-from pe_core.integrations._transformers_probe import (
-    Layout,
-    Rope,
-    plan,
-    recomposition,
-    rotary_modules,
-)
+from pe_core.integrations._transformers_grid import grid_plan
+from pe_core.integrations._transformers_probe import plan, recomposition, rotary_modules
 
 __all__ = ["patch_rotary_embeddings", "patched_rotary_embeddings", "unpatch_rotary_embeddings"]
 
@@ -82,14 +77,16 @@ def _patch(model: nn.Module) -> list[nn.Module]:
             f"{type(model).__name__} has no rotary embedding (no submodule whose class "
             "name ends with 'RotaryEmbedding'): there is nothing to patch."
         )
-    plans: list[tuple[nn.Module, dict[str | None, Rope], dict[str | None, Layout]]] = []
+    plans: list[tuple[nn.Module, dict[str, Any], dict[str, Any]]] = []
     refused: list[str] = []
     for path, module in found:
         if _PATCH in vars(module):
             continue
         name = f"{type(module).__name__} at {path or '<model>'!r}"
         try:
-            planned, why = plan(module)
+            planned, why = grid_plan(module)
+            if planned is None and not why:
+                planned, why = _rope_plan(module)
         except Exception as error:
             planned, why = None, f"reading it failed: {type(error).__name__}: {error}"
         if planned is None:
@@ -101,11 +98,19 @@ def _patch(model: nn.Module) -> list[nn.Module]:
             f"{type(model).__name__} has rotary embeddings patch_rotary_embeddings does "
             "not cover (nothing was patched): " + "; ".join(refused)
         )
-    for module, ropes, layouts in plans:
-        recompose = {lt: recomposition(module, lt) for lt in ropes}
-        forward = ExactForward(type(module).__name__, ropes, layouts, recompose)
-        patch(module, _PATCH, {"forward": forward})
+    for module, attributes, buffers in plans:
+        patch(module, _PATCH, attributes, buffers)
     return [module for module, *_ in plans]
+
+
+def _rope_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
+    """The patch of a module called with position ids: an :class:`ExactForward`."""
+    planned, why = plan(module)
+    if planned is None:
+        return None, why
+    ropes, layouts = planned
+    recompose = {lt: recomposition(module, lt) for lt in ropes}
+    return ({"forward": ExactForward(type(module).__name__, ropes, layouts, recompose)}, {}), ""
 
 
 def patch_rotary_embeddings(model: ModelT) -> ModelT:
