@@ -425,3 +425,33 @@ def test_dinov3_grid_rope_with_other_frequencies_is_refused() -> None:
     with pytest.raises(ValueError, match=r"EomtDinov3RotaryEmbedding at '<model>'.*inv_freq"):
         patch_rotary_embeddings(module)
     assert "forward" not in vars(module)
+
+
+def _loftr_rope() -> Any:
+    config = _config("efficientloftr", None, hidden_size=64)
+    return _module("efficientloftr", "EfficientLoFTRRotaryEmbedding", config)
+
+
+def test_efficientloftr_grid_rope_is_patched_exactly() -> None:
+    """EfficientLoFTR's rope (``forward(x)`` of a feature map: (row, column) * inv_freq of
+    the aggregated grid, 1-based): patched, a 100 x 400 grid gives the float64 cos/sin
+    rounded once (unpatched: float32 products of positions up to 400), in x's dtype."""
+    module = _loftr_rope()
+    x = torch.zeros(1, 1, 4 * 100, 4 * 400)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with Float64Mode(), torch.no_grad():
+            want = _loftr_rope()(x.double())
+    finally:
+        torch.set_default_dtype(previous)
+    before = module(x)
+    patch_rotary_embeddings(module)
+    got = module(x)
+    err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+    unpatched = max(float((b.double() - w).abs().max()) for b, w in zip(before, want, strict=True))
+    assert err <= 6e-8 and unpatched > 10 * err, (err, unpatched)
+    for g, b in zip(got, before, strict=True):
+        assert g.shape == b.shape and g.dtype == b.dtype
+    unpatch_rotary_embeddings(module)
+    assert "forward" not in vars(module)

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from pe_core.integrations._hf_float64 import Float64Mode
+from pe_core.integrations._transformers_probe import _source
 from pe_core.rope_scaling import rope_frequencies
 
 __all__ = ["GridForward", "grid_plan"]
@@ -60,8 +61,13 @@ def grid_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]] 
     params = _forward_params(module)
     if params == ["hidden_states"] and callable(getattr(type(module), "_compute_freqs_ci", None)):
         return _table_plan(module)
-    if params == ["pixel_values"] and isinstance(getattr(module, "inv_freq", None), torch.Tensor):
-        return _dinov3_plan(module)
+    config = getattr(module, "config", None)
+    if not isinstance(getattr(module, "inv_freq", None), torch.Tensor) or config is None:
+        return None, ""
+    if params == ["pixel_values"] and getattr(config, "patch_size", None) is not None:
+        return _grid_plan(module, "centres")
+    if params == ["x"] and all(getattr(config, key, None) is not None for key in _FEATURE_KEYS):
+        return _grid_plan(module, "features")
     return None, ""
 
 
@@ -94,11 +100,12 @@ def _table_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]
     return ({}, {"freqs_ci": exact.to(device=buffer.device, dtype=buffer.dtype)}), ""
 
 
-def _dinov3_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
-    """A DINOv3-style grid rope: its forward replaced by :class:`GridForward`."""
-    config = getattr(module, "config", None)
-    if config is None or getattr(config, "patch_size", None) is None:
-        return None, "its forward takes (pixel_values) but it has no config with a patch_size"
+def _omegas(module: nn.Module, kind: str) -> tuple[tuple[float, ...] | None, str]:
+    """The float64 frequencies of a grid rope, checked against its ``inv_freq``."""
+    config = module.config
+    if kind == "features":  # EfficientLoFTR: its rope type's frequencies, as text modules
+        source, why = _source(module, None, str(getattr(module, "rope_type", "default")))
+        return (None, why) if source is None else (source()[0], "")
     base = getattr(module, "base", None)
     if base is None:
         base = (getattr(config, "rope_parameters", None) or {}).get("rope_theta")
@@ -112,21 +119,40 @@ def _dinov3_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any
             f"its inv_freq differs from base ** (-4k / head_dim) (base {base}, head_dim "
             f"{head_dim}) beyond float32 rounding"
         )
-    forward = GridForward(module, tuple(float(w) for w in omegas))
-    ph, pw = _patch_sizes(config)
-    pixels = torch.zeros(1, 1, 3 * ph, 5 * pw, device=module.inv_freq.device)  # type: ignore[union-attr]
+    return tuple(float(w) for w in omegas), ""
+
+
+def _grid_plan(
+    module: nn.Module, kind: str
+) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
+    """A grid rope (``"centres"``: DINOv3's, ``"features"``: EfficientLoFTR's): its
+    forward replaced by :class:`GridForward`, after its own forward gave the same on a
+    3 x 5 grid."""
+    config = module.config
+    omegas, why = _omegas(module, kind)
+    if omegas is None:
+        return None, why
+    forward = GridForward(module, omegas, kind)
+    if kind == "centres":
+        ph, pw = _patch_sizes(config)
+        shape = (1, 1, 3 * ph, 5 * pw)
+    else:
+        k, stride = config.q_aggregation_kernel_size, config.q_aggregation_stride
+        shape = (1, 1, k + 2 * stride, k + 4 * stride)
+    x = torch.zeros(shape, device=module.inv_freq.device)  # type: ignore[union-attr]
     raw = getattr(type(module).forward, "__wrapped__", type(module).forward)
     training = module.training
     module.training = False
     try:
         with torch.no_grad():
-            got = raw(module, pixels)
+            got = raw(module, x)
     except Exception as error:
         return None, f"its forward fails on a 3 x 5 grid: {type(error).__name__}: {error}"
     finally:
         module.training = training
-    want = forward.table(3, 5, pixels.device, pixels.dtype)
-    atol = _ATOL_PER_RADIAN * (1.0 + 2.0 * math.pi * max(omegas))
+    want = forward.table(3, 5, x.device, x.dtype)
+    radians = (2.0 * math.pi if kind == "centres" else 5.0) * max(omegas)
+    atol = _ATOL_PER_RADIAN * (1.0 + radians)
     if not (
         isinstance(got, tuple)
         and len(got) == 2
@@ -137,37 +163,61 @@ def _dinov3_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any
             for g, w in zip(got, want, strict=True)
         )
     ):
-        return None, (
-            "its forward does not compute the cos/sin of 2 pi * patch centres * inv_freq "
-            "(DINOv3's 2-D grid) on a 3 x 5 grid"
-        )
+        return None, f"its forward does not compute {_GRIDS[kind]} on a 3 x 5 grid"
     return ({"forward": forward}, {}), ""
 
 
-class GridForward:
-    """The ``forward(pixel_values)`` of a patched DINOv3-style grid rope: a plain object
-    (copied and pickled with the module, which it refers to for its training mode)."""
+#: What each grid kind's forward computes (for the refusal).
+_GRIDS = {
+    "centres": "the cos/sin of 2 pi * patch centres * inv_freq (DINOv3's 2-D grid)",
+    "features": (
+        "the cos/sin of (row, column) * inv_freq of the aggregated feature grid, each "
+        "twice in a row (EfficientLoFTR's 2-D grid)"
+    ),
+}
 
-    def __init__(self, module: nn.Module, omegas: tuple[float, ...]) -> None:
+#: The config keys of EfficientLoFTR's feature grid.
+_FEATURE_KEYS = ("q_aggregation_kernel_size", "q_aggregation_stride", "hidden_size")
+
+
+class GridForward:
+    """The ``forward`` of a patched grid rope (``forward(pixel_values)``: DINOv3's patch
+    centres; ``forward(x)`` of a feature map: EfficientLoFTR's rows and columns): a plain
+    object, copied and pickled with the module, which it refers to for its config and
+    training mode."""
+
+    def __init__(self, module: nn.Module, omegas: tuple[float, ...], kind: str) -> None:
         self.module = module
         self.omegas = omegas
+        self.kind = kind
         self.tables: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor]] = {}
 
     def __getstate__(self) -> dict[str, Any]:  # copies and pickles rebuild the tables
         return {**vars(self), "tables": {}}
 
+    def _angles(self, n_h: int, n_w: int) -> np.ndarray:
+        """float64 angles of the grid, laid out as the module's forward lays them."""
+        w = np.asarray(self.omegas)
+        if self.kind == "centres":  # (n_h * n_w, head_dim): rows' then columns' pairs, twice
+            axes = [(np.arange(n, dtype=np.float64) + 0.5) / n * 2.0 - 1.0 for n in (n_h, n_w)]
+            coords = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 2)
+            angles = 2.0 * math.pi * coords[:, :, None] * w[None, None, :]
+            return np.tile(angles.reshape(angles.shape[0], -1), 2)
+        # (1, n_h, n_w, hidden_size): rows' and columns' angles alternating, each twice
+        emb = np.zeros((1, n_h, n_w, self.module.config.hidden_size // 2))
+        emb[:, :, :, 0::2] = np.arange(1.0, n_h + 1)[:, None, None] * w
+        emb[:, :, :, 1::2] = np.arange(1.0, n_w + 1)[None, :, None] * w
+        return emb.repeat(2, axis=-1)
+
     def table(
         self, n_h: int, n_w: int, device: torch.device, dtype: torch.dtype
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos/sin of the ``n_h x n_w`` grid, ``(n_h * n_w, head_dim)``, in ``dtype``."""
+        """cos/sin of the ``n_h x n_w`` grid in ``dtype`` (float64 values rounded once)."""
         key = (n_h, n_w, device, dtype)
         found = self.tables.get(key)
         if found is not None:
             return found
-        axes = [(np.arange(n, dtype=np.float64) + 0.5) / n * 2.0 - 1.0 for n in (n_h, n_w)]
-        coords = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 2)
-        angles = 2.0 * math.pi * coords[:, :, None] * np.asarray(self.omegas)[None, None, :]
-        angles = np.tile(angles.reshape(angles.shape[0], -1), 2)
+        angles = self._angles(n_h, n_w)
         out = (
             torch.from_numpy(np.cos(angles)).to(device=device, dtype=dtype),
             torch.from_numpy(np.sin(angles)).to(device=device, dtype=dtype),
@@ -177,10 +227,15 @@ class GridForward:
         self.tables[key] = out
         return out
 
-    def __call__(self, pixel_values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        module = self.module
-        if module.training:  # the module's random augmentation of the centres
-            return type(module).forward(module, pixel_values)
-        _, _, height, width = pixel_values.shape
-        ph, pw = _patch_sizes(module.config)
-        return self.table(height // ph, width // pw, pixel_values.device, pixel_values.dtype)
+    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        module, config = self.module, self.module.config
+        if module.training and self.kind == "centres":  # its random shift, jitter, rescale
+            return type(module).forward(module, x)
+        height, width = x.shape[-2:]
+        if self.kind == "centres":
+            ph, pw = _patch_sizes(config)
+            n_h, n_w = height // ph, width // pw
+        else:
+            k, stride = config.q_aggregation_kernel_size, config.q_aggregation_stride
+            n_h, n_w = (height - k) // stride + 1, (width - k) // stride + 1
+        return self.table(n_h, n_w, x.device, x.dtype)
