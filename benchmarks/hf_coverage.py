@@ -20,7 +20,8 @@ each):
    ``forward(x, position_ids)``; the last 8 rows of a table module's table, GPT-J and
    CodeGen, whose forward serves no further), or its vision ``forward(seqlen)`` at 1024
    positions (``forward(pixel_values)``: a 128 x 128 grid of patches, in eval mode;
-   Llama 4's vision ``forward(hidden_states)``: its whole table),
+   EfficientLoFTR's ``forward(x)``: a 128 x 128 grid of features; Llama 4's vision
+   ``forward(hidden_states)``: its whole table),
    and compares the cos/sin with the float64 reference's: ``exact`` within
    :data:`EXACT` (also reported: the unpatched module's error), ``wrong`` beyond.
 
@@ -373,6 +374,10 @@ def _probe(module: Any, kind: str, dtype: Any, upcast: bool, rows: int = 3) -> t
             ph, pw = (size, size) if isinstance(size, int) else size
             pixels = torch.zeros(1, 1, GRID * ph, GRID * pw, dtype=dtype)
             return _cos_sin(module.eval()(pixels))
+        if params == ["x"] and hasattr(module.config, "q_aggregation_stride"):  # EfficientLoFTR
+            k, stride = module.config.q_aggregation_kernel_size, module.config.q_aggregation_stride
+            side = k + stride * (GRID - 1)
+            return _cos_sin(module(torch.zeros(1, 1, side, side, dtype=dtype)))
         if params == ["hidden_states"]:  # Llama 4's vision tower: its whole table
             return _cos_sin(module(torch.zeros(1, dtype=dtype)))
         return _cos_sin(module(VISION_LEN))

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
 from pe_core.integrations._hf_float64 import Float64Mode
 from pe_core.integrations._transformers_probe import _source
@@ -43,7 +42,7 @@ _MAX_TABLES = 8
 _ATOL_PER_RADIAN = 1e-6
 
 
-def _forward_params(module: nn.Module) -> list[str]:
+def _forward_params(module: Any) -> list[str]:
     try:
         return list(inspect.signature(type(module).forward).parameters)[1:]
     except (TypeError, ValueError):
@@ -52,10 +51,10 @@ def _forward_params(module: nn.Module) -> list[str]:
 
 def _patch_sizes(config: Any) -> tuple[int, int]:
     size = config.patch_size
-    return tuple(size) if isinstance(size, Iterable) else (size, size)  # type: ignore[return-value]
+    return tuple(size) if isinstance(size, Iterable) else (size, size)
 
 
-def grid_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
+def grid_plan(module: Any) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
     """``((attributes, buffers), "")`` to patch ``module`` with, ``(None, why)`` if it is
     a grid module that fails its check, ``(None, "")`` if it is not a grid module."""
     params = _forward_params(module)
@@ -71,7 +70,7 @@ def grid_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]] 
     return None, ""
 
 
-def _table_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
+def _table_plan(module: Any) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
     """Llama 4's vision rope: its ``freqs_ci`` buffer rebuilt in float64."""
     buffer = getattr(module, "freqs_ci", None)
     if not (isinstance(buffer, torch.Tensor) and buffer.is_complex()):
@@ -80,7 +79,7 @@ def _table_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]
     torch.set_default_dtype(torch.float64)
     try:
         with torch.no_grad(), Float64Mode():
-            exact = type(module)._compute_freqs_ci(module.config)  # type: ignore[operator]
+            exact = type(module)._compute_freqs_ci(module.config)
     finally:
         torch.set_default_dtype(previous)
     if not (isinstance(exact, torch.Tensor) and exact.dtype == torch.complex128):
@@ -100,7 +99,7 @@ def _table_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]
     return ({}, {"freqs_ci": exact.to(device=buffer.device, dtype=buffer.dtype)}), ""
 
 
-def _omegas(module: nn.Module, kind: str) -> tuple[tuple[float, ...] | None, str]:
+def _omegas(module: Any, kind: str) -> tuple[tuple[float, ...] | None, str]:
     """The float64 frequencies of a grid rope, checked against its ``inv_freq``."""
     config = module.config
     if kind == "features":  # EfficientLoFTR: its rope type's frequencies, as text modules
@@ -113,7 +112,7 @@ def _omegas(module: nn.Module, kind: str) -> tuple[tuple[float, ...] | None, str
     if not isinstance(base, (int, float)) or head_dim % 4:
         return None, f"it has no rope_theta, or head_dim {head_dim} is not a multiple of 4"
     omegas, _ = rope_frequencies({"rope_theta": float(base), "head_dim": head_dim // 2})
-    theirs = module.inv_freq.detach().double().cpu().numpy()  # type: ignore[union-attr]
+    theirs = module.inv_freq.detach().double().cpu().numpy()
     if theirs.shape != omegas.shape or not np.allclose(theirs, omegas, rtol=1e-5, atol=0.0):
         return None, (
             f"its inv_freq differs from base ** (-4k / head_dim) (base {base}, head_dim "
@@ -122,9 +121,7 @@ def _omegas(module: nn.Module, kind: str) -> tuple[tuple[float, ...] | None, str
     return tuple(float(w) for w in omegas), ""
 
 
-def _grid_plan(
-    module: nn.Module, kind: str
-) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
+def _grid_plan(module: Any, kind: str) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
     """A grid rope (``"centres"``: DINOv3's, ``"features"``: EfficientLoFTR's): its
     forward replaced by :class:`GridForward`, after its own forward gave the same on a
     3 x 5 grid."""
@@ -139,7 +136,7 @@ def _grid_plan(
     else:
         k, stride = config.q_aggregation_kernel_size, config.q_aggregation_stride
         shape = (1, 1, k + 2 * stride, k + 4 * stride)
-    x = torch.zeros(shape, device=module.inv_freq.device)  # type: ignore[union-attr]
+    x = torch.zeros(shape, device=module.inv_freq.device)
     raw = getattr(type(module).forward, "__wrapped__", type(module).forward)
     training = module.training
     module.training = False
@@ -186,7 +183,7 @@ class GridForward:
     object, copied and pickled with the module, which it refers to for its config and
     training mode."""
 
-    def __init__(self, module: nn.Module, omegas: tuple[float, ...], kind: str) -> None:
+    def __init__(self, module: Any, omegas: tuple[float, ...], kind: str) -> None:
         self.module = module
         self.omegas = omegas
         self.kind = kind
