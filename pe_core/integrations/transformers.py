@@ -33,9 +33,13 @@ rows; ``(sin, cos)`` of one column per pair, as GPT-J and CodeGen's tables, whos
 frequencies are base 10000 over ``pos_embd_dim``), and its float32 ``inv_freq`` must
 equal the float64 frequencies to float32 rounding: pe_core's for its config, else
 transformers' own init function of the module run in float64
-(:mod:`pe_core.integrations._hf_float64`). A rotary embedding of another kind (among
-them one with learned parameters, such as Mistral Large 4's ``alpha``) is refused with
-an error that names it and the reason: nothing is patched then.
+(:mod:`pe_core.integrations._hf_float64`). Three 2-D grid modules that take no
+position ids are covered too (:mod:`pe_core.integrations._transformers_grid`): Llama 4's
+vision table (rebuilt in float64), DINOv3-style patch centres (EoMT-DINOv3) and
+EfficientLoFTR's feature grid (float64 cos/sin per grid size). A rotary embedding of
+another kind (among them one with learned parameters, such as Mistral Large 4's
+``alpha``) is refused with an error that names it and the reason: nothing is patched
+then.
 """
 
 from __future__ import annotations
