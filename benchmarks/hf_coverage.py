@@ -19,7 +19,9 @@ each):
 4. calls each patched module at positions ``1e5 ... 1e5 + 7`` (modules called as
    ``forward(x, position_ids)``; the last 8 rows of a table module's table, GPT-J and
    CodeGen, whose forward serves no further), or its vision ``forward(seqlen)`` at 1024
-   positions,
+   positions (``forward(pixel_values)``: a 128 x 128 grid of patches, in eval mode;
+   EfficientLoFTR's ``forward(x)``: a 128 x 128 grid of features; Llama 4's vision
+   ``forward(hidden_states)``: its whole table),
    and compares the cos/sin with the float64 reference's: ``exact`` within
    :data:`EXACT` (also reported: the unpatched module's error), ``wrong`` beyond.
 
@@ -51,6 +53,9 @@ FAR = 100_000
 
 #: Positions of the vision probe (``forward(seqlen)``).
 VISION_LEN = 1024
+
+#: Patches per side of the grid probe (``forward(pixel_values)``).
+GRID = 128
 
 
 def families() -> list[tuple[str, str]]:
@@ -364,6 +369,17 @@ def _probe(module: Any, kind: str, dtype: Any, upcast: bool, rows: int = 3) -> t
             if isinstance(rope_type, dict) and rope_type:
                 args = (x, pos, sorted(rope_type)[0])
             return _cos_sin(module(*args))
+        if params == ["pixel_values"]:  # DINOv3-style 2-D grids: a large grid, eval mode
+            size = module.config.patch_size
+            ph, pw = (size, size) if isinstance(size, int) else size
+            pixels = torch.zeros(1, 1, GRID * ph, GRID * pw, dtype=dtype)
+            return _cos_sin(module.eval()(pixels))
+        if params == ["x"] and hasattr(module.config, "q_aggregation_stride"):  # EfficientLoFTR
+            k, stride = module.config.q_aggregation_kernel_size, module.config.q_aggregation_stride
+            side = k + stride * (GRID - 1)
+            return _cos_sin(module(torch.zeros(1, 1, side, side, dtype=dtype)))
+        if params == ["hidden_states"]:  # Llama 4's vision tower: its whole table
+            return _cos_sin(module(torch.zeros(1, dtype=dtype)))
         return _cos_sin(module(VISION_LEN))
 
 

@@ -321,3 +321,137 @@ def test_coverage_script_enumerates_the_families() -> None:
     found = dict(hf_coverage.families())
     assert len(found) >= 150
     assert {"llama", "qwen2_vl", "cohere"} <= set(found)
+
+
+def test_llama4_vision_table_is_rebuilt_in_float64() -> None:
+    """Llama 4's vision rope returns its ``freqs_ci`` table (``forward(hidden_states)``):
+    patched, the table is its config's, built by the class's own function in float64 and
+    rounded once, for a large grid (96 x 96 patches); unpatched, the very buffer is back."""
+    from transformers.models.llama4.configuration_llama4 import Llama4VisionConfig
+    from transformers.models.llama4.modeling_llama4 import Llama4VisionRotaryEmbedding
+
+    config = Llama4VisionConfig(
+        hidden_size=64, num_attention_heads=2, image_size=14 * 96, patch_size=14
+    )
+    module = Llama4VisionRotaryEmbedding(config)
+    original = module.freqs_ci
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with Float64Mode():
+            want = torch.view_as_real(Llama4VisionRotaryEmbedding(config)(torch.zeros(1)))
+    finally:
+        torch.set_default_dtype(previous)
+    assert want.dtype == torch.float64
+    before = module(torch.zeros(1))
+    patch_rotary_embeddings(module)
+    got = module(torch.zeros(1))
+    assert got.dtype == before.dtype and got.shape == before.shape
+    err = float((torch.view_as_real(got).double() - want).abs().max())
+    unpatched = float((torch.view_as_real(before).double() - want).abs().max())
+    assert err <= 6e-8 and unpatched > 10 * err, (err, unpatched)
+    assert "freqs_ci" not in module.state_dict()
+    unpatch_rotary_embeddings(module)
+    assert module.freqs_ci is original
+
+
+def test_llama4_vision_model_in_one_call() -> None:
+    """A whole Llama 4 vision tower patched in one call: its outputs stay the unpatched
+    ones within float32 rounding."""
+    from transformers.models.llama4.configuration_llama4 import Llama4VisionConfig
+    from transformers.models.llama4.modeling_llama4 import Llama4VisionModel
+
+    torch.manual_seed(0)
+    config = Llama4VisionConfig(
+        hidden_size=32,
+        num_attention_heads=2,
+        num_hidden_layers=1,
+        intermediate_size=128,
+        image_size=56,
+        patch_size=14,
+        vision_output_dim=32,
+        projector_input_dim=32,
+        projector_output_dim=32,
+    )
+    model = Llama4VisionModel(config).eval()
+    pixels = torch.randn(1, 3, 56, 56)
+    with torch.no_grad():
+        plain = model(pixels).last_hidden_state
+        patch_rotary_embeddings(model)
+        torch.testing.assert_close(model(pixels).last_hidden_state, plain, rtol=0, atol=1e-5)
+
+
+def _eomt_rope() -> Any:
+    config = _config("eomt_dinov3", None, hidden_size=64, num_attention_heads=2, patch_size=16)
+    return _module("eomt_dinov3", "EomtDinov3RotaryEmbedding", config)
+
+
+def test_dinov3_grid_rope_is_patched_exactly() -> None:
+    """EoMT-DINOv3's rope (``forward(pixel_values)``, DINOv3's 2-D grid of patch centres):
+    patched, a 300 x 200 grid gives the float64 cos/sin rounded once, in the pixels'
+    dtype; training mode runs the module's own forward (its random augmentation)."""
+    module = _eomt_rope().eval()
+    pixels = torch.zeros(1, 3, 16 * 300, 16 * 200)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with Float64Mode(), torch.no_grad():
+            want = _eomt_rope().eval()(pixels.double())
+    finally:
+        torch.set_default_dtype(previous)
+    before = module(pixels)
+    patch_rotary_embeddings(module)
+    got = module(pixels)
+    err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+    assert err <= 6e-8, err  # one float32 rounding of the float64 values
+    for g, b in zip(got, before, strict=True):
+        assert g.shape == b.shape and g.dtype == b.dtype
+    small = pixels[..., :64, :96]
+    half = module(small.half())
+    assert half[0].dtype == torch.float16
+    torch.testing.assert_close(half[0].float(), module(small)[0], rtol=0.0, atol=1e-3)
+    module.train()  # the module's own forward: its random rescale of the centres
+    torch.manual_seed(0)
+    trained = module(small)
+    torch.manual_seed(0)
+    own = _eomt_rope().train()(small)
+    for t, o in zip(trained, own, strict=True):
+        assert torch.equal(t, o)
+
+
+def test_dinov3_grid_rope_with_other_frequencies_is_refused() -> None:
+    module = _eomt_rope()
+    module.inv_freq.mul_(1.01)
+    with pytest.raises(ValueError, match=r"EomtDinov3RotaryEmbedding at '<model>'.*inv_freq"):
+        patch_rotary_embeddings(module)
+    assert "forward" not in vars(module)
+
+
+def _loftr_rope() -> Any:
+    config = _config("efficientloftr", None, hidden_size=64)
+    return _module("efficientloftr", "EfficientLoFTRRotaryEmbedding", config)
+
+
+def test_efficientloftr_grid_rope_is_patched_exactly() -> None:
+    """EfficientLoFTR's rope (``forward(x)`` of a feature map: (row, column) * inv_freq of
+    the aggregated grid, 1-based): patched, a 100 x 400 grid gives the float64 cos/sin
+    rounded once (unpatched: float32 products of positions up to 400), in x's dtype."""
+    module = _loftr_rope()
+    x = torch.zeros(1, 1, 4 * 100, 4 * 400)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with Float64Mode(), torch.no_grad():
+            want = _loftr_rope()(x.double())
+    finally:
+        torch.set_default_dtype(previous)
+    before = module(x)
+    patch_rotary_embeddings(module)
+    got = module(x)
+    err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+    unpatched = max(float((b.double() - w).abs().max()) for b, w in zip(before, want, strict=True))
+    assert err <= 6e-8 and unpatched > 10 * err, (err, unpatched)
+    for g, b in zip(got, before, strict=True):
+        assert g.shape == b.shape and g.dtype == b.dtype
+    unpatch_rotary_embeddings(module)
+    assert "forward" not in vars(module)

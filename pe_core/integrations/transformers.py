@@ -33,9 +33,13 @@ rows; ``(sin, cos)`` of one column per pair, as GPT-J and CodeGen's tables, whos
 frequencies are base 10000 over ``pos_embd_dim``), and its float32 ``inv_freq`` must
 equal the float64 frequencies to float32 rounding: pe_core's for its config, else
 transformers' own init function of the module run in float64
-(:mod:`pe_core.integrations._hf_float64`). A rotary embedding of another kind (among
-them one with learned parameters, such as Mistral Large 4's ``alpha``) is refused with
-an error that names it and the reason: nothing is patched then.
+(:mod:`pe_core.integrations._hf_float64`). Three 2-D grid modules that take no
+position ids are covered too (:mod:`pe_core.integrations._transformers_grid`): Llama 4's
+vision table (rebuilt in float64), DINOv3-style patch centres (EoMT-DINOv3) and
+EfficientLoFTR's feature grid (float64 cos/sin per grid size). A rotary embedding of
+another kind (among them one with learned parameters, such as Mistral Large 4's
+``alpha``) is refused with an error that names it and the reason: nothing is patched
+then.
 """
 
 from __future__ import annotations
@@ -48,13 +52,8 @@ from torch import nn
 
 from pe_core.integrations._patching import patch, unpatch
 from pe_core.integrations._transformers_forward import ExactForward
-from pe_core.integrations._transformers_probe import (
-    Layout,
-    Rope,
-    plan,
-    recomposition,
-    rotary_modules,
-)
+from pe_core.integrations._transformers_grid import grid_plan
+from pe_core.integrations._transformers_probe import plan, recomposition, rotary_modules
 
 __all__ = ["patch_rotary_embeddings", "patched_rotary_embeddings", "unpatch_rotary_embeddings"]
 
@@ -82,14 +81,16 @@ def _patch(model: nn.Module) -> list[nn.Module]:
             f"{type(model).__name__} has no rotary embedding (no submodule whose class "
             "name ends with 'RotaryEmbedding'): there is nothing to patch."
         )
-    plans: list[tuple[nn.Module, dict[str | None, Rope], dict[str | None, Layout]]] = []
+    plans: list[tuple[nn.Module, dict[str, Any], dict[str, Any]]] = []
     refused: list[str] = []
     for path, module in found:
         if _PATCH in vars(module):
             continue
         name = f"{type(module).__name__} at {path or '<model>'!r}"
         try:
-            planned, why = plan(module)
+            planned, why = grid_plan(module)
+            if planned is None and not why:
+                planned, why = _rope_plan(module)
         except Exception as error:
             planned, why = None, f"reading it failed: {type(error).__name__}: {error}"
         if planned is None:
@@ -101,11 +102,19 @@ def _patch(model: nn.Module) -> list[nn.Module]:
             f"{type(model).__name__} has rotary embeddings patch_rotary_embeddings does "
             "not cover (nothing was patched): " + "; ".join(refused)
         )
-    for module, ropes, layouts in plans:
-        recompose = {lt: recomposition(module, lt) for lt in ropes}
-        forward = ExactForward(type(module).__name__, ropes, layouts, recompose)
-        patch(module, _PATCH, {"forward": forward})
+    for module, attributes, buffers in plans:
+        patch(module, _PATCH, attributes, buffers)
     return [module for module, *_ in plans]
+
+
+def _rope_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
+    """The patch of a module called with position ids: an :class:`ExactForward`."""
+    planned, why = plan(module)
+    if planned is None:
+        return None, why
+    ropes, layouts = planned
+    recompose = {lt: recomposition(module, lt) for lt in ropes}
+    return ({"forward": ExactForward(type(module).__name__, ropes, layouts, recompose)}, {}), ""
 
 
 def patch_rotary_embeddings(model: ModelT) -> ModelT:
