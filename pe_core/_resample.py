@@ -117,11 +117,9 @@ def check_request(
         if size_in != size_out:
             extra += tap_bytes(size_in, size_out, mode, antialias)
             taps_most = max(taps_most, tap_count_bound(size_in, size_out, mode, antialias))
-    on_host = not xp.on_accelerator(table)
     name = xp.dtype_of(table)
-    if on_host:  # the gathered taps of a pass, in the working dtype
-        extra += out_elements * (taps_most + 1) * (8 if name == "float64" else 4)
-    check_request_size(out_elements, name, what=what, extra_bytes=extra, host_output=on_host)
+    extra += out_elements * (taps_most + 1) * (8 if name == "float64" else 4)  # gathered taps
+    check_request_size(out_elements, name, what=what, extra_bytes=extra, like=table)
 
 
 def square_side(n: int, name: str, what: str) -> int:

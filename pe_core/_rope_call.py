@@ -130,13 +130,8 @@ def check_size(xp: Namespace, x: Any, pos: Any, what: str, trailing: int = 0) ->
     shape = xp.shape(x)
     n_out = math.prod(shape)
     n_tables = (known_size(pos, trailing) or 1) * shape[-1]
-    on_host = not xp.on_accelerator(x)
     check_request_size(
-        max(n_out, n_tables),
-        xp.dtype_of(x),
-        what=what,
-        extra_bytes=16 * n_tables if on_host else 0,
-        host_output=on_host,
+        max(n_out, n_tables), xp.dtype_of(x), what=what, extra_bytes=16 * n_tables, like=x
     )
 
 
