@@ -248,10 +248,8 @@ def funnel_block_positions(
     block = positive_int(block_index, "block_index", minimum=0)
     sep, trunc = _flags(separate_cls, truncate_seq)
     _funnel.check_block(block, sep)
-    xp = _place.int_namespace(backend, like)
-    _place.check_size(n, "funnel_block_positions")
-    pos = _funnel.block_positions(n, block, sep, trunc)
-    return _place.place(xp, np.array(pos, dtype=np.int64), _place.anchor(xp, like))
+    args = (n, block, sep, trunc)
+    return _place.build("funnel_block_positions", n, "funnel_block", args, backend, like)
 
 
 def funnel_relative_positions(
@@ -316,7 +314,6 @@ def funnel_relative_positions(
             "funnel_relative_positions needs max_dist >= min_dist - 1 (keys in ascending "
             f"order). Received: max_dist = {max_dist}, min_dist = {min_dist}"
         )
-    xp = _place.int_namespace(backend, like)
-    _place.check_size((max_dist - min_dist) // step + 1, "funnel_relative_positions")
+    n = (max_dist - min_dist) // step + 1
     args = (keys, step, queries, times)
-    return _place.table(xp, "funnel", args, _place.anchor(xp, like))
+    return _place.build("funnel_relative_positions", n, "funnel", args, backend, like)
