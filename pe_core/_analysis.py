@@ -120,8 +120,7 @@ def squared_distance_by_k(xp: Namespace, d: int, spec: Spec, count: int, working
         table = encode_1d(k, d, half, xp.name, working)
         sines, _ = disassemble(xp, table, "interleaved", n_pairs)
         sums.append(_row_sums(xp, sines * sines))
-    total = sums[0] if len(sums) == 1 else xp.concat(sums, axis=0)
-    return 4 * total
+    return 4 * (sums[0] if len(sums) == 1 else xp.concat(sums, axis=0))
 
 
 def by_distance(squared: Any, d: int, metric: str) -> Any:

@@ -570,14 +570,13 @@ def rel_pos_kernel(xp: Namespace, rel_pos: Any, q_size: int, k_size: int) -> Any
     """SAM's ``get_rel_pos``: ``(L, C)`` -> ``(q_size, k_size, C)``."""
     length, channels = xp.shape(rel_pos)
     needed = 2 * max(q_size, k_size) - 1
-    table = rel_pos
+    wide = xp.dtype("int64" if xp.supports("int64") else "int32")
+    index = xp.asarray(rel_index(q_size, k_size), dtype=wide, like=rel_pos)
     if length != needed:
         grid = xp.reshape(rel_pos, (1, length, 1, channels))
         resized = resize_grid(xp, grid, (length, 1), (needed, 1), "bilinear", False)
-        table = xp.reshape(resized, (needed, channels))
-    wide = xp.dtype("int64" if xp.supports("int64") else "int32")
-    index = xp.asarray(rel_index(q_size, k_size), dtype=wide, like=rel_pos)
-    return xp.take(table, index, axis=0)
+        rel_pos = xp.reshape(resized, (needed, channels))
+    return xp.take(rel_pos, index, axis=0)
 
 
 def decomposed_kernel(

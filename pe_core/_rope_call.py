@@ -272,16 +272,15 @@ def as_input(x: Any, backend: str | None) -> tuple[Namespace, Any]:
     source = backend_of(x)
     if source is None:
         check_foreign(x, backend, what="x")
-    if source is None and is_dlpack(x):  # e.g. CuPy: imported by the backend computed on
-        source = canonical_backend(backend) if backend is not None else "numpy"
-        x = from_dlpack(x, source, what="x")
-    if source is None:
         if isinstance(x, (bool, numbers.Number)):
             raise TypeError(
                 f"x must be an array of shape (..., seq, head_dim). Received: {type(x).__name__}"
             )
-        x = np.asarray(x)
-        source = "numpy"
+        if is_dlpack(x):  # e.g. CuPy: imported by the backend computed on
+            source = canonical_backend(backend) if backend is not None else "numpy"
+            x = from_dlpack(x, source, what="x")
+        else:
+            x, source = np.asarray(x), "numpy"
     name = canonical_backend(backend) if backend is not None else source
     xp = get_namespace(name)
     if name != source:

@@ -157,11 +157,9 @@ def _deberta_float32_thresholds(mid: int, max_position: int, limit: int) -> tupl
     floor_bits = np.array(np.float32(mid)).view(np.uint32)  # 0 steps
     top_bits = top.view(np.uint32)[0]  # >= every step
     real = mid * np.exp((steps - 1) * (math.log((max_position - 1) / mid) / (mid - 1)))
-    lo: np.ndarray = np.clip(
-        (real * (1 - 1e-4)).astype(np.float32).view(np.uint32), floor_bits, top_bits
-    )
-    hi: np.ndarray = np.clip(
-        (real * (1 + 1e-4)).astype(np.float32).view(np.uint32), floor_bits, top_bits
+    lo, hi = (
+        np.clip((real * factor).astype(np.float32).view(np.uint32), floor_bits, top_bits)
+        for factor in (1 - 1e-4, 1 + 1e-4)
     )
     reached = _deberta_float32_steps(hi.view(np.float32), mid, max_position) >= steps
     hi = np.where(reached, hi, top_bits)
