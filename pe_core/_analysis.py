@@ -73,11 +73,10 @@ def similarity(xp: Namespace, table: Any, metric: str, working: str) -> Any:
     """The ``(n, n)`` matrix of ``metric`` between the rows of ``table`` (2-D, ``working``)."""
     if metric == "euclidean":
         return _euclidean(xp, table)
-    n = xp.shape(table)[0]
     gram = table @ _transpose(xp, table)
     if metric == "dot":
         return gram
-    norms = xp.reshape(_row_sums(xp, table * table), (n, 1)) ** 0.5
+    norms = xp.reshape(_row_sums(xp, table * table), (xp.shape(table)[0], 1)) ** 0.5
     denominator = norms @ _transpose(xp, norms)
     # A zero row has zero dot products: nudging the denominator off zero gives 0 there
     # and changes every other entry by a relative 1e-308 (1e-38 in float32).

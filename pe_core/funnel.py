@@ -140,9 +140,7 @@ def funnel_position_embeds(
         table = embed(pos)  # [sin | cos]
         xp = get_namespace(backend_of(table) or "numpy")
         sin, cos = table[:, : d // 2], table[:, d // 2 :]
-        phi = xp.concat([sin, sin], axis=-1)
-        pi = xp.concat([cos, cos], axis=-1)
-        psi = xp.concat([cos, sin], axis=-1)
+        phi, pi, psi = (xp.concat(pair, axis=-1) for pair in ([sin, sin], [cos, cos], [cos, sin]))
         omega = embed(-pos)  # [sin(-p w) | cos(-p w)] = [-sin | cos], exactly
         return (phi, pi, psi, omega)
 
