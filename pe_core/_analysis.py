@@ -73,11 +73,10 @@ def similarity(xp: Namespace, table: Any, metric: str, working: str) -> Any:
     """The ``(n, n)`` matrix of ``metric`` between the rows of ``table`` (2-D, ``working``)."""
     if metric == "euclidean":
         return _euclidean(xp, table)
-    n = xp.shape(table)[0]
     gram = table @ _transpose(xp, table)
     if metric == "dot":
         return gram
-    norms = xp.reshape(_row_sums(xp, table * table), (n, 1)) ** 0.5
+    norms = xp.reshape(_row_sums(xp, table * table), (xp.shape(table)[0], 1)) ** 0.5
     denominator = norms @ _transpose(xp, norms)
     # A zero row has zero dot products: nudging the denominator off zero gives 0 there
     # and changes every other entry by a relative 1e-308 (1e-38 in float32).
@@ -120,8 +119,7 @@ def squared_distance_by_k(xp: Namespace, d: int, spec: Spec, count: int, working
         table = encode_1d(k, d, half, xp.name, working)
         sines, _ = disassemble(xp, table, "interleaved", n_pairs)
         sums.append(_row_sums(xp, sines * sines))
-    total = sums[0] if len(sums) == 1 else xp.concat(sums, axis=0)
-    return 4 * total
+    return 4 * (sums[0] if len(sums) == 1 else xp.concat(sums, axis=0))
 
 
 def by_distance(squared: Any, d: int, metric: str) -> Any:

@@ -117,11 +117,9 @@ def check_request(
         if size_in != size_out:
             extra += tap_bytes(size_in, size_out, mode, antialias)
             taps_most = max(taps_most, tap_count_bound(size_in, size_out, mode, antialias))
-    on_host = not xp.on_accelerator(table)
     name = xp.dtype_of(table)
-    if on_host:  # the gathered taps of a pass, in the working dtype
-        extra += out_elements * (taps_most + 1) * (8 if name == "float64" else 4)
-    check_request_size(out_elements, name, what=what, extra_bytes=extra, host_output=on_host)
+    extra += out_elements * (taps_most + 1) * (8 if name == "float64" else 4)  # gathered taps
+    check_request_size(out_elements, name, what=what, extra_bytes=extra, like=table)
 
 
 def square_side(n: int, name: str, what: str) -> int:
@@ -572,14 +570,13 @@ def rel_pos_kernel(xp: Namespace, rel_pos: Any, q_size: int, k_size: int) -> Any
     """SAM's ``get_rel_pos``: ``(L, C)`` -> ``(q_size, k_size, C)``."""
     length, channels = xp.shape(rel_pos)
     needed = 2 * max(q_size, k_size) - 1
-    table = rel_pos
+    wide = xp.dtype("int64" if xp.supports("int64") else "int32")
+    index = xp.asarray(rel_index(q_size, k_size), dtype=wide, like=rel_pos)
     if length != needed:
         grid = xp.reshape(rel_pos, (1, length, 1, channels))
         resized = resize_grid(xp, grid, (length, 1), (needed, 1), "bilinear", False)
-        table = xp.reshape(resized, (needed, channels))
-    wide = xp.dtype("int64" if xp.supports("int64") else "int32")
-    index = xp.asarray(rel_index(q_size, k_size), dtype=wide, like=rel_pos)
-    return xp.take(table, index, axis=0)
+        rel_pos = xp.reshape(resized, (needed, channels))
+    return xp.take(rel_pos, index, axis=0)
 
 
 def decomposed_kernel(

@@ -130,13 +130,8 @@ def check_size(xp: Namespace, x: Any, pos: Any, what: str, trailing: int = 0) ->
     shape = xp.shape(x)
     n_out = math.prod(shape)
     n_tables = (known_size(pos, trailing) or 1) * shape[-1]
-    on_host = not xp.on_accelerator(x)
     check_request_size(
-        max(n_out, n_tables),
-        xp.dtype_of(x),
-        what=what,
-        extra_bytes=16 * n_tables if on_host else 0,
-        host_output=on_host,
+        max(n_out, n_tables), xp.dtype_of(x), what=what, extra_bytes=16 * n_tables, like=x
     )
 
 
@@ -277,16 +272,15 @@ def as_input(x: Any, backend: str | None) -> tuple[Namespace, Any]:
     source = backend_of(x)
     if source is None:
         check_foreign(x, backend, what="x")
-    if source is None and is_dlpack(x):  # e.g. CuPy: imported by the backend computed on
-        source = canonical_backend(backend) if backend is not None else "numpy"
-        x = from_dlpack(x, source, what="x")
-    if source is None:
         if isinstance(x, (bool, numbers.Number)):
             raise TypeError(
                 f"x must be an array of shape (..., seq, head_dim). Received: {type(x).__name__}"
             )
-        x = np.asarray(x)
-        source = "numpy"
+        if is_dlpack(x):  # e.g. CuPy: imported by the backend computed on
+            source = canonical_backend(backend) if backend is not None else "numpy"
+            x = from_dlpack(x, source, what="x")
+        else:
+            x, source = np.asarray(x), "numpy"
     name = canonical_backend(backend) if backend is not None else source
     xp = get_namespace(name)
     if name != source:

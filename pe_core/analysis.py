@@ -56,7 +56,7 @@ from pe_core.typing import (
     PresetLike,
 )
 from pe_core.validation import choice, is_integer, known_size, positive_int
-from pe_core_backends import Namespace, backend_of, get_namespace
+from pe_core_backends import backend_of, get_namespace
 
 __all__ = [
     "CODES",
@@ -80,16 +80,6 @@ CODES: tuple[PositionCode, ...] = ("sinusoidal", "binary", "normalized")
 
 def _check_metric(metric: object) -> Metric:
     return cast("Metric", choice(metric, "metric", METRICS))
-
-
-def _check_matrix(
-    xp: Namespace, array: Any, n_pairs: int, working: str, what: str, host_bytes: int
-) -> None:
-    """Refuse an ``(n, n)`` matrix that cannot fit in memory: in host memory (with
-    ``host_bytes`` of temporaries) unless ``array`` is on an accelerator."""
-    on_host = not xp.on_accelerator(array)
-    extra = host_bytes if on_host else 0
-    check_request_size(n_pairs, working, what=what, extra_bytes=extra, host_output=on_host)
 
 
 # -- similarity matrices --------------------------------------------------------------
@@ -132,7 +122,9 @@ def similarity_matrix(encodings: ArrayT | HostData, *, metric: Metric = "cosine"
     working = working_dtype(name)
     if is_integer(shape[0]):  # the (n, n) matrix and as much again of temporaries
         n_pairs = int(shape[0]) ** 2
-        _check_matrix(xp, encodings, n_pairs, working, "similarity_matrix", 16 * n_pairs)
+        check_request_size(
+            n_pairs, working, what="similarity_matrix", extra_bytes=16 * n_pairs, like=encodings
+        )
     if name != working:
         encodings = xp.astype(encodings, xp.dtype(working))
     return _analysis.similarity(xp, encodings, metric, working)
@@ -186,8 +178,11 @@ def similarity(
     working = _analysis.work_dtype(xp, dtype)
     n = known_size(positions)
     if n is not None:  # the (n, n) similarities, the (n, d) encodings and temporaries
-        extra = 16 * n * n + 8 * n * d if is_integer(d) else 0
-        _check_matrix(xp, positions, n * n, working, "similarity", extra)
+        on_host = not xp.on_accelerator(positions)
+        extra = 16 * n * n + 8 * n * d if on_host and is_integer(d) else 0
+        check_request_size(
+            n * n, working, what="similarity", extra_bytes=extra, host_output=on_host
+        )
     table = encode(cast(Any, positions), d, spec=spec, backend=xp.name, dtype=working)
     shape = xp.shape(table)
     if len(shape) != 2:

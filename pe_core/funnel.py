@@ -140,9 +140,7 @@ def funnel_position_embeds(
         table = embed(pos)  # [sin | cos]
         xp = get_namespace(backend_of(table) or "numpy")
         sin, cos = table[:, : d // 2], table[:, d // 2 :]
-        phi = xp.concat([sin, sin], axis=-1)
-        pi = xp.concat([cos, cos], axis=-1)
-        psi = xp.concat([cos, sin], axis=-1)
+        phi, pi, psi = (xp.concat(pair, axis=-1) for pair in ([sin, sin], [cos, cos], [cos, sin]))
         omega = embed(-pos)  # [sin(-p w) | cos(-p w)] = [-sin | cos], exactly
         return (phi, pi, psi, omega)
 
@@ -248,10 +246,8 @@ def funnel_block_positions(
     block = positive_int(block_index, "block_index", minimum=0)
     sep, trunc = _flags(separate_cls, truncate_seq)
     _funnel.check_block(block, sep)
-    xp = _place.int_namespace(backend, like)
-    _place.check_size(n, "funnel_block_positions")
-    pos = _funnel.block_positions(n, block, sep, trunc)
-    return _place.place(xp, np.array(pos, dtype=np.int64), _place.anchor(xp, like))
+    args = (n, block, sep, trunc)
+    return _place.build("funnel_block_positions", n, "funnel_block", args, backend, like)
 
 
 def funnel_relative_positions(
@@ -316,7 +312,6 @@ def funnel_relative_positions(
             "funnel_relative_positions needs max_dist >= min_dist - 1 (keys in ascending "
             f"order). Received: max_dist = {max_dist}, min_dist = {min_dist}"
         )
-    xp = _place.int_namespace(backend, like)
-    _place.check_size((max_dist - min_dist) // step + 1, "funnel_relative_positions")
+    n = (max_dist - min_dist) // step + 1
     args = (keys, step, queries, times)
-    return _place.table(xp, "funnel", args, _place.anchor(xp, like))
+    return _place.build("funnel_relative_positions", n, "funnel", args, backend, like)

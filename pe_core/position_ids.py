@@ -176,8 +176,8 @@ def from_input_ids(
     >>> from_input_ids([[8, 9]], padding_idx=1, past_length=4).tolist()
     [[6, 7]]
     """
-    n = known_size(input_ids)  # the ids and their temporaries
-    check_elements(n, "from_input_ids", per_element=32, like=input_ids)
+    # the ids and their temporaries
+    check_elements(known_size(input_ids), "from_input_ids", per_element=32, like=input_ids)
     xp, ids, _, kind, wide, dtype = inputs(input_ids, backend, "input_ids")
     allow(xp, ids, kind, "input_ids", "int")
     pad = integer(padding_idx, "padding_idx")

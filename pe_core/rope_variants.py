@@ -119,13 +119,8 @@ def vjepa2_rope(
         rank = max(len(sides[0]), len(sides[1]))
         padded = [[1] * (rank - len(side)) + side for side in sides]
         n = head_dim * math.prod([max(a, b) for a, b in zip(*padded, strict=True)])
-        on_host = not xp.on_accelerator(array)  # the output and ~4 temporaries per block
-        check_request_size(
-            n,
-            xp.dtype_of(array),
-            what="vjepa2_rope",
-            extra_bytes=32 * n if on_host else 0,
-            host_output=on_host,
+        check_request_size(  # the output and ~4 temporaries per block
+            n, xp.dtype_of(array), what="vjepa2_rope", extra_bytes=32 * n, like=array
         )
     parts = []
     for a in range(axes):

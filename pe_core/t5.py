@@ -36,7 +36,7 @@ from pe_core._index import t5 as _t5
 from pe_core._index.log_buckets import SEARCHED as _SEARCHED
 from pe_core._index.log_buckets import t5_thresholds
 from pe_core._index.t5 import MAX_OFFSET, _kernel
-from pe_core._kernel.inputs import check_request_size, choose_backend
+from pe_core._kernel.inputs import check_request_size, choose_backend, known_size
 from pe_core.typing import (
     BackendArrayT,
     BackendLike,
@@ -50,7 +50,7 @@ from pe_core.typing import (
     TorchBackend,
     TorchTensor,
 )
-from pe_core.validation import check_elements, choice, flag, is_integer, known_size, positive_int
+from pe_core.validation import check_elements, choice, flag, integer, is_integer, positive_int
 from pe_core_backends import backend_of
 
 __all__ = [
@@ -80,9 +80,7 @@ def _config(
     """``(n, max_exact, max_distance, arithmetic, bidirectional)`` for the engine, after
     validating the T5 options (``n``: buckets per side)."""
     side = 2 if flag(bidirectional, "bidirectional") else 1
-    if not is_integer(num_buckets):
-        raise TypeError(f"num_buckets must be an integer. Received: {num_buckets!r}")
-    n = int(num_buckets) // side
+    n = integer(num_buckets, "num_buckets") // side
     if n < 2:
         raise ValueError(
             f"num_buckets must be at least {2 * side} when bidirectional={bool(bidirectional)} "
@@ -95,15 +93,14 @@ def _config(
             f"each distance with each of them). Received: {num_buckets!r} ({n} per side)"
         )
     max_exact = n // 2
-    if not is_integer(max_distance):
-        raise TypeError(f"max_distance must be an integer. Received: {max_distance!r}")
-    if max_distance <= max_exact:
+    most = integer(max_distance, "max_distance")
+    if most <= max_exact:
         raise ValueError(
             f"max_distance must exceed max_exact = {max_exact} (the exact buckets of "
             f"num_buckets={num_buckets}). Received: {max_distance!r}"
         )
     choice(arithmetic, "arithmetic", ARITHMETICS)
-    return n, max_exact, int(max_distance), arithmetic, bool(bidirectional)
+    return n, max_exact, most, arithmetic, bool(bidirectional)
 
 
 def bucket_thresholds(

@@ -178,11 +178,6 @@ def _check_size(pos: Any, frequencies: Any, what: str, trailing: int = 0, x: Any
         return
     n_pos = known_size(pos, trailing) or 1
     n = max(n_pos * int(xp.shape(frequencies)[-1]), known_size(x) or 0)
-    on_host = not xp.on_accelerator(frequencies)
-    check_request_size(
-        n,
-        xp.dtype_of(frequencies),
-        what=what,
-        extra_bytes=16 * (n + n_pos) if on_host else 0,  # uploads and temporaries
-        host_output=on_host,
+    check_request_size(  # with its uploads and temporaries in host memory unless on a device
+        n, xp.dtype_of(frequencies), what=what, extra_bytes=16 * (n + n_pos), like=frequencies
     )

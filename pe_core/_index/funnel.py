@@ -55,14 +55,15 @@ def pool(pos: tuple[int, ...], block: int, separate_cls: bool, truncate: bool) -
     return (1 - 2**block,) + kept[::2]
 
 
-def block_positions(n: int, block: int, sep: bool, trunc: bool) -> tuple[int, ...]:
+@host_table("funnel_block")
+def block_positions(n: int, block: int, sep: bool, trunc: bool) -> np.ndarray:
     """``range(n)`` pooled once per block up to ``block``."""
     pos = tuple(range(n))
     for b in range(1, block + 1):
         if not sep and len(pos) == 1:
             break  # [0] pools to itself
         pos = pool(pos, b, sep, trunc)
-    return pos
+    return np.array(pos, dtype=np.int64)
 
 
 @host_table("funnel")

@@ -138,17 +138,19 @@ def t5_thresholds_plain(num_buckets: int, max_distance: int, arithmetic: str) ->
 # --------------------------------------------------------------------------- DeBERTa
 
 
-def _deberta_float32_steps(values: np.ndarray, mid: int, max_position: int) -> np.ndarray:
+def deberta_float32_steps(values: np.ndarray, mid: int, max_position: int) -> np.ndarray:
     """transformers' ``ceil(log(abs_pos / mid) / log(tensor((max_position - 1) / mid))
-    * (mid - 1))`` in float32, for float32 values of ``abs_pos``."""
+    * (mid - 1))`` in float32, as int64, of the distances ``values > mid`` (uint64, or
+    float32 already)."""
     denominator = log_float32(np.float32((max_position - 1) / mid))
-    return np.ceil(_float32_steps(values, mid, denominator, mid - 1)).astype(np.int64)
+    f32 = values.astype(np.float32, copy=False)
+    return np.ceil(_float32_steps(f32, mid, denominator, mid - 1)).astype(np.int64)
 
 
 def _deberta_float32_thresholds(mid: int, max_position: int, limit: int) -> tuple[int, ...]:
     """Smallest ``a`` of each float32 step count ``1, 2, ...`` (``a <= limit``)."""
     top = np.array([round_float32(limit)], dtype=np.float32)
-    count = int(_deberta_float32_steps(top, mid, max_position)[0])
+    count = int(deberta_float32_steps(top, mid, max_position)[0])
     if count <= 0:
         return ()
     steps = np.arange(1, count + 1)
@@ -157,19 +159,17 @@ def _deberta_float32_thresholds(mid: int, max_position: int, limit: int) -> tupl
     floor_bits = np.array(np.float32(mid)).view(np.uint32)  # 0 steps
     top_bits = top.view(np.uint32)[0]  # >= every step
     real = mid * np.exp((steps - 1) * (math.log((max_position - 1) / mid) / (mid - 1)))
-    lo: np.ndarray = np.clip(
-        (real * (1 - 1e-4)).astype(np.float32).view(np.uint32), floor_bits, top_bits
+    lo, hi = (
+        np.clip((real * factor).astype(np.float32).view(np.uint32), floor_bits, top_bits)
+        for factor in (1 - 1e-4, 1 + 1e-4)
     )
-    hi: np.ndarray = np.clip(
-        (real * (1 + 1e-4)).astype(np.float32).view(np.uint32), floor_bits, top_bits
-    )
-    reached = _deberta_float32_steps(hi.view(np.float32), mid, max_position) >= steps
+    reached = deberta_float32_steps(hi.view(np.float32), mid, max_position) >= steps
     hi = np.where(reached, hi, top_bits)
-    early = _deberta_float32_steps(lo.view(np.float32), mid, max_position) >= steps
+    early = deberta_float32_steps(lo.view(np.float32), mid, max_position) >= steps
     lo = np.where(early & (lo > floor_bits), floor_bits, lo)
     while (live := hi - lo > 1).any():
         middle = lo + (hi - lo) // 2
-        reached = _deberta_float32_steps(middle.view(np.float32), mid, max_position) >= steps
+        reached = deberta_float32_steps(middle.view(np.float32), mid, max_position) >= steps
         hi = np.where(live & reached, middle, hi)
         lo = np.where(live & ~reached, middle, lo)
     thresholds = []
@@ -278,11 +278,6 @@ def deberta_exact_steps(a: np.ndarray, mid: int, max_position: int) -> np.ndarra
     for i in np.flatnonzero(unsure.reshape(-1)).tolist():
         flat_steps[i] = _steps_one(int(flat_a[i]), mid, top)
     return flat_steps.reshape(a.shape)
-
-
-def deberta_float32_steps(a: np.ndarray, mid: int, max_position: int) -> np.ndarray:
-    """transformers' float32 step count of the distances ``a > mid`` (uint64), as int64."""
-    return _deberta_float32_steps(a.astype(np.float32), mid, max_position)
 
 
 def deberta_host_buckets(

@@ -291,10 +291,8 @@ def _relative_for_array_offset(
     (``(batch,)`` -> ``(batch, q + k - 1)``), and its carry."""
     shift, shift_carry = as_relative(offset, xp, source, "offset")
     dtype = xp.dtype(wide)
-    if xp.dtype_of(shift) != wide:
+    if xp.dtype_of(shift) != wide:  # (never with a carry: as_relative's carry is wide)
         shift = xp.astype(shift, dtype)
-        if shift_carry is not None:
-            shift_carry = xp.astype(shift_carry, dtype)
     rank = len(shift.shape)
     if rank > 1:
         raise ValueError(
