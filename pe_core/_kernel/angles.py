@@ -246,14 +246,11 @@ def word64_constants(omegas: tuple[float, ...]) -> tuple[tuple[int, ...], tuple[
     >>> bool(abs(t - float(turns_fraction(p, 1.0))) < 1e-12)
     True
     """
-    words: list[int] = []
-    rests: list[float] = []
-    for omega in omegas:
-        exact = Fraction(omega)
-        word, rest = _split_word(_centered(exact * _inv_2pi(_bit_size(exact) + 64)), 64)
-        words.append(word)
-        rests.append(rest)
-    return tuple(words), tuple(rests)
+    splits = [
+        _split_word(_centered(Fraction(w) * _inv_2pi(_bit_size(Fraction(w)) + 64)), 64)
+        for w in omegas
+    ]
+    return tuple(word for word, _ in splits), tuple(rest for _, rest in splits)
 
 
 def _split_word(v: Fraction, bits: int) -> tuple[int, float]:
