@@ -58,7 +58,8 @@ class ShapeGenericFunction:
         return graph(*arrays)
 
 
-class TensorflowNamespace(Namespace, module=tf):  # tf.round: half to even, as the Array API
+# tf.round: half to even, as the Array API
+class TensorflowNamespace(Namespace, module=tf, concat="concat"):
     name = "tensorflow"
     compile_when_traced = True
 
@@ -135,9 +136,6 @@ class TensorflowNamespace(Namespace, module=tf):  # tf.round: half to even, as t
 
     def split_last(self, x: Any, size: int) -> Any:
         return tf.reshape(x, tf.concat([tf.shape(x)[:-1], [x.shape[-1] // size, size]], axis=0))
-
-    def concat(self, arrays: list[Any], axis: int = 0) -> Any:
-        return tf.concat(arrays, axis=axis)
 
     def view_as_real(self, z: Any) -> Any:
         return tf.stack([tf.math.real(z), tf.math.imag(z)], axis=-1)

@@ -64,7 +64,9 @@ def _one_argument_where(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | 
 
 
 def _bool_mask_index(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    if len(args) == 2 and _has_bool_mask(args[1]):
+    index = args[1] if len(args) == 2 else ()
+    items = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in items):
         return "boolean-mask indexing (its output size depends on the values)"
     return None
 
@@ -102,11 +104,6 @@ _TORCH_ARGUMENT_CHECKS: dict[str, _ArgumentCheck] = {
 
 def _off_cpu(x: Any) -> bool:
     return isinstance(x, torch.Tensor) and x.device.type != "cpu"
-
-
-def _has_bool_mask(index: Any) -> bool:
-    items = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in items)
 
 
 class ForbidHostReadsMode(TorchFunctionMode):

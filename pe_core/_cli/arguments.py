@@ -78,7 +78,13 @@ def positions_arg(text: str) -> Positions:
 
 def parse_range(text: str) -> Positions:
     """``a:b`` or ``a:b:step``: integers as ``range``, else float64 as ``np.arange``."""
-    start, stop, step = range_bounds(text)
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or not all(p.strip() for p in parts):
+        raise argparse.ArgumentTypeError(f"a range must be 'a:b' or 'a:b:step'. Received: {text!r}")
+    start, stop, *rest = (number(p) for p in parts)
+    step = rest[0] if rest else 1  # never 0
+    if step == 0:
+        raise argparse.ArgumentTypeError(f"the step of {text!r} must not be 0")
     count = math.ceil((stop - start) / step)  # checked to be 1 to MAX_ENCODE_VALUES
     if count <= 0:
         raise argparse.ArgumentTypeError(f"the range {text!r} holds no positions")
@@ -97,18 +103,6 @@ def parse_range(text: str) -> Positions:
         values = start + step * np.arange(count, dtype=np.float64)
         call = f"np.arange({start!r}, {stop!r}, {step!r})"
     return Positions(values, call)
-
-
-def range_bounds(text: str) -> tuple[int | float, int | float, int | float]:
-    """``(start, stop, step)`` of ``a:b`` or ``a:b:step`` (step 1 unless given, never 0)."""
-    parts = text.split(":")
-    if len(parts) not in (2, 3) or not all(p.strip() for p in parts):
-        raise argparse.ArgumentTypeError(f"a range must be 'a:b' or 'a:b:step'. Received: {text!r}")
-    start, stop, *rest = (number(p) for p in parts)
-    step = rest[0] if rest else 1
-    if step == 0:
-        raise argparse.ArgumentTypeError(f"the step of {text!r} must not be 0")
-    return start, stop, step
 
 
 def parse_list(text: str) -> Positions:

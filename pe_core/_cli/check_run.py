@@ -66,9 +66,6 @@ class Progress:
     """``pe-core check``'s progress on stderr: a line per backend and case, each
     property's name as it is done, and the seconds the line took."""
 
-    def __init__(self) -> None:
-        self._start = time.perf_counter()
-
     def begin(self, text: str) -> None:
         sys.stdout.flush()
         self._start = time.perf_counter()

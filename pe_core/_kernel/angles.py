@@ -204,36 +204,25 @@ def _turn_constant_fields(*args: Any) -> tuple:
 
 @functools.lru_cache(maxsize=256)
 def _cached_turn_constant_fields(omegas: tuple[float, ...], offset: int | float) -> tuple:
-    words: tuple[list[int], list[int]] = ([], [])
-    rests: tuple[list[float], list[float]] = ([], [])
-    f_list, wrap_list, offset_list = [], [], []
     dyadic = all(type(v) in (int, float) for v in (*omegas, offset))
+    rows: list[tuple[Any, ...]] = []  # per omega: f, wrap64, offset turns, (word, rest) x 2
+    places = [1 << (_SPLIT_BITS * k) for k in (0, 1)]  # of the position's two words
     for omega in omegas:
         if dyadic:  # the same numbers in Python integers: about 30x quicker
             a, s = _dyadic(omega)
             n_bits = _inv_2pi_bits(max(0, abs(a).bit_length() - s))
-            f_list.append(a * inv_2pi_fixed(n_bits) / (1 << (s + n_bits)))
-            wrap_list.append(_ratio(*_dyadic_turns(1 << 64, omega)))
-            offset_list.append(_ratio(*_dyadic_turns(offset, omega)))
-            for k in (0, 1):
-                word, rest = _split_dyadic(*_dyadic_turns(1 << (_SPLIT_BITS * k), omega), 32)
-                words[k].append(word)
-                rests[k].append(rest)
-            continue
-        f_list.append(float(Fraction(omega) * _inv_2pi(_bit_size(Fraction(omega)))))
-        wrap_list.append(float(turns_fraction(2**64, omega)))
-        offset_list.append(float(turns_fraction(offset, omega)))
-        for k in (0, 1):
-            word, rest = _split_word(turns_fraction(1 << (_SPLIT_BITS * k), omega), 32)
-            words[k].append(word)
-            rests[k].append(rest)
-    return (
-        (tuple(words[0]), tuple(words[1])),
-        (tuple(rests[0]), tuple(rests[1])),
-        tuple(f_list),
-        tuple(wrap_list),
-        tuple(offset_list) if offset else None,
+            f_omega = a * inv_2pi_fixed(n_bits) / (1 << (s + n_bits))
+            turns = [_ratio(*_dyadic_turns(v, omega)) for v in (1 << 64, offset)]
+            splits = [_split_dyadic(*_dyadic_turns(w, omega), 32) for w in places]
+        else:
+            f_omega = float(Fraction(omega) * _inv_2pi(_bit_size(Fraction(omega))))
+            turns = [float(turns_fraction(v, omega)) for v in (1 << 64, offset)]
+            splits = [_split_word(turns_fraction(w, omega), 32) for w in places]
+        rows.append((f_omega, *turns, *splits[0], *splits[1]))
+    f, wrap, shift, w0, r0, w1, r1 = (
+        (tuple(c) for c in zip(*rows, strict=True)) if rows else [()] * 7
     )
+    return (w0, w1), (r0, r1), f, wrap, shift if offset else None
 
 
 @functools.lru_cache(maxsize=64)
@@ -257,14 +246,11 @@ def word64_constants(omegas: tuple[float, ...]) -> tuple[tuple[int, ...], tuple[
     >>> bool(abs(t - float(turns_fraction(p, 1.0))) < 1e-12)
     True
     """
-    words: list[int] = []
-    rests: list[float] = []
-    for omega in omegas:
-        exact = Fraction(omega)
-        word, rest = _split_word(_centered(exact * _inv_2pi(_bit_size(exact) + 64)), 64)
-        words.append(word)
-        rests.append(rest)
-    return tuple(words), tuple(rests)
+    splits = [
+        _split_word(_centered(Fraction(w) * _inv_2pi(_bit_size(Fraction(w)) + 64)), 64)
+        for w in omegas
+    ]
+    return tuple(word for word, _ in splits), tuple(rest for _, rest in splits)
 
 
 def _split_word(v: Fraction, bits: int) -> tuple[int, float]:

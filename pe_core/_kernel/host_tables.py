@@ -527,15 +527,14 @@ def host_turns(
     turns = kernel(values, working)
     if values.dtype.kind != "f" or not _may_miss(omegas, working, max_abs):
         return turns  # the kernel computes every such position: no NaN to look for
-    missing = np.isnan(turns)
-    if missing.any() and working != "float64":  # the float64 kernel's fractional step is wider
-        rows = missing.reshape(-1, len(omegas)).any(axis=-1).reshape(values.shape)
-        turns[rows] = kernel(values[rows], "float64").astype(turns.dtype)
+    # the float64 kernel's fractional step is wider; Python integers take what is left
+    for redo in ("float64", "exact") if working != "float64" else ("exact",):
         missing = np.isnan(turns)
-    if missing.any():
-        rows = missing.reshape(-1, len(omegas)).any(axis=-1).reshape(values.shape)
-        exact = exact_turns(values[rows], omegas, offset=offset)
-        turns[rows] = exact.astype(turns.dtype)
+        if missing.any():
+            rows = missing.reshape(-1, len(omegas)).any(axis=-1).reshape(values.shape)
+            x = values[rows]
+            again = exact_turns(x, omegas, offset=offset) if redo == "exact" else kernel(x, redo)
+            turns[rows] = again.astype(turns.dtype)
     return turns
 
 

@@ -49,14 +49,9 @@ def _yarn(a: ScalingInputs) -> tuple[np.ndarray, float]:
     if low == high:
         high += 0.001  # transformers: prevent a zero-width ramp
     ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
-    extrapolation_weight = 1.0 - ramp
-
+    weight = 1.0 - ramp  # of the extrapolated (unscaled) frequencies
     pos_freqs = theta ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
-    inv_extrapolation = 1.0 / pos_freqs
-    inv_interpolation = 1.0 / (factor * pos_freqs)
-    inv_freq = (
-        inv_interpolation * (1.0 - extrapolation_weight) + inv_extrapolation * extrapolation_weight
-    )
+    inv_freq = 1.0 / (factor * pos_freqs) * (1.0 - weight) + 1.0 / pos_freqs * weight
     return inv_freq, attention_factor
 
 

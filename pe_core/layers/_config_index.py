@@ -91,14 +91,12 @@ class T5RelativeBiasConfig(LayerConfig):
     ) -> Any:
         """:func:`pe_core.t5.t5_relative_bias` with the learned ``table`` and this layer's
         configuration: ``(1, n_heads, query_length, key_length)``."""
+        options: dict[str, Any] = {
+            "bidirectional": self.bidirectional,
+            "max_distance": self.max_distance,
+        }
         return t5_relative_bias(
-            query_length,
-            key_length,
-            table,
-            offset=offset,
-            bidirectional=self.bidirectional,
-            max_distance=self.max_distance,
-            backend=backend,
+            query_length, key_length, table, offset=offset, backend=backend, **options
         )
 
     t5_config = LayerConfig._layer_config

@@ -132,17 +132,6 @@ def _positions(offset: Any, x: Any) -> Any:
     return ops.expand_dims(ops.reshape(offset, shape), -1) + steps
 
 
-def _encode_positions(config: SinusoidalEncodingConfig, positions: Any, dtype: str) -> Any:
-    """``encode`` on a backend tensor; TensorFlow graphs with unknown dims are mapped."""
-    if keras.backend.backend() == "tensorflow" and None in tuple(positions.shape):
-        import tensorflow as tf
-
-        flat = tf.reshape(positions, [-1])
-        pe = tf.vectorized_map(lambda p: config._encode(p, dtype), flat)
-        return tf.reshape(pe, tf.concat([tf.shape(positions), [config.d_model]], 0))
-    return config._encode(positions, dtype)
-
-
 def _frequencies_weight(layer: Any, **options: Any) -> Any:
     """``layer``'s weight ``frequencies``, initialised to its ``initial_frequencies()``
     (``options``: more ``add_weight`` arguments)."""
@@ -249,7 +238,14 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Layer):
             if xp is not None:  # built on the host once, kept on the inputs' device
                 return placed_rows(xp, self, offset, length, inputs, dtype, private=private)
             return _constant(self._host_rows(offset, length, dtype), dtype)
-        return _encode_positions(self, _positions(offset, inputs), dtype)
+        positions = _positions(offset, inputs)
+        if keras.backend.backend() == "tensorflow" and None in tuple(positions.shape):
+            import tensorflow as tf  # a graph with unknown sizes: encode is mapped over them
+
+            flat = tf.reshape(positions, [-1])
+            pe = tf.vectorized_map(lambda p: self._encode(p, dtype), flat)
+            return tf.reshape(pe, tf.concat([tf.shape(positions), [self.d_model]], 0))
+        return self._encode(positions, dtype)
 
 
 @keras.saving.register_keras_serializable(package="pe_core")

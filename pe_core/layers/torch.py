@@ -273,28 +273,20 @@ class SinusoidalEncoding(SinusoidalEncodingConfig, _Module):
             x_shape = (None, length, self.d_model) if like is None else tuple(like.shape)
             positions = _positions(offset, length, x_shape, device)
             return nan_where_wrapped(_TORCH, positions, self._encode(positions, dtype))
-        cached = self._cached_rows(offset, length, device, dtype)
-        if cached is not None:
-            return cached
+        if dtype != torch.float64 and self.cache_rows(offset, length) is not None:
+            key = (device, dtype)
+            table = self._cache.get(key)
+            if table is None:
+                assert self.max_len is not None
+                host = torch.from_numpy(np.array(self.cache_rows(0, self.max_len)))
+                table = self._cache[key] = host.to(device=device, dtype=dtype)
+            return table[offset : offset + length]
         # Host-known positions: built on the host; on an accelerator, moved there once
         # and reused from pe_core's device cache.
         anchor = (
             like if like is not None and like.device == device else torch.empty(0, device=device)
         )
         return self._encode(range(offset, offset + length), dtype, backend="torch", like=anchor)
-
-    def _cached_rows(
-        self, offset: int, length: int, device: torch.device, dtype: torch.dtype
-    ) -> torch.Tensor | None:
-        if dtype == torch.float64 or self.cache_rows(offset, length) is None:
-            return None
-        key = (device, dtype)
-        table = self._cache.get(key)
-        if table is None:
-            assert self.max_len is not None
-            host = torch.from_numpy(np.array(self.cache_rows(0, self.max_len)))
-            table = self._cache[key] = host.to(device=device, dtype=dtype)
-        return table[offset : offset + length]
 
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
         key = prefix + "pe"
@@ -443,20 +435,17 @@ class AlibiBias(AlibiHeadsConfig, _Module):
         self, query_length: int, key_length: int, like: torch.Tensor | None = None
     ) -> torch.Tensor:
         """The bias ``(1, n_heads, query_length, key_length)``."""
-        if torch.compiler.is_compiling():
-            return self._traced_bias(query_length, key_length, like)
-        dtype = None if like is None else like.dtype
-        bias = self._bias(query_length, key_length, backend="torch", dtype=dtype, like=like)
-        return cast(torch.Tensor, bias)
-
-    def _traced_bias(self, q_len: int, k_len: int, like: Any) -> torch.Tensor:
-        """:func:`pe_core.alibi_bias`'s formula in torch operations, for compiled code
-        (the same float32 product of the float64 slopes and the integer distances)."""
+        if not torch.compiler.is_compiling():
+            dtype = None if like is None else like.dtype
+            bias = self._bias(query_length, key_length, backend="torch", dtype=dtype, like=like)
+            return cast(torch.Tensor, bias)
+        # compiled code: pe_core.alibi_bias's formula in torch operations (the same
+        # float32 product of the float64 slopes and the integer distances)
         device = like.device if isinstance(like, torch.Tensor) else None
         dtype = like.dtype if isinstance(like, torch.Tensor) else torch.float32
         working = getattr(torch, working_dtype(str(dtype).removeprefix("torch.")))
-        keys = torch.arange(k_len, device=device)
-        queries = torch.arange(q_len, device=device) + (k_len - q_len)
+        keys = torch.arange(key_length, device=device)
+        queries = torch.arange(query_length, device=device) + (key_length - query_length)
         offset = (keys[None, :] - queries[:, None]).to(working)
         offset = torch.where(offset > 0, float("-inf"), offset) if self.causal else -offset.abs()
         bias = torch.tensor(self._slopes, dtype=working, device=device)[:, None, None] * offset
