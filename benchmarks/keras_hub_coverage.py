@@ -197,6 +197,10 @@ def _roformer() -> tuple[dict[str, Any], dict[str, Any]]:
     return {"dropout": 0.0}, data
 
 
+#: Qwen 3.5 with a full-attention layer (one layer is linear attention only: no rotary).
+_QWEN3_5 = {"num_layers": 2, "layer_types": ["linear_attention", "full_attention"],
+            "head_dim": 16, "partial_rotary_factor": 0.5, "mrope_section": [2, 1, 1]}  # fmt: skip
+
 #: Per-backbone builders: constructor arguments (over :data:`TINY`, where the class
 #: takes them) and inputs, for the families the generic tiny arguments do not build.
 SPECIAL: dict[str, Any] = {
@@ -210,6 +214,9 @@ SPECIAL: dict[str, Any] = {
                             global_rope_partial_rotary_factor=0.5, global_rope_wavelength=1e6),
     "MoonshineBackbone": _moonshine,
     "Qwen3MoeBackbone": _text(head_dim=8, top_k=1, num_experts=2, moe_intermediate_dim=16),
+    "Qwen3_5Backbone": _text(**_QWEN3_5),
+    "Qwen3_5MoeBackbone": _text(**_QWEN3_5, top_k=1, num_experts=2, moe_intermediate_dim=16,
+                                shared_expert_intermediate_size=16),
     "QwenMoeBackbone": _text(top_k=1, num_experts=2, moe_intermediate_dim=16,
                              shared_expert_intermediate_dim=16),
     "RoformerV2Backbone": _roformer,

@@ -242,11 +242,76 @@ def test_refusals() -> None:
     with pytest.raises(ValueError, match="Odd overrides"):
         patch_rotary_embeddings(model)
     assert "_pe_core_exact_rope" not in vars(model.fine)  # nothing patched
-    # Qwen 3.5 forms its M-RoPE angles from its rotary layer's frequencies itself
+    # an attention deriving from Qwen 3.5's forms its M-RoPE angles its own way
+    from keras_hub.src.models.qwen3_5.qwen3_5_attention import Qwen3_5Attention
+
+    class OddAttention(Qwen3_5Attention):
+        pass
+
+    owner = keras.layers.Layer()
+    owner.attention = OddAttention(num_query_heads=2, num_key_value_heads=1, head_dim=16)
+    owner.attention.build((None, None, 16))
+    with pytest.raises(ValueError, match="OddAttention forms its M-RoPE angles"):
+        patch_rotary_embeddings(owner)
+
+
+def qwen3_5_positions(base: int) -> np.ndarray:
+    """M-RoPE position ids ``(1, 4, 5)``: text, temporal, height and width channels
+    apart, so each rotary pair's channel matters."""
+    return (base + np.arange(5) + 7 * np.arange(4)[:, None])[None].astype("int32")
+
+
+def qwen3_5_reference(x: np.ndarray, base: int) -> np.ndarray:
+    """mpmath M-RoPE of ``x`` (head 16, rotary 8, ``mrope_section`` ``[2, 1, 1]``: the
+    pairs take the temporal, height, width and temporal channel)."""
+    channels = qwen3_5_positions(base)[0]
+    inv = 1.0 / 10000.0 ** (np.arange(0, 8, 2) / 8)
+    c = np.empty((5, 4))
+    s = np.empty_like(c)
+    for j, channel in enumerate((1, 2, 3, 1)):
+        cj, sj = mp_cos_sin(channels[channel].astype(np.float64), inv[j : j + 1])
+        c[:, j], s[:, j] = cj[:, 0], sj[:, 0]
+    c, s = np.concatenate([c, c], -1)[None, :, None], np.concatenate([s, s], -1)[None, :, None]
+    x = x.astype(np.float64)
+    rope = x[..., :8]
+    rotated = np.concatenate([-rope[..., 4:], rope[..., :4]], -1)
+    return np.concatenate([rope * c + rotated * s, x[..., 8:]], -1)
+
+
+@inner
+def test_qwen3_5_mrope_exact_at_1e5() -> None:
+    keras.utils.set_random_seed(0)
     qwen = keras_hub.models.Qwen3_5Backbone(vocabulary_size=64, num_layers=4, num_query_heads=2,
-        num_key_value_heads=1, head_dim=8, hidden_dim=16, intermediate_dim=32)  # fmt: skip
-    with pytest.raises(ValueError, match="Qwen3_5Attention forms its M-RoPE angles"):
-        patch_rotary_embeddings(qwen)
+        num_key_value_heads=1, head_dim=16, hidden_dim=16, intermediate_dim=32,
+        partial_rotary_factor=0.5, mrope_section=[2, 1, 1])  # fmt: skip
+    (attention,) = [a for a in qwen._flatten_layers() if type(a).__name__ == "Qwen3_5Attention"]
+    x = np.random.default_rng(0).standard_normal((1, 5, 2, 16)).astype("float32")
+
+    def rope(base: int, start: int = 0, mrope: bool = True) -> np.ndarray:
+        ids = ops.convert_to_tensor(qwen3_5_positions(base)) if mrope else None
+        return numpy_of(attention._apply_partial_rope(ops.convert_to_tensor(x), start, ids))
+
+    short, far, plain = rope(3), rope(100_000), rope(0, 100_000, mrope=False)
+    patch_rotary_embeddings(qwen)
+    np.testing.assert_allclose(rope(3), short, atol=3e-6)  # float32 rounding apart
+    want = qwen3_5_reference(x, 100_000)
+    np.testing.assert_allclose(rope(100_000), want, atol=1e-6)
+    assert np.abs(far - want).max() > 1e-4  # keras-hub's float32 angles
+    ids = ops.convert_to_tensor(qwen3_5_positions(100_000))
+    if INNER == "jax":
+        import jax
+
+        jitted = jax.jit(lambda p: attention._apply_partial_rope(ops.convert_to_tensor(x), 0, p))
+        np.testing.assert_allclose(numpy_of(jitted(ids)), want, atol=1e-6)
+    if INNER == "tensorflow":
+        import tensorflow as tf
+
+        fn = tf.function(lambda p: attention._apply_partial_rope(tf.constant(x), 0, p),
+                         jit_compile=True)  # fmt: skip
+        np.testing.assert_allclose(numpy_of(fn(ids)), want, atol=1e-6)
+    unpatch_rotary_embeddings(qwen)
+    np.testing.assert_array_equal(rope(100_000), far)
+    np.testing.assert_array_equal(rope(0, 100_000, mrope=False), plain)
 
 
 # ------------------------------------------------------- model-specific rotary layers
@@ -359,7 +424,8 @@ def outputs_of(model: Any, data: dict[str, Any]) -> list[np.ndarray]:
 
 NEW_FAMILIES = [
     "DINOV3Backbone", "FluxBackbone", "Gemma3Backbone", "Gemma3nBackbone", "Gemma4Backbone",
-    "MoonshineBackbone", "Qwen3MoeBackbone", "QwenMoeBackbone", "RoformerV2Backbone",
+    "MoonshineBackbone", "Qwen3MoeBackbone", "Qwen3_5Backbone", "Qwen3_5MoeBackbone",
+    "QwenMoeBackbone", "RoformerV2Backbone",
     "SAM3PromptableConceptBackbone", "SmolLM3Backbone", "T5Gemma2Backbone", "T5GemmaBackbone",
 ]  # fmt: skip
 

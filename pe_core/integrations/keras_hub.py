@@ -20,12 +20,13 @@ attention takes only their cos and sin), FLUX's N-D (per-axis) tables, RoFormer 
 interleaved sinusoids, and the fixed 2-D tables of SAM 3's vision encoder and DINOv3
 (in float64 on the host: they depend on the configuration and image size only). Those
 that keep their frequencies or tables as weights are patched only while the weights
-hold their own formula.
+hold their own formula. Qwen 3.5's attention, which forms its M-RoPE angles from its
+rotary layer's frequencies itself, gets an exact ``_apply_partial_rope``.
 
 A model whose rotary layers include one whose formula is not reproduced here (a
 layer class that overrides what it computes, or another model-specific rotary layer:
-Qwen 3.5's vision rotary, and its attention's M-RoPE) is refused with an error that
-names each such layer: nothing is patched then.
+Qwen 3.5's vision rotary, or an attention deriving from Qwen 3.5's that is not its
+own) is refused with an error that names each such layer: nothing is patched then.
 """
 
 from __future__ import annotations
@@ -484,23 +485,77 @@ def _rotary_layers(model: Any) -> list[tuple[str, Any]]:
     return found
 
 
-#: Layers whose own code forms angles from their rotary layer's frequencies, outside
-#: the layer's cos/sin (a patch would leave that path float32): module, attribute.
-_OUTSIDE = (("qwen3_5", "rotary_embedding_layer"),)
+@dataclass
+class _ExactQwen3_5MRoPE:
+    """``Qwen3_5Attention._apply_partial_rope`` with exact M-RoPE angles: ``_apply_mrope``
+    takes each rotary pair's angle from the temporal, height or width position channel
+    (interleaved at stride 3 by ``mrope_section``) times its rotary layer's frequencies;
+    here each channel's tables are exact, for its own pairs. Without M-RoPE (no
+    ``mrope_section`` or no ``position_ids``) it is the attention's own, whose rotary
+    layer is patched."""
+
+    layer: Any
+    inverse_freq: Callable[[Any, int], np.ndarray]
+
+    def __call__(self, x: Any, start_index: Any, position_ids: Any = None) -> Any:
+        layer = self.layer
+        if layer.mrope_section is None or position_ids is None:
+            return type(layer)._apply_partial_rope(layer, x, start_index, position_ids)
+        dim = int(layer.rotary_dim)
+        inv = self.inverse_freq(layer.rotary_embedding_layer, dim)
+        pair = np.arange(dim // 2)
+        height = (pair < 3 * layer.mrope_section[1]) & (pair % 3 == 1)
+        width = (pair < 3 * layer.mrope_section[2]) & (pair % 3 == 2) & ~height
+        cos_parts, sin_parts, order = [], [], []
+        for channel, mask in ((1, ~height & ~width), (2, height), (3, width)):
+            if mask.any():
+                positions = _given(position_ids[:, channel, :])
+                cos, sin = _tables(positions, inv[mask], 1.0, layout="half_width")
+                cos_parts.append(cos)
+                sin_parts.append(sin)
+                order.extend(pair[mask].tolist())
+        back = np.argsort(np.asarray(order))  # the pairs in their own order again
+        cos = ops.take(ops.concatenate(cos_parts, axis=-1), back, axis=-1)
+        sin = ops.take(ops.concatenate(sin_parts, axis=-1), back, axis=-1)
+        cos = ops.expand_dims(ops.concatenate([cos, cos], axis=-1), 2)
+        sin = ops.expand_dims(ops.concatenate([sin, sin], axis=-1), 2)
+        x_rope = x[..., :dim]
+        rotated = ops.concatenate([-x_rope[..., dim // 2 :], x_rope[..., : dim // 2]], axis=-1)
+        x_rope = ops.cast(
+            ops.cast(x_rope, "float32") * cos + ops.cast(rotated, "float32") * sin, x.dtype
+        )
+        if dim == layer.head_dim:
+            return x_rope
+        return ops.concatenate([x_rope, x[..., dim:]], axis=-1)
 
 
-def _used_outside(model: Any) -> list[str]:
-    """Refusals for rotary layers whose frequencies their owner uses itself."""
-    refused = []
+def _qwen3_5_owners(model: Any) -> tuple[list[tuple[Any, dict[str, Any]]], list[str]]:
+    """Qwen 3.5's attentions, which form their M-RoPE angles from their rotary layer's
+    frequencies themselves: what to set on each (its exact ``_apply_partial_rope``), and
+    refusals for those whose code or rotary layer is not Qwen 3.5's own."""
+    patches, refused = [], []
     for owner in model._flatten_layers(include_self=True, recursive=True):
-        for module, attribute in _OUTSIDE:
-            if module in type(owner).__module__ and hasattr(owner, attribute):
-                refused.append(
-                    f"{owner.path} ({type(owner).__name__} forms its M-RoPE angles from "
-                    f"{attribute}'s frequencies itself, in float32: not reproduced by "
-                    "pe_core.integrations.keras_hub)"
-                )
-    return refused
+        qwen = any("qwen3_5" in cls.__module__ for cls in type(owner).__mro__)
+        if not (qwen and hasattr(owner, "rotary_embedding_layer")):
+            continue
+        rope = owner.rotary_embedding_layer
+        inverse_freq = None
+        if _key(owner) == _QWEN3_5_ATTENTION and isinstance(rope, RotaryEmbedding):
+            inverse_freq = _INVERSE_FREQ.get(_own(rope, "_get_inverse_freq"))
+        if inverse_freq is None:
+            refused.append(
+                f"{owner.path} ({type(owner).__name__} forms its M-RoPE angles from "
+                "rotary_embedding_layer's frequencies itself, in float32: not reproduced by "
+                "pe_core.integrations.keras_hub)"
+            )
+        else:
+            patches.append(
+                (owner, {"_apply_partial_rope": _ExactQwen3_5MRoPE(owner, inverse_freq)})
+            )
+    return patches, refused
+
+
+_QWEN3_5_ATTENTION = ("keras_hub.src.models.qwen3_5.qwen3_5_attention", "Qwen3_5Attention")
 
 
 def patch_rotary_embeddings(model: ModelT) -> ModelT:
@@ -539,7 +594,7 @@ def patch_rotary_embeddings(model: ModelT) -> ModelT:
             f"{type(model).__name__} has no rotary embedding layer: nothing to patch "
             "(pe_core.integrations.keras_hub patches keras_hub RotaryEmbedding layers)."
         )
-    patches, refused = [], _used_outside(model)
+    patches, refused = _qwen3_5_owners(model)
     for path, layer in layers:
         exact, reason = _exact_method(layer)
         if exact is None:
