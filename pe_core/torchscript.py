@@ -8,7 +8,7 @@ backend's arrays, specs, presets and model configs, and choose a route in Python
 module is the form TorchScript-era model code can hold instead:
 
 * :class:`Sinusoidal` (the sinusoidal table of any 1-D spec; timestep embeddings with
-  :func:`~pe_core.timestep_spec`), :class:`RopeCosSin` and :class:`Rope` (RoPE's
+  :func:`~pe_core.timestep.timestep_spec`), :class:`RopeCosSin` and :class:`Rope` (RoPE's
   tables and rotation), :class:`AlibiBias`, :class:`T5Buckets`: ``torch.nn.Module``
   subclasses whose constructor (plain Python, not scripted) validates the arguments
   and works out the constants on the host with pe_core, and whose ``forward`` is
@@ -44,10 +44,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from pe_core._index.log_buckets import t5_thresholds_plain
 from pe_core._kernel.angles import FRACTION_MAX_TURNS, turn_constant_fields
 from pe_core._schedule import check_d, computed_width, omegas
 from pe_core._sinusoidal import _MAX_FRACTION_SHIFT
-from pe_core._index.log_buckets import t5_thresholds_plain
 from pe_core.alibi import alibi_slopes
 from pe_core.presets import resolve_spec
 from pe_core.rope_tables import _rope_of
@@ -387,7 +387,7 @@ class Sinusoidal(_TurnsModule):
     spec : Spec or str, optional
         Any 1-D spec or preset (``"vaswani"`` by default): base, layout, order, offset,
         explicit frequencies. Timestep embeddings:
-        ``Sinusoidal(dim, spec=pe_core.timestep_spec(dim, flip_sin_to_cos, shift))``
+        ``Sinusoidal(dim, spec=pe_core.timestep.timestep_spec(dim, flip_sin_to_cos, shift))``
         (a negative ``scale`` negates the sines: do that on the result).
     dtype : torch.dtype, optional
         ``torch.float32`` (default) or ``torch.float64``: the working and output dtype.
