@@ -332,6 +332,17 @@ class _TurnsModule(nn.Module):
 
     float_scale: float
     has_offset: bool
+    # the buffers (for type checkers; TorchScript reads them from the module)
+    int_words: Tensor
+    int_rests: Tensor
+    int_fraction_f: Tensor
+    int_fast: Tensor
+    int_offset: Tensor
+    float_words: Tensor
+    float_rests: Tensor
+    float_fraction_f: Tensor
+    float_fast: Tensor
+    float_offset: Tensor
 
     def _setup_turns(self, freqs: tuple[float, ...], offset: float, working: torch.dtype) -> None:
         name = "float64" if working == torch.float64 else "float32"
@@ -409,7 +420,7 @@ class Sinusoidal(_TurnsModule):
 
     def __init__(self, d: int, spec: Spec | str | None = None, dtype: Any = None) -> None:
         super().__init__()
-        resolved = resolve_spec(spec)  # type: ignore[arg-type]
+        resolved = resolve_spec(spec)
         if resolved.axes != 1:
             raise ValueError(
                 f"Sinusoidal takes 1-D specs; this one has axes={resolved.axes} "
@@ -543,6 +554,7 @@ class AlibiBias(nn.Module):
     """
 
     causal: bool
+    slopes: Tensor
 
     def __init__(
         self, n_heads: int, causal: bool = True, alibi_bias_max: float = 8.0, dtype: Any = None
@@ -575,6 +587,7 @@ class T5Buckets(nn.Module):
     max_exact: int
     bidirectional: bool
     min_extra: int
+    thresholds: Tensor
 
     def __init__(
         self,

@@ -217,7 +217,7 @@ def test_rope_is_apply_rope(reload: Any, rope_key: str, dtype: str) -> None:
 
 def test_rope_refuses_float64_x_and_length_dependent_ropes(reload: Any) -> None:
     scripted = reload("rope_default", ts.Rope(16))
-    with pytest.raises(Exception, match="dtype=torch.float64"):
+    with pytest.raises(Exception, match=r"dtype=torch\.float64"):
         scripted(torch.ones(2, 16, dtype=torch.float64), torch.arange(2))
     config = {"head_dim": 8, "rope_parameters": {"rope_type": "dynamic", "factor": 2.0}}
     config["max_position_embeddings"] = 64
