@@ -302,3 +302,29 @@ def test_scripting_warns_and_the_module_leaves_warnings_alone() -> None:
         torch.jit.script(ts.AlibiBias(2))
     source = Path(ts.__file__).read_text()
     assert "import warnings" not in source and "filterwarnings" not in source
+
+
+class Tiny(torch.nn.Module):
+    """The model of docs/deploying.md's TorchScript section."""
+
+    def __init__(self, d_model: int = 64, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.pe = ts.Sinusoidal(d_model)
+        self.rope = ts.Rope(d_model // heads)
+
+    def forward(self, x: torch.Tensor, offset: int) -> tuple[torch.Tensor, torch.Tensor]:
+        positions = torch.arange(x.shape[1], device=x.device) + offset
+        h = x + self.pe(positions)
+        q = h.unflatten(-1, (self.heads, -1)).transpose(1, 2)  # (batch, heads, seq, hd)
+        return h, self.rope(q, positions)
+
+
+def test_a_model_holding_the_modules_scripts_whole(reload: Any) -> None:
+    model = Tiny().eval()
+    served = reload("tiny", model)
+    x = torch.randn(2, 5, 64, generator=torch.Generator().manual_seed(1))
+    for got, want in zip(served(x, 10**6), model(x, 10**6), strict=True):
+        bits_equal(got, want)
+    h, _ = served(torch.zeros(1, 1, 64), 10**6)
+    within(h[0], np.asarray(pe_core.encode([10**6], 64, dtype="float64")))
