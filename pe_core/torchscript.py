@@ -393,6 +393,9 @@ class _TurnsModule(nn.Module):
 class Sinusoidal(_TurnsModule):
     """The sinusoidal table of positions, :func:`pe_core.encode`'s values; scriptable.
 
+    ``forward(positions)`` takes integer or float positions of any shape ``S`` and
+    returns ``S + (d,)`` on their device.
+
     Parameters
     ----------
     d : int
@@ -404,9 +407,6 @@ class Sinusoidal(_TurnsModule):
         (a negative ``scale`` negates the sines: do that on the result).
     dtype : torch.dtype, optional
         ``torch.float32`` (default) or ``torch.float64``: the working and output dtype.
-
-    ``forward(positions)`` takes integer or float positions of any shape ``S`` and
-    returns ``S + (d,)`` on their device.
 
     Examples
     --------
@@ -444,6 +444,9 @@ class RopeCosSin(_TurnsModule):
     """RoPE's ``(cos, sin)`` of positions, :func:`pe_core.rope_cos_sin`'s values;
     scriptable.
 
+    ``forward(positions)`` returns ``cos`` and ``sin`` of shape ``positions.shape +
+    (width,)``, times the rope's attention factor.
+
     Parameters
     ----------
     head_dim_or_config : int or Mapping or config object
@@ -456,9 +459,9 @@ class RopeCosSin(_TurnsModule):
         The table's layout (the spec's pairing by default).
     dtype : torch.dtype, optional
         ``torch.float32`` (default) or ``torch.float64``.
-
-    ``forward(positions)`` returns ``cos`` and ``sin`` of shape ``positions.shape +
-    (width,)``, times the rope's attention factor.
+    layer_type : str, optional
+        With a model config that has rope parameters per layer type, as for
+        :func:`pe_core.rope_cos_sin`.
 
     Examples
     --------
