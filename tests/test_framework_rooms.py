@@ -49,7 +49,6 @@ ROOMS: frozenset[str] = frozenset(
         "pe_core/layers/torch.py",
         "pe_core/layers/flax.py",
         "pe_core/layers/keras.py",
-        "pe_core/torchscript.py",
     }
 )
 

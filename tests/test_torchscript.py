@@ -1,4 +1,4 @@
-"""``pe_core.torchscript``: scripted, saved and reloaded, it gives pe_core's numbers.
+"""``pe_core.integrations.torchscript``: scripted, saved and reloaded, it gives pe_core's numbers.
 
 Every module is scripted with ``torch.jit.script``, saved with ``torch.jit.save`` and
 loaded back once (a module-scoped cache); the loaded module is compared
@@ -31,8 +31,8 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import pe_core  # noqa: E402
-from pe_core import torchscript as ts  # noqa: E402
 from pe_core._schedule import omegas  # noqa: E402
+from pe_core.integrations import torchscript as ts  # noqa: E402
 from pe_core.presets import resolve_spec  # noqa: E402
 from pe_core.timestep import timestep_spec  # noqa: E402
 from pe_core_backends import force_device_path  # noqa: E402

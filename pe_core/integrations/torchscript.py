@@ -26,13 +26,13 @@ positions, and, like it, the angle within about ``3e-7`` rad at any int64 positi
 Invalid positions (NaN, inf, ``|x| >= 2**63``) give NaN rows, as on a device; the
 eager functions on host positions raise instead.
 
-``import pe_core.torchscript`` imports torch (``import pe_core`` does not). TorchScript
+``import pe_core.integrations.torchscript`` imports torch (``import pe_core`` does not). TorchScript
 itself is deprecated in recent PyTorch (``torch.jit.script`` warns); for new code
 ``torch.compile`` and ``torch.export`` take pe_core's eager functions and layers
 directly.
 
 >>> import torch
->>> from pe_core.torchscript import Sinusoidal
+>>> from pe_core.integrations.torchscript import Sinusoidal
 >>> scripted = torch.jit.script(Sinusoidal(8))  # warns: TorchScript is deprecated
 >>> scripted(torch.tensor([1]))[0, :2]  # sin 1, cos 1
 tensor([0.8415, 0.5403])
