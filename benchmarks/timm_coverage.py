@@ -83,7 +83,7 @@ def build(timm: Any, name: str) -> tuple[Any, Any, dict[str, Any]]:
             with torch.no_grad():
                 model(x)
             return model, x, kwargs
-        except Exception:  # noqa: S112 (the next, larger build is tried)
+        except Exception:  # the next, larger build is tried
             continue
     raise LookupError("no tiny build that runs on an image")
 
@@ -93,7 +93,7 @@ def model_row(timm: Any, name: str) -> list[str]:
     from pe_core.integrations.timm import patch_rotary_embeddings, unpatch_rotary_embeddings
 
     try:
-        model, x, kwargs = build(timm, name)
+        model, x, _ = build(timm, name)
     except LookupError as error:
         return [name, "", f"skipped ({error})", ""]
     try:
