@@ -267,3 +267,20 @@ def test_compiled_fullgraph():
     x = torch.randn(1, 32, 3, 4)
     compiled = torch.compile(m, fullgraph=True, backend="eager")
     assert torch.allclose(compiled(x), m(x), atol=1e-6)
+
+
+def test_resample_hook_loads_like_timm():
+    """pe_core.resample's load hook with its defaults gives the position table timm's
+    own ``checkpoint_filter_fn`` gives (``resample_abs_pos_embed``) on a real ViT."""
+    from timm.models.vision_transformer import checkpoint_filter_fn
+
+    from pe_core.resample import pos_embed_load_hook
+
+    torch.manual_seed(0)
+    small = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=64, depth=1)
+    big = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=112, depth=1)
+    theirs = checkpoint_filter_fn(small.state_dict(), big)["pos_embed"]
+    big.register_load_state_dict_pre_hook(pos_embed_load_hook("pos_embed"))
+    big.load_state_dict(small.state_dict())
+    assert big.pos_embed.shape == theirs.shape == (1, 1 + 7 * 7, 192)
+    assert torch.allclose(big.pos_embed, theirs, atol=1e-6)
