@@ -44,6 +44,60 @@ REFUSED = {
 }
 
 
+#: What a patched module of each class must have: the method the patch replaces and the
+#: attributes its formula reads (timm 1.0.31's internals).
+_AXIAL = (
+    "_build_embed",
+    "_build_embed_cat",
+    "_update_cached_embed",
+    "_compute_bands",
+    "bands",
+    "dim",
+    "in_pixels",
+    "max_res",
+    "temperature",
+    "linear_bands",
+    "feat_shape",
+    "ref_feat_shape",
+    "grid_offset",
+    "grid_indexing",
+    "rotate_half",
+    "grid_type",
+    "normalize_coords",
+    "aug_active",
+)
+_NEEDS = {
+    "RotaryEmbedding": tuple(a for a in _AXIAL if a != "_build_embed_cat"),
+    "RotaryEmbeddingCat": _AXIAL,
+    "RotaryEmbeddingDinoV3": (
+        "_create_embed",
+        "_cache_embed",
+        "periods",
+        "dim",
+        "temperature",
+        "min_period",
+        "max_period",
+        "feat_shape",
+        "pos_embed_cached",
+        "grid_offset",
+        "grid_indexing",
+        "normalize_coords",
+        "rotate_half",
+        "aug_active",
+    ),
+    "RotaryEmbeddingMRope": (
+        "get_embed",
+        "inv_freq",
+        "axis",
+        "dim",
+        "mrope_section",
+        "temperature",
+        "grid_indexing",
+        "aug_active",
+    ),
+}
+
+
 def _key(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
@@ -330,6 +384,12 @@ def plan(module: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             )
         raise ValueError("a rotary embedding with a formula of its own: not covered")
     name = key.rsplit(".", 1)[-1]
+    missing = [a for a in _NEEDS[name] if not hasattr(module, a)]
+    if missing:
+        raise ValueError(
+            f"this timm version's {name} has no {', '.join(missing)} (the internals the "
+            "patch replaces, as in timm 1.0.31): not covered"
+        )
     common: dict[str, Any] = {"_pe_core_timm_original": _Original(module)}
     if getattr(module, "feat_shape", None) is not None:
         common["_pe_core_timm_feat_shape"] = tuple(module.feat_shape)

@@ -3,10 +3,12 @@
 timm builds the sin/cos tables of its axial rotary embeddings in float32: positions
 (an index grid, a ``[-1, 1]`` pixel grid, DINOv3's centered grid, rescaled to a
 ``ref_feat_shape``) times frequency bands, then ``sin``/``cos``. The float32 product
-loses the angle as grids grow (about ``4e-5`` rad at index 500 for EVA-02's fastest
-band, ``3e-3`` at 32768). :func:`patch_rotary_embeddings` makes every such module of a
-model compute its own formula with exactly reduced angles, on its own device, with no
-float64 needed there:
+loses the angle as the positions grow: on an unscaled index grid (RoPE-ViT, Qwen3-ViT)
+the tables are 2e-6 off at 64 x 64 and 2e-5 at 512 x 512, with pixel bands 4e-5; grids
+rescaled to a ``ref_feat_shape`` (EVA-02, PE) or normalized (DINOv3) stay within 6e-7.
+:func:`patch_rotary_embeddings` makes every such module of a model compute its own
+formula with exactly reduced angles (within 3e-7 of float64 at any grid size), on its
+own device, with no float64 needed there:
 
 * ``RotaryEmbedding`` and ``RotaryEmbeddingCat`` (EVA, EVA-02, the RoPE-ViTs
   ``vit_*_rope_*``, PE, Qwen3-ViT, DeepSeek-ViT, SAM-ViT, NaFlexViT): pixel or
