@@ -8,7 +8,9 @@ outputs (float32 tolerance), and unpatching against the original outputs (bitwis
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 import warnings
 
 import numpy as np
@@ -17,8 +19,7 @@ from _timm_import import timm_or_skip
 
 torch = pytest.importorskip("torch")
 timm = timm_or_skip()
-
-from timm.layers import pos_embed_sincos as sincos  # noqa: E402
+sincos = timm.layers.pos_embed_sincos
 
 from pe_core.host_reads import forbid_host_reads  # noqa: E402
 from pe_core.integrations.timm import (  # noqa: E402
@@ -149,6 +150,8 @@ def test_cached_table_batch_embeds_and_forward():
     assert err(m.get_embed(), want) < TOL
     m.update_feat_shape([50, 600])  # the resized cache is exact too
     assert err(m.get_embed(), np.concatenate(rotary64(m, (50, 600)), -1)) < TOL
+    twin = pickle.loads(pickle.dumps(copy.deepcopy(m)))  # a patched module copies
+    assert torch.equal(twin.get_embed(), m.get_embed())
     with patched_rotary_embeddings(free):
         padded = free.get_batch_embeds([(3, 4000), (2, 5)], seq_len=12000)
         for row, shape in zip(padded, [(3, 4000), (2, 5)], strict=True):
@@ -272,8 +275,7 @@ def test_compiled_fullgraph():
 def test_resample_hook_loads_like_timm():
     """pe_core.resample's load hook with its defaults gives the position table timm's
     own ``checkpoint_filter_fn`` gives (``resample_abs_pos_embed``) on a real ViT."""
-    from timm.models.vision_transformer import checkpoint_filter_fn
-
+    checkpoint_filter_fn = timm.models.vision_transformer.checkpoint_filter_fn
     from pe_core.resample import pos_embed_load_hook
 
     torch.manual_seed(0)

@@ -10,6 +10,7 @@ added by the angle-sum formula (within about 2e-7 of the float64 values).
 
 from __future__ import annotations
 
+import functools
 import math
 import types
 from typing import Any
@@ -366,6 +367,8 @@ class _Original:
         self._module = module
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_module":  # copy and pickle look these up
+            raise AttributeError(name)
         return types.MethodType(getattr(type(self._module), name), self._module)
 
 
@@ -410,7 +413,7 @@ def _plan_axial(module: Any, common: dict[str, Any]) -> tuple[dict[str, Any], di
     attributes = {
         **common,
         "_pe_core_timm_bands": bands,
-        "_build_embed": types.MethodType(_rotary_build_embed, module),
+        "_build_embed": functools.partial(_rotary_build_embed, module),
     }
     buffers: dict[str, Any] = {}
     if module.feat_shape is not None:
@@ -434,7 +437,7 @@ def _plan_dinov3(module: Any, common: dict[str, Any]) -> tuple[dict[str, Any], d
     attributes = {
         **common,
         "_pe_core_timm_bands": tuple(2.0 * math.pi / p for p in periods),
-        "_create_embed": types.MethodType(_dinov3_create_embed, module),
+        "_create_embed": functools.partial(_dinov3_create_embed, module),
     }
     buffers: dict[str, Any] = {}
     if module.feat_shape is not None and module.pos_embed_cached is not None:
@@ -456,7 +459,7 @@ def _plan_mrope(module: Any, common: dict[str, Any]) -> tuple[dict[str, Any], di
         **common,
         "_pe_core_timm_bands": inv_freq,
         "_pe_core_timm_axes": axes,
-        "get_embed": types.MethodType(_mrope_get_embed, module),
+        "get_embed": functools.partial(_mrope_get_embed, module),
     }
     return attributes, {}
 
