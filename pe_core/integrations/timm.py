@@ -10,8 +10,9 @@ rescaled to a ``ref_feat_shape`` (EVA-02, PE) or normalized (DINOv3) stay within
 formula with exactly reduced angles (within 3e-7 of float64 at any grid size), on its
 own device, with no float64 needed there:
 
-* ``RotaryEmbedding`` and ``RotaryEmbeddingCat`` (EVA, EVA-02, the RoPE-ViTs
-  ``vit_*_rope_*``, PE, Qwen3-ViT, DeepSeek-ViT, SAM-ViT, NaFlexViT): pixel or
+* ``RotaryEmbedding`` and ``RotaryEmbeddingCat`` (EVA-02, the RoPE-ViTs
+  ``vit_*_rope_*``, PE, Qwen3-ViT, DeepSeek-ViT; SAM-ViT and NaFlexViT built with
+  rotary embeddings): pixel or
   language (``temperature``) bands, ``'index'``, ``'pixel'`` or ``'centered'`` grids,
   ``ref_feat_shape``, ``grid_offset``, ``grid_indexing``, interleaved or half
   (``rotate_half``) layout; their cached table, ``get_embed``, ``get_batch_embeds``
