@@ -200,6 +200,28 @@ def test_mrope_matches_float64():
     assert err(got, want) < TOL < err(before, want)
 
 
+def test_fourier_embed_matches_float64():
+    m = sincos.FourierEmbed(max_res=224, num_bands=8)
+    x = torch.randn(1, 2, 700, 3)
+    before = m(x)
+    with patched_rotary_embeddings(m):
+        got = m(x)
+    g = grid64((700, 3), "pixel")[..., None]  # (H, W, 2, 1)
+    pos = g * bands64(32, True, 224, linear=True)
+    emb = np.concatenate([g, np.sin(pos), np.cos(pos)], -1)  # (H, W, 2, 17)
+    emb = np.swapaxes(emb, -1, -2).reshape(700 * 3, -1)
+    want = np.concatenate([x.permute(0, 2, 3, 1).reshape(700 * 3, 2).numpy(), emb], -1)
+    assert got.shape == before.shape == (1, 700 * 3, 2 + 34)
+    assert err(got[0], want) < TOL < err(before[0], want)
+    m.keep_spatial = True  # the channels-first layout: the same numbers
+    small = x[..., :9, :]
+    theirs = sincos.FourierEmbed.forward(m, small)
+    with patched_rotary_embeddings(m):
+        ours = m(small)
+    assert ours.shape == theirs.shape == (1, 2 + 34, 9, 3)
+    assert torch.allclose(ours, theirs, atol=1e-4)
+
+
 def test_training_augmentation_runs_timm_code():
     m = sincos.RotaryEmbeddingDinoV3(32, shift_coords=0.5, jitter_coords=1.5).train()
     patch_rotary_embeddings(m)

@@ -31,16 +31,13 @@ CLASSES = (
     f"{_SINCOS}.RotaryEmbeddingCat",
     f"{_SINCOS}.RotaryEmbeddingDinoV3",
     f"{_SINCOS}.RotaryEmbeddingMRope",
+    f"{_SINCOS}.FourierEmbed",
 )
 
 #: Rotary or Fourier modules of timm refused, and why.
 REFUSED = {
     f"{_SINCOS}.RotaryEmbeddingMixed": (
         "its frequencies are learned parameters (freqs): there is no fixed formula to reproduce"
-    ),
-    f"{_SINCOS}.FourierEmbed": (
-        "a Fourier feature module (its grid is concatenated to the input), not a rotary "
-        "embedding: not covered"
     ),
 }
 
@@ -86,6 +83,7 @@ _NEEDS = {
         "rotate_half",
         "aug_active",
     ),
+    "FourierEmbed": ("forward", "bands", "max_res", "num_bands", "concat_grid", "keep_spatial"),
     "RotaryEmbeddingMRope": (
         "get_embed",
         "inv_freq",
@@ -212,16 +210,15 @@ def _axis_terms(
 # -- exact tables (device) --------------------------------------------------------------
 
 
-def _axial_sin_cos(
+def _channel_sin_cos(
     feat_shape: tuple[int, ...],
     terms: tuple[tuple[int, tuple[float, ...], tuple[float, ...], tuple[float, ...]], ...],
-    rotate_half: bool,
     device: torch.device,
     working: str,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(N, 2 * ndim * bands) ``sin`` and ``cos`` in timm's layout, exactly."""
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per coordinate channel, ``sin`` and ``cos`` (``(*feat_shape, bands)``), exactly."""
     ndim = len(feat_shape)
-    sins, coss = [], []
+    out = []
     for axis, omegas, cos_phase, sin_phase in terms:
         index = torch.arange(feat_shape[axis], device=device, dtype=torch.int32)
         cos, sin = exact_cos_sin(_TORCH, index, omegas, working=working)
@@ -231,13 +228,64 @@ def _axial_sin_cos(
         view = [1] * ndim + [len(omegas)]
         view[axis] = feat_shape[axis]
         full = [*feat_shape, len(omegas)]
-        sins.append(sin.reshape(view).expand(full))
-        coss.append(cos.reshape(view).expand(full))
-    sin = torch.cat(sins, dim=-1).reshape(math.prod(feat_shape), -1)
-    cos = torch.cat(coss, dim=-1).reshape(math.prod(feat_shape), -1)
+        out.append((sin.reshape(view).expand(full), cos.reshape(view).expand(full)))
+    return out
+
+
+def _axial_sin_cos(
+    feat_shape: tuple[int, ...],
+    terms: tuple[tuple[int, tuple[float, ...], tuple[float, ...], tuple[float, ...]], ...],
+    rotate_half: bool,
+    device: torch.device,
+    working: str,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N, 2 * ndim * bands) ``sin`` and ``cos`` in timm's layout, exactly."""
+    channels = _channel_sin_cos(feat_shape, terms, device, working)
+    sin = torch.cat([s for s, _ in channels], dim=-1).reshape(math.prod(feat_shape), -1)
+    cos = torch.cat([c for _, c in channels], dim=-1).reshape(math.prod(feat_shape), -1)
     if rotate_half:
         return torch.cat([sin, sin], dim=-1), torch.cat([cos, cos], dim=-1)
     return sin.repeat_interleave(2, -1), cos.repeat_interleave(2, -1)
+
+
+def _exact_build_fourier_pos_embed(
+    feat_shape: Any,
+    bands: torch.Tensor,
+    *,
+    include_grid: bool,
+    dtype: torch.dtype,
+    device: torch.device,
+    bands64: tuple[float, ...],
+) -> list[torch.Tensor]:
+    """timm's ``build_fourier_pos_embed`` as ``FourierEmbed.forward`` calls it (pixel
+    grid, its bands), the angles exact; the grid itself is timm's."""
+    shape = _shape(feat_shape)
+    terms = _TORCH.host_constant(_axis_terms, shape, bands64, "pixel", None, 0.0, "ij", "separate")
+    channels = _channel_sin_cos(shape, terms, device, "float32")
+    sin = torch.stack([s for s, _ in channels], dim=-2).to(dtype)
+    cos = torch.stack([c for _, c in channels], dim=-2).to(dtype)
+    axes = [torch.linspace(-1.0, 1.0, steps=n, device=device, dtype=torch.float32) for n in shape]
+    grid = torch.stack(torch.meshgrid(axes, indexing="ij"), dim=-1).unsqueeze(-1)
+    return [grid, sin, cos] if include_grid else [sin, cos]
+
+
+def _fourier_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+    """``FourierEmbed.forward`` (timm 1.0.31's code), its ``build_fourier_pos_embed`` exact."""
+    batch, feat_shape = x.shape[0], x.shape[2:]
+    emb = _exact_build_fourier_pos_embed(
+        feat_shape,
+        self.bands,
+        include_grid=self.concat_grid,
+        dtype=x.dtype,
+        device=x.device,
+        bands64=self._pe_core_timm_bands,
+    )
+    table = torch.cat(emb, dim=-1).transpose(-1, -2).flatten(len(feat_shape))
+    batch_expand = (batch,) + (-1,) * (x.ndim - 1)
+    if self.keep_spatial:
+        return torch.cat([x, table.unsqueeze(0).expand(batch_expand).permute(0, 3, 1, 2)], dim=1)
+    x = torch.cat([x.permute(0, 2, 3, 1), table.unsqueeze(0).expand(batch_expand)], dim=-1)
+    return x.reshape(batch, feat_shape.numel(), -1)
 
 
 def _shape(feat_shape: Any) -> tuple[int, ...]:
@@ -400,6 +448,8 @@ def plan(module: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         return _plan_axial(module, common)
     if name == "RotaryEmbeddingDinoV3":
         return _plan_dinov3(module, common)
+    if name == "FourierEmbed":
+        return _plan_fourier(module, common)
     return _plan_mrope(module, common)
 
 
@@ -471,3 +521,15 @@ def rebuild_cache(module: Any) -> None:
         module._cache_embed(module.feat_shape)
     else:
         module._update_cached_embed(module.feat_shape, module._compute_bands(module.bands.device))
+
+
+def _plan_fourier(module: Any, common: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    n, half = int(module.num_bands), float(module.max_res) / 2
+    bands = tuple(b * math.pi for b in _linspace(1.0, half, n))  # pixel_freq_bands, linear
+    _check("bands", module.bands, tuple(float(torch.tensor(b).float()) for b in bands))
+    attributes = {
+        **common,
+        "_pe_core_timm_bands": bands,
+        "forward": functools.partial(_fourier_forward, module),
+    }
+    return attributes, {}

@@ -20,7 +20,8 @@ own device, with no float64 needed there:
 * ``RotaryEmbeddingDinoV3`` (``vit_*_dinov3``): periods from ``temperature`` or
   ``min_period``/``max_period``, ``normalize_coords``, ``grid_offset``,
   ``grid_indexing``, in either layout;
-* ``RotaryEmbeddingMRope``: the interleaved height/width/temporal channels.
+* ``RotaryEmbeddingMRope``: the interleaved height/width/temporal channels;
+* ``FourierEmbed``: the sin/cos of its pixel-grid Fourier features.
 
 Training-time coordinate augmentation (``shift_coords``, ``jitter_coords``,
 ``rescale_coords``, active only while ``module.training``) draws random numbers in
