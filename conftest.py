@@ -34,7 +34,7 @@ PACKAGES = (ROOT / "pe_core", ROOT / "pe_core_backends")
 #: and the libraries the integrations import.
 FRAMEWORKS = (
     *(row.framework for row in REGISTRY.rows if row.name != "numpy"),
-    *("flax", "keras", "keras_hub", "transformers", "diffusers"),
+    *("flax", "keras", "keras_hub", "transformers", "diffusers", "timm"),
 )
 #: Backend name or alias -> the framework it needs.
 _BACKEND_NAMES = {key: REGISTRY.by_name[name].framework for key, name in REGISTRY.by_alias.items()}
@@ -95,6 +95,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         missing = sorted(m for m in needed & {*FRAMEWORKS, "matplotlib"} if not installed(m))
         if missing:
             item.add_marker(pytest.mark.skip(reason=f"doctest needs {', '.join(missing)}"))
+        elif "timm" in needed:
+            item.add_marker(pytest.mark.needs_timm_import)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """timm imports torchvision for its data pipelines: a doctest using timm's models
+    imports it with a stand-in ``torchvision`` where none is installed
+    (``tests/_timm_import.py``)."""
+    if item.get_closest_marker("needs_timm_import") is not None:
+        spec = importlib.util.spec_from_file_location(
+            "_timm_import", ROOT / "tests" / "_timm_import.py"
+        )
+        assert spec is not None and spec.loader is not None
+        helper = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(helper)
+        helper.import_timm()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -122,6 +122,10 @@ def test_every_python_block_runs(page, tmp_path, monkeypatch):
         reason = _unavailable(code)
         if reason:
             pytest.skip(f"{name} block {number} and after: {reason}")
+        if "timm" in modules_needed(code):  # timm imports torchvision: a stand-in if missing
+            from _timm_import import import_timm
+
+            import_timm()
         with contextlib.redirect_stdout(io.StringIO()):
             try:
                 exec(compile(code, f"{name} python block {number}", "exec"), namespace)
