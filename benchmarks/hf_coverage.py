@@ -3,7 +3,7 @@
 ``python -m benchmarks.hf_coverage [--jobs N] [--timeout S] [--only a,b] [--memory GIB]
 [--out FILE]``
 enumerates every model type of the installed transformers whose modeling module defines
-a class named ``*RotaryEmbedding*``, and for each one, in its own process (a timeout
+a class named ``*RotaryEmbedding*`` or ``*RopePositionEmbedding``, and for each one, in its own process (a timeout
 each):
 
 1. builds the model of the type's default config (``AutoModel``'s class for it, else
@@ -58,6 +58,10 @@ VISION_LEN = 1024
 GRID = 128
 
 
+#: A rotary class in a modeling module (as ``is_rotary`` of pe_core's probe names them).
+ROTARY_CLASS = r"class (\w*RotaryEmbedding\w*|\w*RopePositionEmbedding)\("
+
+
 def families() -> list[tuple[str, str]]:
     """``(model_type, modeling module)`` of every model type with a rotary class."""
     import transformers
@@ -80,7 +84,7 @@ def families() -> list[tuple[str, str]]:
             if "_tf_" in name or "_flax_" in name:
                 continue
             with open(os.path.join(path, name), encoding="utf-8") as handle:
-                if re.search(r"class \w*RotaryEmbedding\w*\(", handle.read()):
+                if re.search(ROTARY_CLASS, handle.read()):
                     out.append((model_type, f"transformers.models.{folder}.{name[:-3]}"))
                     seen.add(folder)
                     break
@@ -303,6 +307,8 @@ def _candidates(model_type: str, module_name: str, config: Any) -> Iterator[tupl
 def _build(model_type: str, module_name: str, reference: bool) -> Any:
     import torch
 
+    from pe_core.integrations._transformers_probe import is_rotary
+
     config = _config(model_type)
     errors = []
     for cls, key in _candidates(model_type, module_name, config):
@@ -322,16 +328,19 @@ def _build(model_type: str, module_name: str, reference: bool) -> Any:
         except Exception as error:
             errors.append(f"{cls.__name__}: {type(error).__name__}: {error}"[:200])
             continue
-        if any("RotaryEmbedding" in type(m).__name__ for m in model.modules()):
+        if any(is_rotary(m) for m in model.modules()):
             return model
         errors.append(f"{cls.__name__}: no rotary module")
     raise RuntimeError("; ".join(errors) or "no model class")
 
 
 def _kind(module: Any, path: str) -> str:
-    """``vision`` for the rotary modules of vision towers, else ``text``."""
+    """``vision`` for the rotary modules of vision towers and of 2-D grids (a forward
+    without position ids), else ``text``."""
     name = type(module).__name__.lower() + " " + path.lower()
-    return "vision" if ("vision" in name or "visual" in name) else "text"
+    params = list(inspect.signature(type(module).forward).parameters)[1:]
+    grid = params in (["pixel_values"], ["x"], ["hidden_states"])
+    return "vision" if ("vision" in name or "visual" in name or grid) else "text"
 
 
 def _cos_sin(out: Any) -> tuple[Any, Any]:
@@ -387,6 +396,7 @@ def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
     """Rows of one family (in this process)."""
     import torch
 
+    from pe_core.integrations._transformers_probe import is_rotary
     from pe_core.integrations.transformers import patch_rotary_embeddings
 
     torch.manual_seed(0)
@@ -399,7 +409,7 @@ def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
     refs = dict(reference.named_modules())
     rows = []
     for path, module in model.named_modules():
-        if "RotaryEmbedding" not in type(module).__name__:
+        if not is_rotary(module):
             continue
         row: dict[str, Any] = {
             "family": model_type,

@@ -20,7 +20,7 @@ from torch import nn
 from pe_core.integrations._hf_float64 import float64_init_functions, run_float64
 from pe_core.rope_scaling import READ_CONFIG_KEYS, rope_frequencies
 
-__all__ = ["Layout", "Rope", "arrange", "plan", "recomposition", "rotary_modules"]
+__all__ = ["Layout", "Rope", "arrange", "is_rotary", "plan", "recomposition", "rotary_modules"]
 
 #: Positions of the check at patch time.
 _PROBE_POSITIONS = 16
@@ -141,8 +141,16 @@ class _Float64Source:
         return tuple(float(w) for w in inv_freq), scale
 
 
-def _is_rotary(module: nn.Module) -> bool:
-    return "RotaryEmbedding" in type(module).__name__
+#: Class-name suffixes of transformers' rotary modules besides ``*RotaryEmbedding*``:
+#: DINOv3-ViT's and Sapiens2's ``*RopePositionEmbedding`` (DINOv3's 2-D grid).
+_ROTARY_SUFFIXES = ("RopePositionEmbedding",)
+
+
+def is_rotary(module: Any) -> bool:
+    """Whether ``module``'s class is a transformers rotary module: its name contains
+    ``RotaryEmbedding`` or ends with one of :data:`_ROTARY_SUFFIXES`."""
+    name = type(module).__name__
+    return "RotaryEmbedding" in name or name.endswith(_ROTARY_SUFFIXES)
 
 
 def _layer_types(module: nn.Module) -> tuple[list[str | None] | None, str]:
@@ -409,7 +417,7 @@ def _rope(module: Any, layer_type: str | None) -> tuple[Rope | None, str]:
 
 
 def rotary_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    return [(path, m) for path, m in model.named_modules() if _is_rotary(m)]
+    return [(path, m) for path, m in model.named_modules() if is_rotary(m)]
 
 
 def _table(module: nn.Module) -> tuple[torch.Tensor, dict[str, Any]] | None:

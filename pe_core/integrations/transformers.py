@@ -35,7 +35,8 @@ equal the float64 frequencies to float32 rounding: pe_core's for its config, els
 transformers' own init function of the module run in float64
 (:mod:`pe_core.integrations._hf_float64`). Three 2-D grid modules that take no
 position ids are covered too (:mod:`pe_core.integrations._transformers_grid`): Llama 4's
-vision table (rebuilt in float64), DINOv3-style patch centres (EoMT-DINOv3) and
+vision table (rebuilt in float64), DINOv3's patch centres (DINOv3-ViT's and
+Sapiens2's ``*RopePositionEmbedding``, EoMT-DINOv3) and
 EfficientLoFTR's feature grid (float64 cos/sin per grid size). A rotary embedding of
 another kind (among them one with learned parameters, such as Mistral Large 4's
 ``alpha``) is refused with an error that names it and the reason: nothing is patched
@@ -79,7 +80,8 @@ def _patch(model: nn.Module) -> list[nn.Module]:
     if not found:
         raise ValueError(
             f"{type(model).__name__} has no rotary embedding (no submodule whose class "
-            "name ends with 'RotaryEmbedding'): there is nothing to patch."
+            "name contains 'RotaryEmbedding' or ends with 'RopePositionEmbedding'): there "
+            "is nothing to patch."
         )
     plans: list[tuple[nn.Module, dict[str, Any], dict[str, Any]]] = []
     refused: list[str] = []
