@@ -316,11 +316,11 @@ def test_compiled_fullgraph_after_the_new_layouts() -> None:
 
 def test_coverage_script_enumerates_the_families() -> None:
     """benchmarks/hf_coverage.py finds every model type with a rotary class (one per
-    modeling folder), Llama and Qwen2-VL among them."""
+    modeling folder), Llama, Qwen2-VL and DINOv3-ViT (a `RopePositionEmbedding`) among them."""
     hf_coverage = pytest.importorskip("benchmarks.hf_coverage")
     found = dict(hf_coverage.families())
     assert len(found) >= 150
-    assert {"llama", "qwen2_vl", "cohere"} <= set(found)
+    assert {"llama", "qwen2_vl", "cohere", "dinov3_vit", "sapiens2"} <= set(found)
 
 
 def test_llama4_vision_table_is_rebuilt_in_float64() -> None:
@@ -455,3 +455,66 @@ def test_efficientloftr_grid_rope_is_patched_exactly() -> None:
         assert g.shape == b.shape and g.dtype == b.dtype
     unpatch_rotary_embeddings(module)
     assert "forward" not in vars(module)
+
+
+def _dinov3_config(model_type: str) -> Any:
+    return _config(
+        model_type,
+        None,
+        hidden_size=64,
+        num_attention_heads=2,
+        num_hidden_layers=1,
+        intermediate_size=64,
+        patch_size=16,
+        image_size=64,
+    )
+
+
+@pytest.mark.parametrize(
+    ("model_type", "cls"),
+    [
+        ("dinov3_vit", "DINOv3ViTRopePositionEmbedding"),
+        ("sapiens2", "Sapiens2RopePositionEmbedding"),
+    ],
+)
+def test_dinov3_rope_position_embedding_is_found_and_exact(model_type: str, cls: str) -> None:
+    """DINOv3-ViT's rope (and Sapiens2's copy), whose class name has no
+    ``RotaryEmbedding``: found, and patched as EoMT-DINOv3's grid, a 300 x 200 grid
+    gives the float64 cos/sin rounded once (unpatched: 5e-8, the angles being at most
+    2 pi)."""
+    config = _dinov3_config(model_type)
+    module = _module(model_type, cls, config).eval()
+    pixels = torch.zeros(1, 3, 16 * 300, 16 * 200)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with Float64Mode(), torch.no_grad():
+            want = _module(model_type, cls, config).eval()(pixels.double())
+    finally:
+        torch.set_default_dtype(previous)
+    before = module(pixels)
+    patch_rotary_embeddings(module)
+    got = module(pixels)
+    err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+    unpatched = max(float((b.double() - w).abs().max()) for b, w in zip(before, want, strict=True))
+    assert err <= 6e-8 and err <= unpatched, (err, unpatched)  # angles at most 2 pi
+    for g, b in zip(got, before, strict=True):
+        assert g.shape == b.shape and g.dtype == b.dtype
+
+
+def test_dinov3_vit_model_in_one_call() -> None:
+    """A whole DINOv3-ViT model patched in one call (its rope was not found before): its
+    outputs stay the unpatched ones within float32 rounding; unpatched, the original
+    forward is back."""
+    from transformers.models.dinov3_vit.modeling_dinov3_vit import DINOv3ViTModel
+
+    torch.manual_seed(0)
+    model = DINOv3ViTModel(_dinov3_config("dinov3_vit")).eval()
+    pixels = torch.randn(1, 3, 64, 96)
+    with torch.no_grad():
+        plain = model(pixels).last_hidden_state
+        patch_rotary_embeddings(model)
+        assert "forward" in vars(model.rope_embeddings)
+        torch.testing.assert_close(model(pixels).last_hidden_state, plain, rtol=0, atol=1e-5)
+    unpatch_rotary_embeddings(model)
+    assert "forward" not in vars(model.rope_embeddings)
