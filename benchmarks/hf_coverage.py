@@ -200,7 +200,7 @@ SHRUNK = frozenset(
 SMALL = {
     **dict.fromkeys(
         ("num_hidden_layers", "num_layers", "n_layers", "encoder_layers", "decoder_layers"), 2
-    ),
+    ),  # the layer counts (_LAYER_COUNTS)
     **dict.fromkeys(("vocab_size", "codebook_size"), 512),
     **dict.fromkeys(
         (
@@ -244,12 +244,30 @@ def _small(config: Any, seen: set[int]) -> dict[str, Any]:
         elif key in SMALL and isinstance(value, int) and not isinstance(value, bool):
             if key == "num_hidden_layers" and config.to_dict().get("per_layer_config"):
                 continue  # its per-layer settings name layers by index
+            if key in _LAYER_COUNTS and _fixed_per_layer(config, value):
+                continue  # lists of one entry per layer kept by the rebuilt config
             if value > SMALL[key]:
                 out[key] = SMALL[key]
     pad = getattr(config, "pad_token_id", None)
     if isinstance(pad, int) and "vocab_size" in out and pad >= out["vocab_size"]:
         out["pad_token_id"] = 0
     return out
+
+
+#: The layer counts of :data:`SMALL`.
+_LAYER_COUNTS = ("num_hidden_layers", "num_layers", "n_layers", "encoder_layers", "decoder_layers")
+
+
+def _fixed_per_layer(config: Any, layers: int) -> bool:
+    """Whether ``config``'s class has a list or tuple default of ``layers`` entries (a
+    pyramid's ``hidden_sizes``, MuseSpark's audio tower): a list the rebuilt config
+    keeps, so that its layer count cannot shrink (lists a config derives from its
+    layer count, such as ``layer_types``, default to ``None`` and are derived again)."""
+    for name in dir(type(config)):
+        value = getattr(type(config), name, None)
+        if isinstance(value, (list, tuple)) and value and len(value) == layers:
+            return True
+    return False
 
 
 def _override(config: Any, settings: dict[str, Any]) -> None:
