@@ -494,6 +494,65 @@ def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
     return rows
 
 
+#: Families whose video tower is a timm model (transformers' ``TimmWrapper``): timm
+#: imports torchvision, not installed here. They are built with a stub torchvision
+#: (:func:`_torchvision_stub`) in their own process.
+TIMM_FAMILIES = frozenset({"pe_video", "pe_audio_video"})
+
+
+class _StubMeta(type):
+    """Placeholders' attributes are placeholders too (``InterpolationMode.BICUBIC``)."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _StubMeta(name, (_Placeholder,), {"__module__": cls.__module__})
+
+
+class _Placeholder(metaclass=_StubMeta):
+    """A torchvision name of the stub: it can be imported, subclassed and compared
+    against; using it (an instance, a call) raises."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(f"torchvision stub: {type(self).__qualname__} was used")
+
+
+def _torchvision_stub() -> None:
+    """Serve ``torchvision`` and its submodules as stub packages whose every name is a
+    :class:`_Placeholder` (for good: in a family's own process), and make transformers
+    check again which libraries it can use."""
+    import importlib.abc
+    import importlib.machinery
+    import sys
+    import types
+
+    import transformers.utils.import_utils as import_utils
+
+    class Module(types.ModuleType):
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            value = _StubMeta(name, (_Placeholder,), {"__module__": self.__name__})
+            setattr(self, name, value)
+            return value
+
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+            if name == "torchvision" or name.startswith("torchvision."):
+                return importlib.machinery.ModuleSpec(name, self, is_package=True)
+            return None
+
+        def create_module(self, spec: Any) -> Any:
+            return Module(spec.name)
+
+        def exec_module(self, module: Any) -> None:
+            module.__version__ = "0.0.0+stub"
+
+    sys.meta_path.insert(0, Finder())
+    for name in ("is_torchvision_available", "is_torchvision_v2_available", "is_timm_available"):
+        getattr(getattr(import_utils, name), "cache_clear", lambda: None)()
+
+
 def _child(model_type: str, module_name: str, conn: Any, memory: float) -> None:
     if memory > 0:  # a family that asks too much fails alone (MemoryError), not the machine
         import resource
@@ -501,6 +560,8 @@ def _child(model_type: str, module_name: str, conn: Any, memory: float) -> None:
         limit = int(memory * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
+        if model_type in TIMM_FAMILIES:
+            _torchvision_stub()
         rows = run_family(model_type, module_name)
     except BaseException as error:
         rows = [{"family": model_type, "status": "crashed", "reason": repr(error)[:300]}]

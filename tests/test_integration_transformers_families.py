@@ -518,3 +518,17 @@ def test_dinov3_vit_model_in_one_call() -> None:
         torch.testing.assert_close(model(pixels).last_hidden_state, plain, rtol=0, atol=1e-5)
     unpatch_rotary_embeddings(model)
     assert "forward" not in vars(model.rope_embeddings)
+
+
+class ForeignRotaryEmbedding(torch.nn.Module):
+    """A rotary module of another library inside a transformers model (as timm's
+    ``RotaryEmbeddingCat`` in PE-Video's ``TimmWrapper`` tower)."""
+
+    def forward(self, x: Any) -> Any:
+        return x
+
+
+def test_a_rotary_module_of_another_library_is_refused_by_name() -> None:
+    model = torch.nn.Sequential(ForeignRotaryEmbedding())
+    with pytest.raises(ValueError, match=r"ForeignRotaryEmbedding at '0'.*not of transformers"):
+        patch_rotary_embeddings(model)

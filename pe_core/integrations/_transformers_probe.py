@@ -157,6 +157,12 @@ def _layer_types(module: nn.Module) -> tuple[list[str | None] | None, str]:
     """The rope keys of a transformers rotary module, or ``None`` and why not."""
     rope_type = getattr(module, "rope_type", None)
     if getattr(module, "config", None) is None:
+        owner = type(module).__module__
+        if not owner.startswith("transformers."):  # timm's RotaryEmbeddingCat in TimmWrapper
+            return None, (
+                f"it has no config: a module of {owner.split('.')[0]!r}, not of "
+                "transformers (its cos/sin are that library's own)"
+            )
         return None, "it has no config"
     try:
         params = list(inspect.signature(type(module).forward).parameters)[1:]
