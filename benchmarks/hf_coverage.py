@@ -99,13 +99,16 @@ def _folder(model_type: str) -> str:
 
 @contextlib.contextmanager
 def _meta_parameters() -> Iterator[None]:
-    """Parameters on the meta device while building (buffers stay real)."""
+    """Parameters on the meta device while building (buffers stay real, and the
+    parameters of rotary modules: Mistral Large 4's ``alpha``)."""
     import torch
+
+    from pe_core.integrations._transformers_probe import is_rotary
 
     original = torch.nn.Module.register_parameter
 
     def register(self: Any, name: str, param: Any) -> None:
-        if param is not None and param.device.type != "meta":
+        if param is not None and param.device.type != "meta" and not is_rotary(self):
             param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
         original(self, name, param)
 

@@ -230,12 +230,58 @@ def test_two_row_mrope_is_recomposed_not_taken_for_cat() -> None:
         unpatch_rotary_embeddings(module)
 
 
-def test_learned_frequencies_are_refused_by_name() -> None:
-    """Mistral Large 4's text module scales its frequencies by a learned ``alpha``: it is
-    refused (even while alpha is 0, as built: a checkpoint loaded later would change it)."""
-    config = _config("mistral_large4", "text_config")
+def _mistral_large4_rope(alpha: Any) -> Any:
+    config = _config("mistral_large4", "text_config")  # yarn, factor 2048
     module = _module("mistral_large4", "MistralLarge4TextRotaryEmbedding", config)
-    with pytest.raises(ValueError, match=r"MistralLarge4TextRotaryEmbedding at '<model>'.*alpha"):
+    with torch.no_grad():
+        module.alpha.copy_(alpha)
+    return module
+
+
+def _float64_cos_sin(alpha: Any, pos: Any) -> Any:
+    """The module built and called in float64 (transformers' formula, no float32 rounding)."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with Float64Mode(), torch.no_grad():
+            return _mistral_large4_rope(alpha.double())(torch.zeros(1), pos)
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def test_learned_alpha_is_patched_exactly_and_followed() -> None:
+    """Mistral Large 4's text module scales its frequencies by a learned ``alpha``
+    (``inv_freq * exp(alpha)``): patched, its cos/sin at 1e5 are the float64 ones for
+    alpha's current value; an alpha changed in place (loaded, trained) is read again;
+    while alpha's gradient is wanted the module's own forward runs (its gradient flows)."""
+    torch.manual_seed(0)
+    alpha = 0.1 * torch.randn(32)
+    module = _mistral_large4_rope(alpha)
+    pos = torch.arange(FAR, FAR + 8)[None]
+    x = torch.zeros(1)
+    want = _float64_cos_sin(alpha, pos)
+    patch_rotary_embeddings(module)
+    with torch.no_grad():
+        got = module(x, pos)
+    err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+    assert err <= EXACT, err
+    with torch.no_grad():  # as load_state_dict copies a checkpoint's alpha
+        module.alpha.copy_(-alpha)
+        got = module(x, pos)
+    want = _float64_cos_sin(-alpha, pos)
+    err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+    assert err <= EXACT, err
+    cos, _ = module(x, pos)  # grad enabled, alpha trainable: the module's own forward
+    cos.sum().backward()
+    assert module.alpha.grad is not None and bool(module.alpha.grad.abs().sum() > 0)
+
+
+def test_other_learned_parameters_are_refused_by_name() -> None:
+    """A rotary module with learned parameters other than one ``alpha`` per pair is
+    refused: its forward may read them, its frequencies are not its config's."""
+    module = _mistral_large4_rope(torch.zeros(32))
+    module.beta = torch.nn.Parameter(torch.zeros(1))
+    with pytest.raises(ValueError, match=r"MistralLarge4TextRotaryEmbedding at '<model>'.*beta"):
         patch_rotary_embeddings(module)
     assert "forward" not in vars(module)
 
