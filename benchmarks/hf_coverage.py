@@ -192,11 +192,12 @@ OVERRIDES: dict[str, dict[str, Any]] = {
 #: rotary modules read none of the shrunk settings (head sizes and rope settings are kept).
 SHRUNK = frozenset(
     "axk1 bailing_hybrid beam blt chameleon cohere cohere2 cohere2_moe cohere_compass "
-    "deepseek_ocr2 deepseek_v3 deepseek_v32 deepseek_v4 diffusion_gemma "
-    "dots1 dots3_note emu3 esm gemma3n gemma4 glm4v_moe glm5_next glm_moe_dsa granite4_vision "
-    "granitemoehybrid hunyuan_v1_dense hunyuan_v1_moe hunyuan_vl hy_v4_vl inkling2 "
-    "kimi_k25 lfm2_moe llama4 longcat_flash mimo_v2_flash minimax_m3_vl ministral "
-    "mistral_large4 moonshine_streaming muse_spark nemotron pe_audio_video pe_video "
+    "deepseek_ocr2 deepseek_v3 deepseek_v32 deepseek_v4 diffusion_gemma dots1 "
+    "dots3_note emu3 esm gemma3n gemma4 glm4_moe glm4v_moe glm5_next glm_moe_dsa "
+    "gpt_oss granite4_vision granitemoehybrid hunyuan_v1_dense hunyuan_v1_moe "
+    "hunyuan_vl hy_v3 hy_v4_vl inkling2 kimi_k25 lfm2_moe llama4 longcat_flash "
+    "mimo_v2_flash minimax_m2 minimax_m3_vl ministral mistral4 mistral_large4 "
+    "moonshine_streaming muse_glimmer muse_spark nemotron pe_audio_video pe_video "
     "qwen2_5_omni qwen3_omni_moe qwen4_exp".split()
 )
 
