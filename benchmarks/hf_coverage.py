@@ -198,7 +198,7 @@ SHRUNK = frozenset(
     "hunyuan_vl hy_v3 hy_v4_vl inkling2 kimi_k25 lfm2_moe llama4 longcat_flash "
     "mimo_v2_flash minimax_m2 minimax_m3_vl ministral mistral4 mistral_large4 "
     "moonshine_streaming muse_glimmer muse_spark nemotron pe_audio_video pe_video "
-    "qwen2_5_omni qwen3_omni_moe qwen4_exp".split()
+    "qwen2_5_omni qwen3_omni_moe qwen4_exp step3p7".split()
 )
 
 #: Upper bounds of the size settings of a shrunk config (a smaller value is kept).
