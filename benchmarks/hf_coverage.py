@@ -3,7 +3,7 @@
 ``python -m benchmarks.hf_coverage [--jobs N] [--timeout S] [--only a,b] [--memory GIB]
 [--out FILE]``
 enumerates every model type of the installed transformers whose modeling module defines
-a class named ``*RotaryEmbedding*``, and for each one, in its own process (a timeout
+a class named ``*RotaryEmbedding*`` or ``*RopePositionEmbedding``, and for each one, in its own process (a timeout
 each):
 
 1. builds the model of the type's default config (``AutoModel``'s class for it, else
@@ -58,6 +58,10 @@ VISION_LEN = 1024
 GRID = 128
 
 
+#: A rotary class in a modeling module (as ``is_rotary`` of pe_core's probe names them).
+ROTARY_CLASS = r"class (\w*RotaryEmbedding\w*|\w*RopePositionEmbedding)\("
+
+
 def families() -> list[tuple[str, str]]:
     """``(model_type, modeling module)`` of every model type with a rotary class."""
     import transformers
@@ -80,7 +84,7 @@ def families() -> list[tuple[str, str]]:
             if "_tf_" in name or "_flax_" in name:
                 continue
             with open(os.path.join(path, name), encoding="utf-8") as handle:
-                if re.search(r"class \w*RotaryEmbedding\w*\(", handle.read()):
+                if re.search(ROTARY_CLASS, handle.read()):
                     out.append((model_type, f"transformers.models.{folder}.{name[:-3]}"))
                     seen.add(folder)
                     break
@@ -95,13 +99,16 @@ def _folder(model_type: str) -> str:
 
 @contextlib.contextmanager
 def _meta_parameters() -> Iterator[None]:
-    """Parameters on the meta device while building (buffers stay real)."""
+    """Parameters on the meta device while building (buffers stay real, and the
+    parameters of rotary modules: Mistral Large 4's ``alpha``)."""
     import torch
+
+    from pe_core.integrations._transformers_probe import is_rotary
 
     original = torch.nn.Module.register_parameter
 
     def register(self: Any, name: str, param: Any) -> None:
-        if param is not None and param.device.type != "meta":
+        if param is not None and param.device.type != "meta" and not is_rotary(self):
             param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
         original(self, name, param)
 
@@ -184,19 +191,21 @@ OVERRIDES: dict[str, dict[str, Any]] = {
 #: (:data:`SMALL`, in the config and every sub-config), then with their OVERRIDES. The
 #: rotary modules read none of the shrunk settings (head sizes and rope settings are kept).
 SHRUNK = frozenset(
-    "axk1 beam chameleon deepseek_ocr2 deepseek_v3 deepseek_v32 deepseek_v4 diffusion_gemma "
-    "dots1 dots3_note emu3 esm gemma3n glm4v_moe glm5_next glm_moe_dsa granite4_vision "
-    "granitemoehybrid hunyuan_v1_dense hunyuan_v1_moe hunyuan_vl hy_v4_vl inkling2 "
-    "kimi_k25 lfm2_moe llama4 longcat_flash mimo_v2_flash minimax_m3_vl ministral "
-    "mistral_large4 moonshine_streaming muse_spark nemotron pe_audio_video pe_video "
-    "qwen2_5_omni qwen3_omni_moe qwen4_exp".split()
+    "axk1 bailing_hybrid beam blt chameleon cohere cohere2 cohere2_moe cohere_compass "
+    "deepseek_ocr2 deepseek_v3 deepseek_v32 deepseek_v4 diffusion_gemma dots1 "
+    "dots3_note emu3 esm gemma3n gemma4 glm4_moe glm4v_moe glm5_next glm_moe_dsa "
+    "gpt_oss granite4_vision granitemoehybrid hunyuan_v1_dense hunyuan_v1_moe "
+    "hunyuan_vl hy_v3 hy_v4_vl inkling2 kimi_k25 lfm2_moe llama4 longcat_flash "
+    "mimo_v2_flash minimax_m2 minimax_m3_vl ministral mistral4 mistral_large4 "
+    "moonshine_streaming muse_glimmer muse_spark nemotron pe_audio_video pe_video "
+    "qwen2_5_omni qwen3_omni_moe qwen4_exp step3p7".split()
 )
 
 #: Upper bounds of the size settings of a shrunk config (a smaller value is kept).
 SMALL = {
     **dict.fromkeys(
         ("num_hidden_layers", "num_layers", "n_layers", "encoder_layers", "decoder_layers"), 2
-    ),
+    ),  # the layer counts (_LAYER_COUNTS)
     **dict.fromkeys(("vocab_size", "codebook_size"), 512),
     **dict.fromkeys(
         (
@@ -240,12 +249,30 @@ def _small(config: Any, seen: set[int]) -> dict[str, Any]:
         elif key in SMALL and isinstance(value, int) and not isinstance(value, bool):
             if key == "num_hidden_layers" and config.to_dict().get("per_layer_config"):
                 continue  # its per-layer settings name layers by index
+            if key in _LAYER_COUNTS and _fixed_per_layer(config, value):
+                continue  # lists of one entry per layer kept by the rebuilt config
             if value > SMALL[key]:
                 out[key] = SMALL[key]
     pad = getattr(config, "pad_token_id", None)
     if isinstance(pad, int) and "vocab_size" in out and pad >= out["vocab_size"]:
         out["pad_token_id"] = 0
     return out
+
+
+#: The layer counts of :data:`SMALL`.
+_LAYER_COUNTS = ("num_hidden_layers", "num_layers", "n_layers", "encoder_layers", "decoder_layers")
+
+
+def _fixed_per_layer(config: Any, layers: int) -> bool:
+    """Whether ``config``'s class has a list or tuple default of ``layers`` entries (a
+    pyramid's ``hidden_sizes``, MuseSpark's audio tower): a list the rebuilt config
+    keeps, so that its layer count cannot shrink (lists a config derives from its
+    layer count, such as ``layer_types``, default to ``None`` and are derived again)."""
+    for name in dir(type(config)):
+        value = getattr(type(config), name, None)
+        if isinstance(value, (list, tuple)) and value and len(value) == layers:
+            return True
+    return False
 
 
 def _override(config: Any, settings: dict[str, Any]) -> None:
@@ -303,6 +330,8 @@ def _candidates(model_type: str, module_name: str, config: Any) -> Iterator[tupl
 def _build(model_type: str, module_name: str, reference: bool) -> Any:
     import torch
 
+    from pe_core.integrations._transformers_probe import is_rotary
+
     config = _config(model_type)
     errors = []
     for cls, key in _candidates(model_type, module_name, config):
@@ -322,16 +351,19 @@ def _build(model_type: str, module_name: str, reference: bool) -> Any:
         except Exception as error:
             errors.append(f"{cls.__name__}: {type(error).__name__}: {error}"[:200])
             continue
-        if any("RotaryEmbedding" in type(m).__name__ for m in model.modules()):
+        if any(is_rotary(m) for m in model.modules()):
             return model
         errors.append(f"{cls.__name__}: no rotary module")
     raise RuntimeError("; ".join(errors) or "no model class")
 
 
 def _kind(module: Any, path: str) -> str:
-    """``vision`` for the rotary modules of vision towers, else ``text``."""
+    """``vision`` for the rotary modules of vision towers and of 2-D grids (a forward
+    without position ids), else ``text``."""
     name = type(module).__name__.lower() + " " + path.lower()
-    return "vision" if ("vision" in name or "visual" in name) else "text"
+    params = list(inspect.signature(type(module).forward).parameters)[1:]
+    grid = params in (["pixel_values"], ["x"], ["hidden_states"])
+    return "vision" if ("vision" in name or "visual" in name or grid) else "text"
 
 
 def _cos_sin(out: Any) -> tuple[Any, Any]:
@@ -387,6 +419,7 @@ def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
     """Rows of one family (in this process)."""
     import torch
 
+    from pe_core.integrations._transformers_probe import is_rotary
     from pe_core.integrations.transformers import patch_rotary_embeddings
 
     torch.manual_seed(0)
@@ -399,7 +432,7 @@ def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
     refs = dict(reference.named_modules())
     rows = []
     for path, module in model.named_modules():
-        if "RotaryEmbedding" not in type(module).__name__:
+        if not is_rotary(module):
             continue
         row: dict[str, Any] = {
             "family": model_type,
@@ -466,6 +499,65 @@ def run_family(model_type: str, module_name: str) -> list[dict[str, Any]]:
     return rows
 
 
+#: Families whose video tower is a timm model (transformers' ``TimmWrapper``): timm
+#: imports torchvision, not installed here. They are built with a stub torchvision
+#: (:func:`_torchvision_stub`) in their own process.
+TIMM_FAMILIES = frozenset({"pe_video", "pe_audio_video"})
+
+
+class _StubMeta(type):
+    """Placeholders' attributes are placeholders too (``InterpolationMode.BICUBIC``)."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _StubMeta(name, (_Placeholder,), {"__module__": cls.__module__})
+
+
+class _Placeholder(metaclass=_StubMeta):
+    """A torchvision name of the stub: it can be imported, subclassed and compared
+    against; using it (an instance, a call) raises."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(f"torchvision stub: {type(self).__qualname__} was used")
+
+
+def _torchvision_stub() -> None:
+    """Serve ``torchvision`` and its submodules as stub packages whose every name is a
+    :class:`_Placeholder` (for good: in a family's own process), and make transformers
+    check again which libraries it can use."""
+    import importlib.abc
+    import importlib.machinery
+    import sys
+    import types
+
+    import transformers.utils.import_utils as import_utils
+
+    class Module(types.ModuleType):
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            value = _StubMeta(name, (_Placeholder,), {"__module__": self.__name__})
+            setattr(self, name, value)
+            return value
+
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+            if name == "torchvision" or name.startswith("torchvision."):
+                return importlib.machinery.ModuleSpec(name, self, is_package=True)
+            return None
+
+        def create_module(self, spec: Any) -> Any:
+            return Module(spec.name)
+
+        def exec_module(self, module: Any) -> None:
+            module.__version__ = "0.0.0+stub"
+
+    sys.meta_path.insert(0, Finder())
+    for name in ("is_torchvision_available", "is_torchvision_v2_available", "is_timm_available"):
+        getattr(getattr(import_utils, name), "cache_clear", lambda: None)()
+
+
 def _child(model_type: str, module_name: str, conn: Any, memory: float) -> None:
     if memory > 0:  # a family that asks too much fails alone (MemoryError), not the machine
         import resource
@@ -473,6 +565,8 @@ def _child(model_type: str, module_name: str, conn: Any, memory: float) -> None:
         limit = int(memory * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
+        if model_type in TIMM_FAMILIES:
+            _torchvision_stub()
         rows = run_family(model_type, module_name)
     except BaseException as error:
         rows = [{"family": model_type, "status": "crashed", "reason": repr(error)[:300]}]

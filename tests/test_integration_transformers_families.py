@@ -230,12 +230,58 @@ def test_two_row_mrope_is_recomposed_not_taken_for_cat() -> None:
         unpatch_rotary_embeddings(module)
 
 
-def test_learned_frequencies_are_refused_by_name() -> None:
-    """Mistral Large 4's text module scales its frequencies by a learned ``alpha``: it is
-    refused (even while alpha is 0, as built: a checkpoint loaded later would change it)."""
-    config = _config("mistral_large4", "text_config")
+def _mistral_large4_rope(alpha: Any) -> Any:
+    config = _config("mistral_large4", "text_config")  # yarn, factor 2048
     module = _module("mistral_large4", "MistralLarge4TextRotaryEmbedding", config)
-    with pytest.raises(ValueError, match=r"MistralLarge4TextRotaryEmbedding at '<model>'.*alpha"):
+    with torch.no_grad():
+        module.alpha.copy_(alpha)
+    return module
+
+
+def _float64_cos_sin(alpha: Any, pos: Any) -> Any:
+    """The module built and called in float64 (transformers' formula, no float32 rounding)."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with Float64Mode(), torch.no_grad():
+            return _mistral_large4_rope(alpha.double())(torch.zeros(1), pos)
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def test_learned_alpha_is_patched_exactly_and_followed() -> None:
+    """Mistral Large 4's text module scales its frequencies by a learned ``alpha``
+    (``inv_freq * exp(alpha)``): patched, its cos/sin at 1e5 are the float64 ones for
+    alpha's current value; an alpha changed in place (loaded, trained) is read again;
+    while alpha's gradient is wanted the module's own forward runs (its gradient flows)."""
+    torch.manual_seed(0)
+    alpha = 0.1 * torch.randn(32)
+    module = _mistral_large4_rope(alpha)
+    pos = torch.arange(FAR, FAR + 8)[None]
+    x = torch.zeros(1)
+    want = _float64_cos_sin(alpha, pos)
+    patch_rotary_embeddings(module)
+    with torch.no_grad():
+        got = module(x, pos)
+    err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+    assert err <= EXACT, err
+    with torch.no_grad():  # as load_state_dict copies a checkpoint's alpha
+        module.alpha.copy_(-alpha)
+        got = module(x, pos)
+    want = _float64_cos_sin(-alpha, pos)
+    err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+    assert err <= EXACT, err
+    cos, _ = module(x, pos)  # grad enabled, alpha trainable: the module's own forward
+    cos.sum().backward()
+    assert module.alpha.grad is not None and bool(module.alpha.grad.abs().sum() > 0)
+
+
+def test_other_learned_parameters_are_refused_by_name() -> None:
+    """A rotary module with learned parameters other than one ``alpha`` per pair is
+    refused: its forward may read them, its frequencies are not its config's."""
+    module = _mistral_large4_rope(torch.zeros(32))
+    module.beta = torch.nn.Parameter(torch.zeros(1))
+    with pytest.raises(ValueError, match=r"MistralLarge4TextRotaryEmbedding at '<model>'.*beta"):
         patch_rotary_embeddings(module)
     assert "forward" not in vars(module)
 
@@ -316,11 +362,11 @@ def test_compiled_fullgraph_after_the_new_layouts() -> None:
 
 def test_coverage_script_enumerates_the_families() -> None:
     """benchmarks/hf_coverage.py finds every model type with a rotary class (one per
-    modeling folder), Llama and Qwen2-VL among them."""
+    modeling folder), Llama, Qwen2-VL and DINOv3-ViT (a `RopePositionEmbedding`) among them."""
     hf_coverage = pytest.importorskip("benchmarks.hf_coverage")
     found = dict(hf_coverage.families())
     assert len(found) >= 150
-    assert {"llama", "qwen2_vl", "cohere"} <= set(found)
+    assert {"llama", "qwen2_vl", "cohere", "dinov3_vit", "sapiens2"} <= set(found)
 
 
 def test_llama4_vision_table_is_rebuilt_in_float64() -> None:
@@ -455,3 +501,80 @@ def test_efficientloftr_grid_rope_is_patched_exactly() -> None:
         assert g.shape == b.shape and g.dtype == b.dtype
     unpatch_rotary_embeddings(module)
     assert "forward" not in vars(module)
+
+
+def _dinov3_config(model_type: str) -> Any:
+    return _config(
+        model_type,
+        None,
+        hidden_size=64,
+        num_attention_heads=2,
+        num_hidden_layers=1,
+        intermediate_size=64,
+        patch_size=16,
+        image_size=64,
+    )
+
+
+@pytest.mark.parametrize(
+    ("model_type", "cls"),
+    [
+        ("dinov3_vit", "DINOv3ViTRopePositionEmbedding"),
+        ("sapiens2", "Sapiens2RopePositionEmbedding"),
+    ],
+)
+def test_dinov3_rope_position_embedding_is_found_and_exact(model_type: str, cls: str) -> None:
+    """DINOv3-ViT's rope (and Sapiens2's copy), whose class name has no
+    ``RotaryEmbedding``: found, and patched as EoMT-DINOv3's grid, a 300 x 200 grid
+    gives the float64 cos/sin rounded once (unpatched: 5e-8, the angles being at most
+    2 pi)."""
+    config = _dinov3_config(model_type)
+    module = _module(model_type, cls, config).eval()
+    pixels = torch.zeros(1, 3, 16 * 300, 16 * 200)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with Float64Mode(), torch.no_grad():
+            want = _module(model_type, cls, config).eval()(pixels.double())
+    finally:
+        torch.set_default_dtype(previous)
+    before = module(pixels)
+    patch_rotary_embeddings(module)
+    got = module(pixels)
+    err = max(float((g.double() - w).abs().max()) for g, w in zip(got, want, strict=True))
+    unpatched = max(float((b.double() - w).abs().max()) for b, w in zip(before, want, strict=True))
+    assert err <= 6e-8 and err <= unpatched, (err, unpatched)  # angles at most 2 pi
+    for g, b in zip(got, before, strict=True):
+        assert g.shape == b.shape and g.dtype == b.dtype
+
+
+def test_dinov3_vit_model_in_one_call() -> None:
+    """A whole DINOv3-ViT model patched in one call (its rope was not found before): its
+    outputs stay the unpatched ones within float32 rounding; unpatched, the original
+    forward is back."""
+    from transformers.models.dinov3_vit.modeling_dinov3_vit import DINOv3ViTModel
+
+    torch.manual_seed(0)
+    model = DINOv3ViTModel(_dinov3_config("dinov3_vit")).eval()
+    pixels = torch.randn(1, 3, 64, 96)
+    with torch.no_grad():
+        plain = model(pixels).last_hidden_state
+        patch_rotary_embeddings(model)
+        assert "forward" in vars(model.rope_embeddings)
+        torch.testing.assert_close(model(pixels).last_hidden_state, plain, rtol=0, atol=1e-5)
+    unpatch_rotary_embeddings(model)
+    assert "forward" not in vars(model.rope_embeddings)
+
+
+class ForeignRotaryEmbedding(torch.nn.Module):
+    """A rotary module of another library inside a transformers model (as timm's
+    ``RotaryEmbeddingCat`` in PE-Video's ``TimmWrapper`` tower)."""
+
+    def forward(self, x: Any) -> Any:
+        return x
+
+
+def test_a_rotary_module_of_another_library_is_refused_by_name() -> None:
+    model = torch.nn.Sequential(ForeignRotaryEmbedding())
+    with pytest.raises(ValueError, match=r"ForeignRotaryEmbedding at '0'.*not of transformers"):
+        patch_rotary_embeddings(model)

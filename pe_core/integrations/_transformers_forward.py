@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from pe_core._kernel.angles import exact_cos_sin, word64_constants
-from pe_core.integrations._transformers_probe import Layout, Rope, arrange
+from pe_core.integrations._transformers_probe import Layout, LearnedScale, Rope, arrange
 from pe_core_backends import get_namespace
 
 __all__ = ["ExactForward"]
@@ -31,6 +31,17 @@ def _dynamic_update(rope: Rope, position_ids: torch.Tensor) -> None:
     elif seq_len < rope.original_max and rope.cached > rope.original_max:  # reset
         rope.omegas, rope.scale = rope.source()
         rope.cached = rope.original_max
+        rope.tables = {}
+
+
+def _learned_update(rope: Rope) -> None:
+    """A learned log-scale (Mistral Large 4's ``alpha``) changed since its frequencies
+    were read (its id or version counter: loaded, trained): read again on the host."""
+    parameter = rope.source.parameter()
+    key = (id(parameter), parameter._version)
+    if key != rope.learned:
+        rope.omegas, rope.scale = rope.source()
+        rope.learned = key
         rope.tables = {}
 
 
@@ -138,6 +149,12 @@ class ExactForward:
                 f"{sorted(map(str, self.ropes))}. Received: layer_type={layer_type!r}"
             )
         layout = self.layouts[layer_type]
+        if isinstance(rope.source, LearnedScale):
+            parameter = rope.source.parameter()
+            if parameter.requires_grad and torch.is_grad_enabled():  # alpha's gradient
+                module = rope.source.module
+                return type(module).forward(module, x, position_ids)
+            _learned_update(rope)
         dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
         if layout.kind == "recompose" and layout.expand and position_ids.ndim == 2:
             position_ids = position_ids.expand(layout.expand, -1, -1)  # text-only M-RoPE ids

@@ -7,7 +7,8 @@ Two kinds whose forward takes no position ids:
   ``_compute_freqs_ci``. Patched, that buffer is replaced by the same function run in
   float64 (:mod:`pe_core.integrations._hf_float64`), rounded once to the buffer's dtype;
   its ``forward`` is left as it is.
-* DINOv3-style grids (EoMT-DINOv3's ``EomtDinov3RotaryEmbedding``):
+* DINOv3's grids (DINOv3-ViT's ``DINOv3ViTRopePositionEmbedding``, its copies in
+  Sapiens2 and EoMT-DINOv3's ``EomtDinov3RotaryEmbedding``):
   ``forward(pixel_values)`` returns the cos/sin of ``2 pi c w`` for the patch centres
   ``c`` in ``[-1, 1]`` of each axis and ``w = base ** (-4k / head_dim)``. Patched, the
   forward returns the float64 cos/sin of the float64 centres and pe_core's float64

@@ -20,7 +20,16 @@ from torch import nn
 from pe_core.integrations._hf_float64 import float64_init_functions, run_float64
 from pe_core.rope_scaling import READ_CONFIG_KEYS, rope_frequencies
 
-__all__ = ["Layout", "Rope", "arrange", "plan", "recomposition", "rotary_modules"]
+__all__ = [
+    "Layout",
+    "LearnedScale",
+    "Rope",
+    "arrange",
+    "is_rotary",
+    "plan",
+    "recomposition",
+    "rotary_modules",
+]
 
 #: Positions of the check at patch time.
 _PROBE_POSITIONS = 16
@@ -42,6 +51,7 @@ class Rope:
     long: tuple[tuple[float, ...], float, int] | None = None  # longrope: long set, limit
     original_max: int = 0  # dynamic: the module's original_max_seq_len
     cached: int = 0  # dynamic: the module's max_seq_len_cached (mirrored)
+    learned: tuple[int, int] | None = None  # LearnedScale: its parameter's id and version
     # the constants of the int64 route on a device, per (set, device, dtype, width):
     # built on first use there, dropped when the frequencies change (dynamic)
     tables: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor]] = field(
@@ -141,14 +151,28 @@ class _Float64Source:
         return tuple(float(w) for w in inv_freq), scale
 
 
-def _is_rotary(module: nn.Module) -> bool:
-    return "RotaryEmbedding" in type(module).__name__
+#: Class-name suffixes of transformers' rotary modules besides ``*RotaryEmbedding*``:
+#: DINOv3-ViT's and Sapiens2's ``*RopePositionEmbedding`` (DINOv3's 2-D grid).
+_ROTARY_SUFFIXES = ("RopePositionEmbedding",)
+
+
+def is_rotary(module: Any) -> bool:
+    """Whether ``module``'s class is a transformers rotary module: its name contains
+    ``RotaryEmbedding`` or ends with one of :data:`_ROTARY_SUFFIXES`."""
+    name = type(module).__name__
+    return "RotaryEmbedding" in name or name.endswith(_ROTARY_SUFFIXES)
 
 
 def _layer_types(module: nn.Module) -> tuple[list[str | None] | None, str]:
     """The rope keys of a transformers rotary module, or ``None`` and why not."""
     rope_type = getattr(module, "rope_type", None)
     if getattr(module, "config", None) is None:
+        owner = type(module).__module__
+        if not owner.startswith("transformers."):  # timm's RotaryEmbeddingCat in TimmWrapper
+            return None, (
+                f"it has no config: a module of {owner.split('.')[0]!r}, not of "
+                "transformers (its cos/sin are that library's own)"
+            )
         return None, "it has no config"
     try:
         params = list(inspect.signature(type(module).forward).parameters)[1:]
@@ -409,7 +433,7 @@ def _rope(module: Any, layer_type: str | None) -> tuple[Rope | None, str]:
 
 
 def rotary_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    return [(path, m) for path, m in model.named_modules() if _is_rotary(m)]
+    return [(path, m) for path, m in model.named_modules() if is_rotary(m)]
 
 
 def _table(module: nn.Module) -> tuple[torch.Tensor, dict[str, Any]] | None:
@@ -443,29 +467,81 @@ def _table_plan(
     return ({None: Rope(source, None, "default", omegas, scale)}, {None: layout}), ""
 
 
-def plan(
-    module: nn.Module,
-) -> tuple[tuple[dict[str | None, Rope], dict[str | None, Layout]] | None, str]:
-    """The ropes and layouts of one module, or None and why it is not covered."""
+class LearnedScale:
+    """The frequencies of a module with a learned log-scale per pair (Mistral Large 4's
+    ``alpha``: ``w = inv_freq * exp(alpha)``): ``base``'s float64 frequencies times the
+    float64 ``exp`` of the parameter's current value (read on the host)."""
+
+    def __init__(self, base: Any, module: nn.Module, name: str) -> None:
+        self.base, self.module, self.name = base, module, name
+
+    def parameter(self) -> torch.Tensor:
+        return getattr(self.module, self.name)
+
+    def __call__(self, seq_len: int | None = None) -> tuple[tuple[float, ...], float]:
+        omegas, scale = self.base(seq_len=seq_len)
+        log_scale = self.parameter().detach().double().cpu().numpy()
+        return tuple(float(w) for w in np.asarray(omegas) * np.exp(log_scale)), scale
+
+
+def _learned(module: nn.Module, layer_types: list[str | None]) -> tuple[str | None, str]:
+    """The name of the module's learned log-scale of its frequencies (``alpha``), ``""``
+    if it has no parameter, or ``None`` and why its parameters are not covered."""
     learned = [name for name, _ in module.named_parameters(recurse=False)]
-    if learned:  # Mistral Large 4's alpha: frequencies trained (and loaded) after patching
+    if not learned:
+        return "", ""
+    inv_freq = getattr(module, "inv_freq", None)
+    alpha = getattr(module, "alpha", None)
+    if not (
+        learned == ["alpha"]
+        and layer_types == [None]
+        and isinstance(inv_freq, torch.Tensor)
+        and isinstance(alpha, torch.Tensor)
+        and alpha.shape == inv_freq.shape
+        and alpha.device.type != "meta"
+    ):
         return None, (
             f"it has learned parameters ({', '.join(learned)}) that its forward may read: "
             "its frequencies are not its config's"
         )
+    return "alpha", ""
+
+
+def plan(
+    module: nn.Module,
+) -> tuple[tuple[dict[str | None, Rope], dict[str | None, Layout]] | None, str]:
+    """The ropes and layouts of one module, or None and why it is not covered."""
     layer_types, why = _layer_types(module)
+    learned, why_learned = _learned(module, layer_types or [None])
+    if learned is None:
+        return None, why_learned
     if layer_types is None:
-        table = _table(module)
+        table = _table(module) if not learned else None
         return (None, why) if table is None else _table_plan(module, *table)
     ropes: dict[str | None, Rope] = {}
     layouts: dict[str | None, Layout] = {}
     for lt in layer_types:
         where = "" if lt is None else f"layer type {lt!r}: "
-        layout, why = _detect_layout(module, lt)
+        if learned:  # the layout of inv_freq * exp(alpha), its float32 product
+            effective = module.inv_freq.float() * getattr(module, learned).detach().float().exp()
+            scale = _attr(module, lt, "attention_scaling")
+            layout, why = _detect_layout(module, lt, effective, scale)
+        else:
+            layout, why = _detect_layout(module, lt)
         if layout is None:
             return None, where + why
         rope, why = _rope(module, lt)
         if rope is None:
             return None, where + why
+        if learned:
+            if rope.long is not None or rope.original_max:
+                return None, (
+                    f"it has a learned alpha with rope_type {rope.rope_type!r}, whose "
+                    "frequencies change with the positions: not covered"
+                )
+            rope.source = LearnedScale(rope.source, module, learned)
+            rope.omegas, rope.scale = rope.source()
+            parameter = rope.source.parameter()
+            rope.learned = (id(parameter), parameter._version)
         ropes[lt], layouts[lt] = rope, layout
     return (ropes, layouts), ""

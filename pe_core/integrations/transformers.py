@@ -35,11 +35,14 @@ equal the float64 frequencies to float32 rounding: pe_core's for its config, els
 transformers' own init function of the module run in float64
 (:mod:`pe_core.integrations._hf_float64`). Three 2-D grid modules that take no
 position ids are covered too (:mod:`pe_core.integrations._transformers_grid`): Llama 4's
-vision table (rebuilt in float64), DINOv3-style patch centres (EoMT-DINOv3) and
-EfficientLoFTR's feature grid (float64 cos/sin per grid size). A rotary embedding of
-another kind (among them one with learned parameters, such as Mistral Large 4's
-``alpha``) is refused with an error that names it and the reason: nothing is patched
-then.
+vision table (rebuilt in float64), DINOv3's patch centres (DINOv3-ViT's and
+Sapiens2's ``*RopePositionEmbedding``, EoMT-DINOv3) and
+EfficientLoFTR's feature grid (float64 cos/sin per grid size). Mistral Large 4's
+learned ``alpha`` (frequencies ``inv_freq * exp(alpha)``) is followed: its value is read
+on the host at patch time and again when it changes, and its own forward runs while
+alpha's gradient is wanted. A rotary embedding of another kind (other learned
+parameters, a module of another library such as timm's) is refused with an error that
+names it and the reason: nothing is patched then.
 """
 
 from __future__ import annotations
@@ -79,7 +82,8 @@ def _patch(model: nn.Module) -> list[nn.Module]:
     if not found:
         raise ValueError(
             f"{type(model).__name__} has no rotary embedding (no submodule whose class "
-            "name ends with 'RotaryEmbedding'): there is nothing to patch."
+            "name contains 'RotaryEmbedding' or ends with 'RopePositionEmbedding'): there "
+            "is nothing to patch."
         )
     plans: list[tuple[nn.Module, dict[str, Any], dict[str, Any]]] = []
     refused: list[str] = []
