@@ -57,6 +57,7 @@ from pe_core.integrations._patching import patch, unpatch
 from pe_core.integrations._transformers_forward import ExactForward
 from pe_core.integrations._transformers_grid import grid_plan
 from pe_core.integrations._transformers_probe import plan, recomposition, rotary_modules
+from pe_core.integrations._transformers_sequence import sequence_plan
 
 __all__ = ["patch_rotary_embeddings", "patched_rotary_embeddings", "unpatch_rotary_embeddings"]
 
@@ -65,6 +66,10 @@ ModelT = TypeVar("ModelT", bound=nn.Module)
 #: The attribute a patched module keeps its patch in (a plain attribute: never in the
 #: state dict, never saved).
 _PATCH = "_pe_core_exact_rope"
+
+#: The attribute :mod:`pe_core.integrations.timm` keeps its patch of a timm module in
+#: (checked here without importing it).
+_TIMM_PATCH = "_pe_core_exact_rotary"
 
 
 def _check_model(model: Any) -> None:
@@ -75,40 +80,78 @@ def _check_model(model: Any) -> None:
         )
 
 
+def _timm_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The rotary modules of timm in ``model`` (a ``TimmWrapper`` tower, as PE-Video's):
+    the timm integration is imported only when the model holds a module of timm."""
+    if not any(type(m).__module__.startswith("timm.") for m in model.modules()):
+        return []
+    from pe_core.integrations._timm_modules import rotary_class
+
+    return [(path, m) for path, m in model.named_modules() if rotary_class(type(m))]
+
+
+def _timm_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
+    """The timm integration's patch of a timm module, or why it refuses it."""
+    from pe_core.integrations._timm_modules import plan as timm_plan
+
+    try:
+        return timm_plan(module), ""
+    except (ValueError, TypeError) as error:
+        return None, f"a module of timm that pe_core.integrations.timm does not cover: {error}"
+
+
 def _patch(model: nn.Module) -> list[nn.Module]:
     """Patch ``model``'s rotary embeddings; the modules newly patched."""
     _check_model(model)
-    found = rotary_modules(model)
+    timm = _timm_modules(model)
+    of_timm = {id(m) for _, m in timm}
+    found = [(p, m) for p, m in rotary_modules(model) if id(m) not in of_timm] + timm
     if not found:
         raise ValueError(
             f"{type(model).__name__} has no rotary embedding (no submodule whose class "
-            "name contains 'RotaryEmbedding' or ends with 'RopePositionEmbedding'): there "
-            "is nothing to patch."
+            "name contains 'RotaryEmbedding' or ends with 'RopePositionEmbedding' or "
+            "'RotaryPositionalEmbedding', no rotary module of timm): there is nothing "
+            "to patch."
         )
-    plans: list[tuple[nn.Module, dict[str, Any], dict[str, Any]]] = []
+    plans: list[tuple[nn.Module, str, dict[str, Any], dict[str, Any]]] = []
     refused: list[str] = []
     for path, module in found:
-        if _PATCH in vars(module):
+        record = _TIMM_PATCH if id(module) in of_timm else _PATCH
+        if record in vars(module):
             continue
         name = f"{type(module).__name__} at {path or '<model>'!r}"
         try:
-            planned, why = grid_plan(module)
-            if planned is None and not why:
-                planned, why = _rope_plan(module)
+            if record == _TIMM_PATCH:
+                planned, why = _timm_plan(module)
+            else:
+                planned, why = grid_plan(module)
+                if planned is None and not why:
+                    planned, why = sequence_plan(module)
+                if planned is None and not why:
+                    planned, why = _rope_plan(module)
         except Exception as error:
             planned, why = None, f"reading it failed: {type(error).__name__}: {error}"
         if planned is None:
             refused.append(f"{name}: {why}")
             continue
-        plans.append((module, *planned))
+        plans.append((module, record, *planned))
     if refused:
         raise ValueError(
             f"{type(model).__name__} has rotary embeddings patch_rotary_embeddings does "
             "not cover (nothing was patched): " + "; ".join(refused)
         )
-    for module, attributes, buffers in plans:
-        patch(module, _PATCH, attributes, buffers)
+    for module, record, attributes, buffers in plans:
+        patch(module, record, attributes, buffers)
     return [module for module, *_ in plans]
+
+
+def _unpatch(module: nn.Module) -> None:
+    """Unpatch one module (a timm module by the timm integration)."""
+    unpatch(module, _PATCH)
+    if _TIMM_PATCH in vars(module):
+        from pe_core.integrations.timm import _unpatch as timm_unpatch
+
+        timm_unpatch(module)
 
 
 def _rope_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
@@ -199,7 +242,7 @@ def unpatch_rotary_embeddings(model: ModelT) -> ModelT:
     """
     _check_model(model)
     for module in model.modules():
-        unpatch(module, _PATCH)
+        _unpatch(module)
     return model
 
 
@@ -225,4 +268,4 @@ def patched_rotary_embeddings(model: ModelT) -> Iterator[ModelT]:
         yield model
     finally:
         for module in patched:
-            unpatch(module, _PATCH)
+            _unpatch(module)
