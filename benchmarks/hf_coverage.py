@@ -397,6 +397,9 @@ def _probe(module: Any, kind: str, dtype: Any, upcast: bool, rows: int = 3) -> t
 
     context = _upcast_mode() if upcast else contextlib.nullcontext()
     with torch.no_grad(), context:
+        if type(module).__module__.startswith("timm."):  # timm's table of a large grid
+            table = module.get_embed([GRID, GRID])
+            return table, table
         params = list(inspect.signature(type(module).forward).parameters)[1:]
         if params[:2] == ["x", "position_ids"]:
             x = torch.zeros(1, dtype=dtype)
@@ -422,9 +425,6 @@ def _probe(module: Any, kind: str, dtype: Any, upcast: bool, rows: int = 3) -> t
             k, stride = module.config.q_aggregation_kernel_size, module.config.q_aggregation_stride
             side = k + stride * (GRID - 1)
             return _cos_sin(module(torch.zeros(1, 1, side, side, dtype=dtype)))
-        if type(module).__module__.startswith("timm."):  # timm's table of a large grid
-            table = module.get_embed([GRID, GRID])
-            return table, table
         if params == ["hidden_states"] and hasattr(module, "cached_sequence_length"):
             out = module(torch.zeros(1, FAR + 8, 1, dtype=dtype))  # a table per length
             if out.ndim == 5:  # stack([cos, sin]): its last 8 rows
