@@ -106,7 +106,8 @@ def test_sequence_table_exact_at_1e5_and_unpatched_bitwise(case: str) -> None:
         plain = model(inputs)[0]
         table = module(torch.zeros(1, FAR, 1))  # the module's own, cached
     want = _float64_table(FAR, dim, base)
-    errors = [np.abs(g - w).max() for g, w in zip(_cos_sin(table, kind), (np.cos(want), np.sin(want)))]
+    expected = (np.cos(want), np.sin(want))
+    errors = [np.abs(g - w).max() for g, w in zip(_cos_sin(table, kind), expected, strict=True)]
     assert min(errors) > 1e-4  # float32 angles: far off at 1e5
 
     patch_rotary_embeddings(model)
@@ -118,7 +119,7 @@ def test_sequence_table_exact_at_1e5_and_unpatched_bitwise(case: str) -> None:
     # stacked: the dtype of hidden_states; angles: inv_freq's (float32)
     assert got.dtype == (torch.float64 if kind == "stacked" else torch.float32)
     assert module(torch.zeros(1, FAR, 1)) is got  # cached per sequence length, as the module
-    for g, w in zip(_cos_sin(got, kind), (np.cos(want), np.sin(want)), strict=True):
+    for g, w in zip(_cos_sin(got, kind), expected, strict=True):
         np.testing.assert_allclose(g, w, rtol=0, atol=EXACT)
     torch.testing.assert_close(patched, plain, rtol=0, atol=1e-5)
     assert module.state_dict().keys() == copy.deepcopy(module).state_dict().keys()
@@ -134,8 +135,11 @@ def test_sequence_table_with_another_base_is_refused_by_name() -> None:
     model, _ = _conformer()
     module = model.encoder.embed_positions
     module.inv_freq = module.inv_freq * 1.001  # no integer base gives it
-    with pytest.raises(ValueError, match=r"RotaryPositionalEmbedding at 'encoder.embed_positions'"
-                       r".*not 1 / base"):
+    with pytest.raises(
+        ValueError,
+        match=r"RotaryPositionalEmbedding at 'encoder.embed_positions'"
+        r".*not 1 / base",
+    ):
         patch_rotary_embeddings(model)
     assert "forward" not in vars(module)
 

@@ -156,7 +156,9 @@ class SequenceForward:
             a = self.angles(n, inv_freq.device, work)
             cos, sin = a.cos(), a.sin()
             out = torch.stack((torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)))
-            out = out[:, :, None, None, :].to(device=hidden_states.device, dtype=hidden_states.dtype)
+            out = out[:, :, None, None, :].to(
+                device=hidden_states.device, dtype=hidden_states.dtype
+            )
         module.cached_sequence_length = n
         module.cached_rotary_positional_embedding = out
         return out

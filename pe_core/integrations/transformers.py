@@ -40,9 +40,15 @@ Sapiens2's ``*RopePositionEmbedding``, EoMT-DINOv3) and
 EfficientLoFTR's feature grid (float64 cos/sin per grid size). Mistral Large 4's
 learned ``alpha`` (frequencies ``inv_freq * exp(alpha)``) is followed: its value is read
 on the host at patch time and again when it changes, and its own forward runs while
-alpha's gradient is wanted. A rotary embedding of another kind (other learned
-parameters, a module of another library such as timm's) is refused with an error that
-names it and the reason: nothing is patched then.
+alpha's gradient is wanted. The modules that build one table per sequence length
+(``forward(hidden_states)``: the rotary speech encoders' ``*RotaryPositionalEmbedding``
+of Wav2Vec2-Conformer, Wav2Vec2-BERT and SeamlessM4T, and CLVP's) compute it with
+exactly reduced angles and cache it as they do
+(:mod:`pe_core.integrations._transformers_sequence`). timm's rotary modules inside a
+transformers model (PE-Video's ``TimmWrapper`` tower) are patched and unpatched by
+:mod:`pe_core.integrations.timm`, imported only when the model holds a module of timm.
+A rotary embedding of another kind (other learned parameters, a module of another
+library) is refused with an error that names it and the reason: nothing is patched then.
 """
 
 from __future__ import annotations
