@@ -197,3 +197,20 @@ def test_timm_module_in_a_transformers_model_is_patched_by_the_timm_integration(
     with torch.no_grad():
         assert torch.equal(rope.get_embed(), table)
         assert torch.equal(model(pixel_values_videos=pixels).last_hidden_state, plain)
+
+
+def test_timm_module_the_timm_integration_does_not_cover_is_refused_by_name() -> None:
+    from tests._timm_import import timm_or_skip
+
+    timm_or_skip()
+    from timm.layers.pos_embed_sincos import RotaryEmbeddingCat, RotaryEmbeddingMixed
+
+    model = torch.nn.Sequential(
+        RotaryEmbeddingCat(32, in_pixels=False, feat_shape=[4, 4]),
+        RotaryEmbeddingMixed(32, depth=1, num_heads=2),
+    )
+    with pytest.raises(
+        ValueError, match=r"RotaryEmbeddingMixed at '1': a module of timm .* learned"
+    ):
+        patch_rotary_embeddings(model)
+    assert "_pe_core_exact_rotary" not in vars(model[0])  # nothing patched
