@@ -86,7 +86,7 @@ def _check_model(model: Any) -> None:
         )
 
 
-def _timm_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
+def _timm_rotary_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
     """The rotary modules of timm in ``model`` (a ``TimmWrapper`` tower, as PE-Video's):
     the timm integration is imported only when the model holds a module of timm."""
     if not any(type(m).__module__.startswith("timm.") for m in model.modules()):
@@ -109,7 +109,7 @@ def _timm_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]]
 def _patch(model: nn.Module) -> list[nn.Module]:
     """Patch ``model``'s rotary embeddings; the modules newly patched."""
     _check_model(model)
-    timm = _timm_modules(model)
+    timm = _timm_rotary_modules(model)
     of_timm = {id(m) for _, m in timm}
     found = [(p, m) for p, m in rotary_modules(model) if id(m) not in of_timm] + timm
     if not found:
