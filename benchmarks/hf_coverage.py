@@ -3,7 +3,8 @@
 ``python -m benchmarks.hf_coverage [--jobs N] [--timeout S] [--only a,b] [--memory GIB]
 [--out FILE]``
 enumerates every model type of the installed transformers whose modeling module defines
-a class named ``*RotaryEmbedding*`` or ``*RopePositionEmbedding``, and for each one, in its own process (a timeout
+a class named ``*RotaryEmbedding*``, ``*RopePositionEmbedding`` or
+``*RotaryPositionalEmbedding``, and for each one, in its own process (a timeout
 each):
 
 1. builds the model of the type's default config (``AutoModel``'s class for it, else
@@ -21,12 +22,14 @@ each):
    CodeGen, whose forward serves no further), or its vision ``forward(seqlen)`` at 1024
    positions (``forward(pixel_values)``: a 128 x 128 grid of patches, in eval mode;
    EfficientLoFTR's ``forward(x)``: a 128 x 128 grid of features; Llama 4's vision
-   ``forward(hidden_states)``: its whole table),
+   ``forward(hidden_states)``: its whole table; the speech encoders' and CLVP's
+   ``forward(hidden_states)``: the last 8 rows of the table of ``1e5 + 8`` positions;
+   timm's modules: ``get_embed`` of a 128 x 128 grid),
    and compares the cos/sin with the float64 reference's: ``exact`` within
    :data:`EXACT` (also reported: the unpatched module's error), ``wrong`` beyond.
 
 Each module is one row: family, module path, class, kind (``text`` for modules called
-with position ids, ``vision`` otherwise), status (``exact`` / ``refused`` /
+with position ids, ``sequence`` for a table per sequence length, ``vision`` otherwise), status (``exact`` / ``refused`` /
 ``crashed`` / ``wrong`` / ``build failed``), errors and the reason. Prints a summary
 and a Markdown table; ``--out`` writes the table there too. A full run takes a while
 (a process per family): run it with ``--jobs 1`` or 2 on a shared machine.
@@ -59,7 +62,9 @@ GRID = 128
 
 
 #: A rotary class in a modeling module (as ``is_rotary`` of pe_core's probe names them).
-ROTARY_CLASS = r"class (\w*RotaryEmbedding\w*|\w*RopePositionEmbedding)\("
+ROTARY_CLASS = (
+    r"class (\w*RotaryEmbedding\w*|\w*RopePositionEmbedding|\w*RotaryPositionalEmbedding)\("
+)
 
 
 def families() -> list[tuple[str, str]]:
@@ -183,6 +188,10 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "glm4v": {"text_config": {"rope_parameters": {"partial_rotary_factor": 0.5}}},
     "glm4v_moe": {"text_config": {"head_dim": 128}},
     "glm_image": {"text_config": {"rope_parameters": {"partial_rotary_factor": 0.5}}},
+    # speech encoders whose default position embedding is relative: their rotary one
+    "seamless_m4t": {"position_embeddings_type": "rotary"},
+    "wav2vec2-bert": {"position_embeddings_type": "rotary"},
+    "wav2vec2-conformer": {"position_embeddings_type": "rotary"},
 }
 
 
@@ -359,7 +368,10 @@ def _build(model_type: str, module_name: str, reference: bool) -> Any:
 
 def _kind(module: Any, path: str) -> str:
     """``vision`` for the rotary modules of vision towers and of 2-D grids (a forward
-    without position ids), else ``text``."""
+    without position ids), ``sequence`` for a table per sequence length
+    (``forward(hidden_states)`` of speech encoders and CLVP), else ``text``."""
+    if hasattr(module, "cached_sequence_length"):  # speech encoders', CLVP's 1-D tables
+        return "sequence"
     name = type(module).__name__.lower() + " " + path.lower()
     params = list(inspect.signature(type(module).forward).parameters)[1:]
     grid = params in (["pixel_values"], ["x"], ["hidden_states"])
@@ -385,6 +397,9 @@ def _probe(module: Any, kind: str, dtype: Any, upcast: bool, rows: int = 3) -> t
 
     context = _upcast_mode() if upcast else contextlib.nullcontext()
     with torch.no_grad(), context:
+        if type(module).__module__.startswith("timm."):  # timm's table of a large grid
+            table = module.get_embed([GRID, GRID])
+            return table, table
         params = list(inspect.signature(type(module).forward).parameters)[1:]
         if params[:2] == ["x", "position_ids"]:
             x = torch.zeros(1, dtype=dtype)
@@ -410,6 +425,11 @@ def _probe(module: Any, kind: str, dtype: Any, upcast: bool, rows: int = 3) -> t
             k, stride = module.config.q_aggregation_kernel_size, module.config.q_aggregation_stride
             side = k + stride * (GRID - 1)
             return _cos_sin(module(torch.zeros(1, 1, side, side, dtype=dtype)))
+        if params == ["hidden_states"] and hasattr(module, "cached_sequence_length"):
+            out = module(torch.zeros(1, FAR + 8, 1, dtype=dtype))  # a table per length
+            if out.ndim == 5:  # stack([cos, sin]): its last 8 rows
+                return out[0, -8:, 0, 0], out[1, -8:, 0, 0]
+            return _cos_sin(out[0, -8:])  # CLVP's angles
         if params == ["hidden_states"]:  # Llama 4's vision tower: its whole table
             return _cos_sin(module(torch.zeros(1, dtype=dtype)))
         return _cos_sin(module(VISION_LEN))
@@ -624,7 +644,7 @@ def summary(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         by_family.setdefault((r["family"], r.get("kind", "?")), set()).add(r["status"])
     out = []
-    for kind in ("text", "vision", "?"):
+    for kind in ("text", "vision", "sequence", "?"):
         fams = {f: s for (f, k), s in by_family.items() if k == kind}
         if not fams:
             continue

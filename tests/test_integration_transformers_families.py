@@ -567,8 +567,8 @@ def test_dinov3_vit_model_in_one_call() -> None:
 
 
 class ForeignRotaryEmbedding(torch.nn.Module):
-    """A rotary module of another library inside a transformers model (as timm's
-    ``RotaryEmbeddingCat`` in PE-Video's ``TimmWrapper`` tower)."""
+    """A rotary module of another library than transformers and timm inside a
+    transformers model (timm's are handed to ``pe_core.integrations.timm``)."""
 
     def forward(self, x: Any) -> Any:
         return x

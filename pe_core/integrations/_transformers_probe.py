@@ -152,8 +152,10 @@ class _Float64Source:
 
 
 #: Class-name suffixes of transformers' rotary modules besides ``*RotaryEmbedding*``:
-#: DINOv3-ViT's and Sapiens2's ``*RopePositionEmbedding`` (DINOv3's 2-D grid).
-_ROTARY_SUFFIXES = ("RopePositionEmbedding",)
+#: DINOv3-ViT's and Sapiens2's ``*RopePositionEmbedding`` (DINOv3's 2-D grid); CLVP's,
+#: Wav2Vec2-Conformer's, Wav2Vec2-BERT's and SeamlessM4T's ``*RotaryPositionalEmbedding``
+#: (a table per sequence length).
+_ROTARY_SUFFIXES = ("RopePositionEmbedding", "RotaryPositionalEmbedding")
 
 
 def is_rotary(module: Any) -> bool:

@@ -40,9 +40,15 @@ Sapiens2's ``*RopePositionEmbedding``, EoMT-DINOv3) and
 EfficientLoFTR's feature grid (float64 cos/sin per grid size). Mistral Large 4's
 learned ``alpha`` (frequencies ``inv_freq * exp(alpha)``) is followed: its value is read
 on the host at patch time and again when it changes, and its own forward runs while
-alpha's gradient is wanted. A rotary embedding of another kind (other learned
-parameters, a module of another library such as timm's) is refused with an error that
-names it and the reason: nothing is patched then.
+alpha's gradient is wanted. The modules that build one table per sequence length
+(``forward(hidden_states)``: the rotary speech encoders' ``*RotaryPositionalEmbedding``
+of Wav2Vec2-Conformer, Wav2Vec2-BERT and SeamlessM4T, and CLVP's) compute it with
+exactly reduced angles and cache it as they do
+(:mod:`pe_core.integrations._transformers_sequence`). timm's rotary modules inside a
+transformers model (PE-Video's ``TimmWrapper`` tower) are patched and unpatched by
+:mod:`pe_core.integrations.timm`, imported only when the model holds a module of timm.
+A rotary embedding of another kind (other learned parameters, a module of another
+library) is refused with an error that names it and the reason: nothing is patched then.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ from pe_core.integrations._patching import patch, unpatch
 from pe_core.integrations._transformers_forward import ExactForward
 from pe_core.integrations._transformers_grid import grid_plan
 from pe_core.integrations._transformers_probe import plan, recomposition, rotary_modules
+from pe_core.integrations._transformers_sequence import sequence_plan
 
 __all__ = ["patch_rotary_embeddings", "patched_rotary_embeddings", "unpatch_rotary_embeddings"]
 
@@ -65,6 +72,10 @@ ModelT = TypeVar("ModelT", bound=nn.Module)
 #: The attribute a patched module keeps its patch in (a plain attribute: never in the
 #: state dict, never saved).
 _PATCH = "_pe_core_exact_rope"
+
+#: The attribute :mod:`pe_core.integrations.timm` keeps its patch of a timm module in
+#: (checked here without importing it).
+_TIMM_PATCH = "_pe_core_exact_rotary"
 
 
 def _check_model(model: Any) -> None:
@@ -75,40 +86,78 @@ def _check_model(model: Any) -> None:
         )
 
 
+def _timm_rotary_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The rotary modules of timm in ``model`` (a ``TimmWrapper`` tower, as PE-Video's):
+    the timm integration is imported only when the model holds a module of timm."""
+    if not any(type(m).__module__.startswith("timm.") for m in model.modules()):
+        return []
+    from pe_core.integrations._timm_modules import rotary_class
+
+    return [(path, m) for path, m in model.named_modules() if rotary_class(type(m))]
+
+
+def _timm_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
+    """The timm integration's patch of a timm module, or why it refuses it."""
+    from pe_core.integrations._timm_modules import plan as timm_plan
+
+    try:
+        return timm_plan(module), ""
+    except (ValueError, TypeError) as error:
+        return None, f"a module of timm that pe_core.integrations.timm does not cover: {error}"
+
+
 def _patch(model: nn.Module) -> list[nn.Module]:
     """Patch ``model``'s rotary embeddings; the modules newly patched."""
     _check_model(model)
-    found = rotary_modules(model)
+    timm = _timm_rotary_modules(model)
+    of_timm = {id(m) for _, m in timm}
+    found = [(p, m) for p, m in rotary_modules(model) if id(m) not in of_timm] + timm
     if not found:
         raise ValueError(
             f"{type(model).__name__} has no rotary embedding (no submodule whose class "
-            "name contains 'RotaryEmbedding' or ends with 'RopePositionEmbedding'): there "
-            "is nothing to patch."
+            "name contains 'RotaryEmbedding' or ends with 'RopePositionEmbedding' or "
+            "'RotaryPositionalEmbedding', no rotary module of timm): there is nothing "
+            "to patch."
         )
-    plans: list[tuple[nn.Module, dict[str, Any], dict[str, Any]]] = []
+    plans: list[tuple[nn.Module, str, dict[str, Any], dict[str, Any]]] = []
     refused: list[str] = []
     for path, module in found:
-        if _PATCH in vars(module):
+        record = _TIMM_PATCH if id(module) in of_timm else _PATCH
+        if record in vars(module):
             continue
         name = f"{type(module).__name__} at {path or '<model>'!r}"
         try:
-            planned, why = grid_plan(module)
-            if planned is None and not why:
-                planned, why = _rope_plan(module)
+            if record == _TIMM_PATCH:
+                planned, why = _timm_plan(module)
+            else:
+                planned, why = grid_plan(module)
+                if planned is None and not why:
+                    planned, why = sequence_plan(module)
+                if planned is None and not why:
+                    planned, why = _rope_plan(module)
         except Exception as error:
             planned, why = None, f"reading it failed: {type(error).__name__}: {error}"
         if planned is None:
             refused.append(f"{name}: {why}")
             continue
-        plans.append((module, *planned))
+        plans.append((module, record, *planned))
     if refused:
         raise ValueError(
             f"{type(model).__name__} has rotary embeddings patch_rotary_embeddings does "
             "not cover (nothing was patched): " + "; ".join(refused)
         )
-    for module, attributes, buffers in plans:
-        patch(module, _PATCH, attributes, buffers)
+    for module, record, attributes, buffers in plans:
+        patch(module, record, attributes, buffers)
     return [module for module, *_ in plans]
+
+
+def _unpatch(module: nn.Module) -> None:
+    """Unpatch one module (a timm module by the timm integration)."""
+    unpatch(module, _PATCH)
+    if _TIMM_PATCH in vars(module):
+        from pe_core.integrations.timm import _unpatch as timm_unpatch
+
+        timm_unpatch(module)
 
 
 def _rope_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
@@ -199,7 +248,7 @@ def unpatch_rotary_embeddings(model: ModelT) -> ModelT:
     """
     _check_model(model)
     for module in model.modules():
-        unpatch(module, _PATCH)
+        _unpatch(module)
     return model
 
 
@@ -225,4 +274,4 @@ def patched_rotary_embeddings(model: ModelT) -> Iterator[ModelT]:
         yield model
     finally:
         for module in patched:
-            unpatch(module, _PATCH)
+            _unpatch(module)
