@@ -918,9 +918,11 @@ def test_restated_forwards_read_nothing_back() -> None:
 
 @pytest.mark.slow
 def test_torch_compile_fullgraph() -> None:
-    """Each kind of patched module compiles with fullgraph=True (backend "eager")."""
+    """Each kind of patched module compiles with fullgraph=True (backend "eager"): a
+    diffusers helper (timesteps, 1-D rotary), the Fourier projection, a stored table and
+    a restated forward (Kandinsky 6's; LTX-2's is the same kind and costs about half the
+    test's compile time)."""
     from diffusers.models.transformers.transformer_kandinsky6 import Kandinsky6RoPE1D
-    from diffusers.models.transformers.transformer_ltx2 import LTX2AudioVideoRotaryPosEmbed
 
     t = torch.tensor([999.5, 0.25])
     cases = [
@@ -928,7 +930,6 @@ def test_torch_compile_fullgraph() -> None:
         (FluxPosEmbed(theta=10000, axes_dim=[4, 6, 6]), flux_ids()),
         (GaussianFourierProjection(8, scale=16), t),
         (WanRotaryPosEmbed(12, (1, 2, 2), max_seq_len=64), torch.zeros(1, 1, 2, 4, 4)),
-        (ltx2 := LTX2AudioVideoRotaryPosEmbed(64), ltx2.prepare_video_coords(1, 2, 2, 2, "cpu")),
         (Kandinsky6RoPE1D(16, 64), torch.arange(9)),
     ]
     for module, x in cases:
