@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from diffusers.models import embeddings as _embeddings
 
-from pe_core._kernel.angles import exact_cos_sin
+from pe_core._kernel.angles import exact_cos_sin, word64_constants
 from pe_core.fourier import fourier_features
 from pe_core.timestep import timestep_embedding
 from pe_core_backends import get_namespace
@@ -34,6 +34,7 @@ __all__ = [
     "gaussian_fourier_forward",
     "inverse_frequencies",
     "rebind",
+    "word_cos_sin",
 ]
 
 _TORCH = get_namespace("torch")
@@ -67,6 +68,81 @@ def inverse_frequencies(dim: int, theta: float, count: int | None = None) -> tup
     return _rotary_frequencies(int(dim), _real("theta", theta), 1.0)[:count]
 
 
+# -- the one-word reduction ----------------------------------------------------------
+#
+# For frequencies of at most half a turn per position (every rotary one), a position x
+# is n + r with n = round(x) (an int64) and |r| <= 1/2: the angle is
+# wrap(n F) 2pi / 2**64 + x 2pi g + r w, with F and g of
+# :func:`~pe_core._kernel.angles.word64_constants` (the int64 product wraps modulo
+# 2**64: the fractional turn of n f, exactly). Integer positions have no r. Within a
+# turn either way: about 3e-7 rad in float32 (1e-15 in float64) for every position
+# below 2**63; NaN for NaN, infinite or larger ones.
+
+#: Radians per unit of the wrapped int64 word (``2pi / 2**64``, exact scaling).
+_RADIANS_PER_WORD = 2.0 * math.pi / 2.0**64
+
+#: The constants of the one-word reduction as tensors, per frequencies, device and
+#: dtype: built on a module's first call, kept for the next (eager calls only).
+_WORD_TABLES: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+_WORD_TABLES_MAX = 512
+
+#: Integer dtypes whose values an int64 does not hold.
+_WRAPPING = tuple(getattr(torch, name) for name in ("uint64",) if hasattr(torch, name))
+
+
+def _word_tables(
+    omegas: tuple[float, ...], device: torch.device, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``F`` (int64), ``2pi g`` and ``w`` (``dtype``) on ``device``."""
+    key = (omegas, device, dtype)
+    found = _WORD_TABLES.get(key)
+    if found is not None:
+        return found
+    words, rests = word64_constants(omegas)
+    tables = (
+        torch.tensor(words, dtype=torch.int64, device=device),
+        torch.tensor([2.0 * math.pi * g for g in rests], dtype=dtype, device=device),
+        torch.tensor(omegas, dtype=dtype, device=device),
+    )
+    if not torch.compiler.is_compiling() and len(_WORD_TABLES) < _WORD_TABLES_MAX:
+        _WORD_TABLES[key] = tables
+    return tables
+
+
+def word_cos_sin(
+    pos: torch.Tensor, omegas: tuple[float, ...], dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``cos`` and ``sin`` (``dtype``) of ``pos[..., None] * omegas`` by the one-word
+    reduction: frequencies of at most ``pi`` rad per position (checked by the caller),
+    integer or float positions (NaN rows for NaN, infinite or beyond ``2**63``).
+
+    >>> c, s = word_cos_sin(torch.tensor([1e4, 2.5]), (1.0, 0.5))
+    >>> bool(abs(float(s[0, 0]) - math.sin(1e4)) < 1e-6), c.dtype
+    (True, torch.float32)
+    """
+    if pos.dtype in _WRAPPING:  # beyond int64: the general kernel
+        cos, sin = exact_cos_sin(
+            _TORCH, pos, omegas, working="float64" if dtype == torch.float64 else "float32"
+        )
+        return cos.to(dtype), sin.to(dtype)
+    words, radians, rates = _word_tables(omegas, pos.device, dtype)
+    if not pos.is_floating_point():
+        p = pos.unsqueeze(-1)
+        if p.dtype != torch.int64:
+            p = p.to(torch.int64)
+        angles = (p * words).to(dtype).mul_(_RADIANS_PER_WORD)
+        angles = angles.addcmul_(p.to(dtype), radians)
+    else:
+        whole = torch.round(pos)
+        rest = torch.where(pos.abs() < 2.0**63, pos - whole, float("nan"))  # exact
+        n = whole.to(torch.int64).unsqueeze(-1)
+        angles = (n * words).to(dtype).mul_(_RADIANS_PER_WORD)
+        angles = angles.addcmul_(pos.unsqueeze(-1).to(dtype), radians)
+        angles = angles.addcmul_(rest.unsqueeze(-1).to(dtype), rates)
+    return angles.cos(), angles.sin()
+
+
 def exact_cos_sin_table(
     pos: torch.Tensor, omegas: tuple[float, ...], wide: bool | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -78,7 +154,12 @@ def exact_cos_sin_table(
     working = "float64" if wide and pos.device.type not in NO_FLOAT64 else "float32"
     omegas = tuple(omegas)
     fastest = max([0.0] + [abs(w) for w in omegas])
-    if not pos.is_floating_point() or fastest <= math.pi:
+    if fastest <= math.pi:
+        cos, sin = word_cos_sin(
+            pos, omegas, torch.float64 if working == "float64" else torch.float32
+        )
+        return cos.float(), sin.float()
+    if not pos.is_floating_point():
         cos, sin = exact_cos_sin(_TORCH, pos, omegas, working=working)
         return cos.float(), sin.float()
     # A fraction of a position meets a frequency above half a turn: x = (n + r) / S with
@@ -188,8 +269,12 @@ def exact_get_1d_rotary_pos_embed(
     omegas = _TORCH.host_constant(
         _rotary_frequencies, int(dim), base, _real("linear_factor", linear_factor)
     )
-    wide = freqs_dtype == torch.float64 and pos.device.type not in NO_FLOAT64
-    cos, sin = exact_cos_sin(_TORCH, pos, omegas, working="float64" if wide else "float32")
+    # float64 only for complex128 results: real ones are float32 within 1e-6 either way
+    wide = freqs_dtype == torch.float64 and pos.device.type not in NO_FLOAT64 and not use_real
+    if max(abs(w) for w in omegas) <= math.pi:
+        cos, sin = word_cos_sin(pos, omegas, torch.float64 if wide else torch.float32)
+    else:
+        cos, sin = exact_cos_sin(_TORCH, pos, omegas, working="float64" if wide else "float32")
     if not use_real:
         return torch.complex(cos, sin)
     cos, sin = cos.float(), sin.float()
