@@ -584,6 +584,39 @@ def test_rotary_of_fractional_positions_is_exact_without_float64() -> None:
         assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rotary_word_path_integer_and_float_ids_agree_and_are_exact(dtype) -> None:
+    """The one-word reduction: integer ids and the same ids as floats give the same
+    numbers; fractional ids (below a half turn per position), ids to 2**62 (mpmath)
+    and NaN, infinite or too large ones (NaN rows)."""
+    mpmath = pytest.importorskip("mpmath")
+    from pe_core.integrations._diffusers_helpers import word_cos_sin
+
+    working = getattr(torch, dtype)
+    omegas = (1.0, 0.31, 1e-4, math.pi)
+    ints = torch.tensor(IDS, dtype=torch.int64)
+    c_int, s_int = word_cos_sin(ints, omegas, working)
+    c_flt, s_flt = word_cos_sin(ints.float(), omegas, working)
+    assert c_int.dtype == working and torch.equal(c_int, c_flt) and torch.equal(s_int, s_flt)
+    angle = np.outer(IDS, omegas)
+    assert gap(c_int, np.cos(angle)) < TOL and gap(s_int, np.sin(angle)) < TOL
+    x = torch.tensor(np.random.default_rng(1).random(200) * 2e4 - 1e4, dtype=torch.float32)
+    cos, sin = word_cos_sin(x, omegas, working)
+    angle = np.outer(x.double().numpy(), omegas)
+    assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+    big = [2**62 + 12345, -(2**61) - 7, 2**53 + 1]
+    cos, sin = word_cos_sin(torch.tensor(big), omegas, working)
+    mpmath.mp.dps = 60
+    for i, p in enumerate(big):
+        for j, w in enumerate(omegas):
+            a = mpmath.mpf(p) * mpmath.mpf(w)
+            assert abs(float(cos[i, j]) - float(mpmath.cos(a))) < TOL
+            assert abs(float(sin[i, j]) - float(mpmath.sin(a))) < TOL
+    bad = torch.tensor([float("nan"), float("inf"), 2.0**63, 1e30])
+    cos, sin = word_cos_sin(bad, omegas, working)
+    assert bool(torch.isnan(cos).all()) and bool(torch.isnan(sin).all())
+
+
 def inv_freq_angles(ids, theta, n, scale=1.0):
     return np.asarray(ids, np.float64)[..., None] * scale / theta ** (np.arange(n) / n)
 
