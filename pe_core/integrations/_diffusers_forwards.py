@@ -16,6 +16,7 @@ from pe_core.fourier import fourier_features
 from pe_core.integrations._diffusers_helpers import (
     exact_cos_sin_table,
     inverse_frequencies,
+    word_cos_sin,
 )
 from pe_core.timestep import timestep_embedding
 
@@ -31,6 +32,7 @@ __all__ = [
     "expo_fourier_forward",
     "glm_image_forward",
     "helios_forward",
+    "hunyuan_video_forward",
     "ideogram4_forward",
     "kandinsky5_3d_forward",
     "kandinsky6_3d_forward",
@@ -100,6 +102,28 @@ def glm_image_forward(self: Any, hidden_states: torch.Tensor) -> tuple[torch.Ten
     """``GlmImageRotaryPosEmbed.forward``: CogView4's with the ids themselves."""
     _, _, height, width = hidden_states.shape
     return _hw_rotary(self, height // self.patch_size, width // self.patch_size, None)
+
+
+def hunyuan_video_forward(
+    self: Any, hidden_states: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``HunyuanVideoRotaryPosEmbed.forward``: ``[t | h | w]`` of the latent grid, each
+    axis's frequencies interleaved twice; the cos/sin of each axis's integer ids once
+    (one row per id, not per grid cell), then spread over the grid."""
+    _, _, frames, height, width = hidden_states.shape
+    p, pt = self.patch_size, self.patch_size_t
+    sizes = (frames // pt, height // p, width // p)
+    device = hidden_states.device
+    cos, sin = [], []
+    for axis, (n, dim) in enumerate(zip(sizes, self.rope_dim, strict=True)):
+        ids = torch.arange(n, device=device)
+        c, s = word_cos_sin(ids, inverse_frequencies(dim, self.theta))
+        shape = [1, 1, 1, dim]
+        shape[axis] = n
+        cos.append(c.repeat_interleave(2, dim=-1).view(shape).expand(*sizes, dim))
+        sin.append(s.repeat_interleave(2, dim=-1).view(shape).expand(*sizes, dim))
+    count = sizes[0] * sizes[1] * sizes[2]
+    return torch.cat(cos, dim=-1).view(count, -1), torch.cat(sin, dim=-1).view(count, -1)
 
 
 def cosmos_forward(

@@ -26,6 +26,7 @@ from pe_core.integrations._diffusers_forwards import (
     expo_fourier_forward,
     glm_image_forward,
     helios_forward,
+    hunyuan_video_forward,
     ideogram4_forward,
     kandinsky5_3d_forward,
     kandinsky6_3d_forward,
@@ -173,7 +174,6 @@ METHODS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     _T + "transformer_krea2.Krea2RotaryPosEmbed": (("forward",), ()),
     _T + "transformer_longcat_image.LongCatImagePosEmbed": (("forward",), ()),
     _T + "transformer_ovis_image.OvisImagePosEmbed": (("forward",), ()),
-    _T + "transformer_hunyuan_video.HunyuanVideoRotaryPosEmbed": (("forward",), ()),
     _T + "transformer_hunyuan_video15.HunyuanVideo15RotaryPosEmbed": (("forward",), ()),
     _T + "transformer_hunyuan_video_framepack.HunyuanVideoFramepackRotaryPosEmbed": (
         ("forward",),
@@ -226,6 +226,7 @@ FORWARDS: dict[str, Callable[..., Any]] = {
     _T + "transformer_ltx2.LTX2AudioVideoRotaryPosEmbed": ltx2_forward,
     _T + "transformer_sana_wm_refiner.SanaWMLTX2AudioVideoRotaryPosEmbed": ltx2_forward,
     _T + "transformer_helios.HeliosRotaryPosEmbed": helios_forward,
+    _T + "transformer_hunyuan_video.HunyuanVideoRotaryPosEmbed": hunyuan_video_forward,
     _T + "transformer_cosmos3.Cosmos3VLTextRotaryEmbedding": cosmos3_text_forward,
     _T + "transformer_ideogram4.Ideogram4MRoPE": ideogram4_forward,
     _T + "transformer_minimax_h3.MiniMaxH3RotaryPosEmbed": minimax_h3_forward,
