@@ -228,6 +228,27 @@ def test_gaussian_fourier_log_of_bad_inputs_is_nan() -> None:
     assert gap(out[3:, :8], np.sin(ref)) < TOL
 
 
+def test_gaussian_fourier_fixed_point_log_over_float32_range() -> None:
+    """The int64 fixed-point log(x) and word products: x from subnormal to 3e38 and
+    within an ulp of 1, weights to 250 (float64 reference: its own error below 1e-11
+    here); weights from 2**22 give NaN columns, not a wrong number."""
+    torch.manual_seed(1)
+    module = GaussianFourierProjection(32, scale=64.0)
+    with torch.no_grad():
+        module.weight[0] = 250.0
+        module.weight[1] = 3e-9
+    ones = [1.0 - 2.0**-24, 1.0, 1.0 + 2.0**-23]
+    x = torch.tensor([1e-45, 1e-39, 1e-20, 0.37, *ones, 7.5, 1e10, 3e38], dtype=torch.float32)
+    patch_positional_embeddings(module)
+    out = module(x)
+    angle = np.outer(np.log(x.double().numpy()), module.weight.double().numpy()) * 2 * np.pi
+    assert gap(out, np.concatenate([np.sin(angle), np.cos(angle)], -1)) < TOL
+    with torch.no_grad():
+        module.weight[2] = 2.0**22
+    out = module(x)
+    assert bool(torch.isnan(out[:, 2]).all()) and not bool(torch.isnan(out[:, 3]).any())
+
+
 def qwen_table64(dim, index, theta=10000.0):
     w = 1.0 / theta ** (np.arange(0, dim, 2) / dim)
     return np.exp(1j * np.outer(np.asarray(index, np.float64), w))

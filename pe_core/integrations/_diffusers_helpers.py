@@ -333,58 +333,74 @@ def exact_globals(function: Callable[..., Any]) -> dict[str, Any]:
 
 
 # -- GaussianFourierProjection ---------------------------------------------------------
+#
+# With ``log=True`` its angle is ``2pi w log(x)``: in turns ``w log(x)``. log(x) is
+# formed as a 64-bit fixed-point number ``L = log(x) 2**56`` (int64): ``x = m 2^e`` with
+# ``m`` in [1/2, 1) (frexp), ``log m = log c + log(1 + v)`` with ``c`` the centre of
+# ``m``'s 1/4096-wide cell (a table, ``log c`` worked out once) and ``v = (m - c) / c``
+# (``|v| < 2**-12``: three terms of the series, float32, within 1e-15 of it). Each
+# float32 weight is ``M 2^k`` (``M`` a 24-bit integer): ``w L`` in int64 arithmetic,
+# after shifting ``L`` right by ``16 - k`` bits, wraps modulo ``2**64`` to the
+# fractional turn of ``w log(x)``, within ``2**-40`` turns. float32 only, and about
+# twenty elementwise operations per call.
 
-_LN2_HI = math.ldexp(round(math.log(2.0) * 2.0**16), -16)  # 16 bits: e * _LN2_HI exact
-_LN2_LO = math.log(2.0) - _LN2_HI
-_SQRT2 = math.sqrt(2.0)
-#: 2 s^(2k+1) / (2k+1), k = 1..6: log(m) = 2 atanh(s) beyond its first term
-#: (|s| <= 0.172: the next term is below 1e-12).
-_ATANH = tuple(2.0 / (2 * k + 1) for k in range(1, 7))
+_LOG_CELLS = 4096
+_LN2_FIXED = round(math.log(2.0) * 2.0**56)
+_RADIANS_PER_WORD_F = 2.0 * math.pi / 2.0**64
+
+#: The cells' centres, their reciprocals (float32) and ``round(log(c) 2**56)`` (int64),
+#: per device: built on the first call there.
+_LOG_TABLES: dict[Any, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
 
-def _two_sum(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
+def _log_tables(device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    found = _LOG_TABLES.get(device)
+    if found is not None:
+        return found
+    half = _LOG_CELLS // 2
+    # cells below half are never read by positive finite inputs (NaN rows there)
+    centres = [(max(i, half) + 0.5) / _LOG_CELLS for i in range(_LOG_CELLS)]
+    tables = (
+        torch.tensor(centres, dtype=torch.float32, device=device),
+        torch.tensor([1.0 / c for c in centres], dtype=torch.float32, device=device),
+        torch.tensor([round(math.log(c) * 2.0**56) for c in centres], device=device),
+    )
+    if not torch.compiler.is_compiling():
+        _LOG_TABLES[device] = tables
+    return tables
 
 
-def _split(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    c = a * 4097.0  # Veltkamp: 12 + 12 bits of a float32
-    high = c - (c - a)
-    return high, a - high
+def _log_fixed(x: torch.Tensor) -> torch.Tensor:
+    """``round(log(x) 2**56)`` (int64, within a few units) of float32 ``x``; rows of
+    ``x`` that are not positive and finite give numbers the caller turns into NaN."""
+    centres, inverses, logs = _log_tables(x.device)
+    m, e = torch.frexp(x)
+    cell = (m * _LOG_CELLS).long().clamp_(0, _LOG_CELLS - 1)
+    # m - c exact; v = (m - c) / c within 2**-35, |v| < 2**-12
+    v = (m - centres.index_select(0, cell)).mul_(inverses.index_select(0, cell))
+    series = v.addcmul(v * v, v.mul(1.0 / 3.0).sub_(0.5))  # v - v^2/2 + v^3/3
+    fixed = series.mul_(2.0**56).long().add_(logs.index_select(0, cell))
+    return fixed.add_(e.long() * _LN2_FIXED)
 
 
-def _log_pair(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``log(x)`` of float32 ``x`` as ``hi + lo`` within about 1e-12 relative (float32
-    operations only): ``x = m 2^e`` read from the bits, ``log m = 2 atanh((m-1)/(m+1))``
-    with the quotient in two words. NaN where ``x`` is not positive and finite (diffusers
-    gives NaN features there too)."""
-    valid = (x > 0) & torch.isfinite(x)
-    tiny = x < 2.0**-126  # subnormal: scaled into the normal range first
-    safe = torch.where(valid, torch.where(tiny, x * 2.0**24, x), torch.ones_like(x))
-    bits = safe.view(torch.int32)
-    e = ((bits >> 23) - 127 - torch.where(tiny, 24, 0)).to(torch.float32)
-    m = ((bits & 0x7FFFFF) | 0x3F800000).view(torch.float32)  # [1, 2)
-    big = m > _SQRT2
-    m = torch.where(big, m * 0.5, m)
-    e = e + big.to(torch.float32)
-    a = m - 1.0  # exact (Sterbenz)
-    b_hi, b_lo = _two_sum(torch.ones_like(m), m)
-    s_hi = a / b_hi
-    p = s_hi * b_hi
-    sh, sl = _split(s_hi)
-    bh, bl = _split(b_hi)
-    p_err = ((sh * bh - p) + sh * bl + sl * bh) + sl * bl  # s_hi * b_hi - p, exactly
-    s_lo = (((a - p) - p_err) - s_hi * b_lo) / b_hi
-    u = s_hi * s_hi
-    series = torch.full_like(u, _ATANH[-1])
-    for c in reversed(_ATANH[:-1]):
-        series = c + u * series
-    tail = s_hi * u * series
-    hi, err = _two_sum(e * _LN2_HI, 2.0 * s_hi)
-    lo = err + (2.0 * s_lo + (tail + e * _LN2_LO))
-    nan = torch.full_like(x, float("nan"))
-    return torch.where(valid, hi, nan), torch.where(valid, lo, nan)
+def _gaussian_log_angles(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """float32 angles ``2pi w log(x)`` of float32 weights, reduced to within a turn
+    and a quarter: NaN rows where ``x`` is not positive and finite (diffusers' features
+    are NaN there too), NaN columns for weights of ``2**22`` or more (or NaN).
+
+    ``L = Lh 2**32 + Ll`` (``Ll`` the low 32 bits) and ``W = round(w 2**40)`` (int64):
+    ``w L / 2**56 = wrap(W Lh) / 2**64 + w Ll / 2**56`` within ``2**-34`` turns, the
+    first term exact in int64 arithmetic, the second below a quarter turn.
+    """
+    fixed = _log_fixed(x.float())
+    high = (fixed >> 32).unsqueeze(-1)
+    low = (fixed & 0xFFFFFFFF).float().unsqueeze(-1)
+    words = (weight * 2.0**40).long()
+    unit = torch.where(weight.abs() < 2.0**22, _RADIANS_PER_WORD_F, float("nan"))
+    angles = (high * words).float().mul_(unit)
+    angles = angles.addcmul_(low, weight * (2.0 * math.pi * 2.0**-56))
+    rows = torch.log(x).mul_(0.0).add_(1.0)  # NaN where x <= 0, NaN or infinite
+    return angles.mul_(rows.unsqueeze(-1))
 
 
 def gaussian_fourier_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
@@ -394,9 +410,14 @@ def gaussian_fourier_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
     order: Literal["sin_cos", "cos_sin"] = "cos_sin" if self.flip_sin_to_cos else "sin_cos"
     if self.log and x.dtype == torch.float64:
         coords, freqs = torch.log(x), weight.double()
-    elif self.log:
-        hi, lo = _log_pair(x.float())
-        coords, freqs = torch.stack((hi, lo), dim=-1), torch.stack((weight, weight)).float()
+    elif self.log and weight.dtype != torch.float64:
+        angles = _gaussian_log_angles(
+            x, weight if weight.dtype == torch.float32 else weight.float()
+        )
+        sin, cos = angles.sin(), angles.cos()
+        return torch.cat((cos, sin) if self.flip_sin_to_cos else (sin, cos), dim=-1).to(dtype)
+    elif self.log:  # float64 weights (the module's device has float64)
+        coords, freqs = torch.log(x.double()), weight
     else:
         coords, freqs = x, weight
         if coords.dtype in (torch.float16, torch.bfloat16):
