@@ -82,7 +82,7 @@ def _hw_rotary(
     parts = []
     for axis, n, cells in ((0, height, (height, 1)), (1, width, (1, width))):
         ids = torch.arange(n) if spread is None else torch.arange(n) * spread[axis] // n
-        cos, sin = exact_cos_sin_table(ids.double(), omegas)
+        cos, sin = exact_cos_sin_table(ids, omegas)  # integer ids: one-word reduction
         parts.append((cos.view(*cells, -1), sin.view(*cells, -1)))
     out = []
     for i in (0, 1):
@@ -232,10 +232,6 @@ def ltx_forward(
         if num_frames is None or height is None or width is None:
             raise TypeError("num_frames, height and width are needed without video_coords")
         sizes = (num_frames, height, width)
-        grids = torch.meshgrid(
-            *(torch.arange(n, dtype=torch.float32, device=device) for n in sizes), indexing="ij"
-        )
-        coords = [g.reshape(1, -1).expand(batch, -1) for g in grids]
         if rope_interpolation_scale is None:
             bases = (1.0, 1.0, 1.0)
         else:
@@ -244,10 +240,23 @@ def ltx_forward(
                 b / (_real_scale(s) * p)
                 for b, s, p in zip(bases, rope_interpolation_scale, patches, strict=True)
             )
+        # each axis's integer ids reduced once, then spread over the grid
+        count = sizes[0] * sizes[1] * sizes[2]
+        axes = []
+        for axis, (n, base) in enumerate(zip(sizes, bases, strict=True)):
+            ids = torch.arange(n, device=device)
+            shape = [1, 1, 1, len(ws)]
+            shape[axis] = n
+            axes.append(
+                tuple(
+                    x.view(shape).expand(*sizes, -1).reshape(1, count, -1).expand(batch, -1, -1)
+                    for x in _ltx_axis(ids, ws, float(base))
+                )
+            )
     else:
         coords = [video_coords[:, i] for i in range(3)]
-    axes = [_ltx_axis(c, ws, float(b)) for c, b in zip(coords, bases, strict=True)]
-    return _interleaved(axes, self.dim, 6)
+        axes = [_ltx_axis(c, ws, float(b)) for c, b in zip(coords, bases, strict=True)]
+    return _interleaved(axes, self.dim, 6)  # type: ignore[arg-type]
 
 
 def ltx2_forward(

@@ -70,8 +70,9 @@ def inverse_frequencies(dim: int, theta: float, count: int | None = None) -> tup
 
 # -- the one-word reduction ----------------------------------------------------------
 #
-# For frequencies of at most half a turn per position (every rotary one), a position x
-# is n + r with n = round(x) (an int64) and |r| <= 1/2: the angle is
+# Integer positions at any frequency; float ones at frequencies of at most half a turn
+# per position (every rotary one): a position x is n + r with n = round(x) (an int64)
+# and |r| <= 1/2: the angle is
 # wrap(n F) 2pi / 2**64 + x 2pi g + r w, with F and g of
 # :func:`~pe_core._kernel.angles.word64_constants` (the int64 product wraps modulo
 # 2**64: the fractional turn of n f, exactly). Integer positions have no r. Within a
@@ -114,8 +115,9 @@ def word_cos_sin(
     pos: torch.Tensor, omegas: tuple[float, ...], dtype: torch.dtype = torch.float32
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``cos`` and ``sin`` (``dtype``) of ``pos[..., None] * omegas`` by the one-word
-    reduction: frequencies of at most ``pi`` rad per position (checked by the caller),
-    integer or float positions (NaN rows for NaN, infinite or beyond ``2**63``).
+    reduction: integer positions at any frequency, float positions at frequencies of at
+    most ``pi`` rad per position (checked by the caller; NaN rows for NaN, infinite or
+    float positions beyond ``2**63``).
 
     >>> c, s = word_cos_sin(torch.tensor([1e4, 2.5]), (1.0, 0.5))
     >>> bool(abs(float(s[0, 0]) - math.sin(1e4)) < 1e-6), c.dtype
@@ -154,7 +156,7 @@ def exact_cos_sin_table(
     working = "float64" if wide and pos.device.type not in NO_FLOAT64 else "float32"
     omegas = tuple(omegas)
     fastest = max([0.0] + [abs(w) for w in omegas])
-    if fastest <= math.pi:
+    if fastest <= math.pi or not pos.is_floating_point():
         cos, sin = word_cos_sin(
             pos, omegas, torch.float64 if working == "float64" else torch.float32
         )
@@ -271,7 +273,7 @@ def exact_get_1d_rotary_pos_embed(
     )
     # float64 only for complex128 results: real ones are float32 within 1e-6 either way
     wide = freqs_dtype == torch.float64 and pos.device.type not in NO_FLOAT64 and not use_real
-    if max(abs(w) for w in omegas) <= math.pi:
+    if not pos.is_floating_point() or max(abs(w) for w in omegas) <= math.pi:
         cos, sin = word_cos_sin(pos, omegas, torch.float64 if wide else torch.float32)
     else:
         cos, sin = exact_cos_sin(_TORCH, pos, omegas, working="float64" if wide else "float32")
