@@ -96,6 +96,25 @@ def test_timesteps_are_exact_and_unpatch_restores(dim, flip, shift, scale) -> No
     assert "forward" not in vars(module)
 
 
+@pytest.mark.parametrize("scale", [1000, -1])
+def test_timesteps_one_word_route_integer_and_float_timesteps_agree(scale) -> None:
+    """Integer timesteps, the same as floats and pe_core.timestep_embedding give the
+    same numbers (float64 reference); NaN or infinite timesteps give NaN rows."""
+    from pe_core import timestep_embedding
+    from pe_core.integrations.diffusers import exact_get_timestep_embedding
+
+    ints = torch.tensor([0, 1, 7, 500, 999, 10**6])
+    ref = timesteps64(ints.double().numpy(), 33, True, 0, scale)
+    for t in (ints, ints.float(), ints.double()):
+        out = exact_get_timestep_embedding(t, 33, True, 0, scale)
+        assert out.dtype == torch.float32 and out.shape == (6, 33)
+        assert gap(out, ref) < TOL
+    core = timestep_embedding(ints, 33, flip_sin_to_cos=True, downscale_freq_shift=0, scale=scale)
+    assert gap(core, ref) < TOL
+    bad = exact_get_timestep_embedding(torch.tensor([float("nan"), float("inf")]), 8, scale=1000)
+    assert bool(torch.isnan(bad).all())
+
+
 def test_timesteps_keep_diffusers_max_period() -> None:
     """diffusers' Timesteps never passes max_period: the default 10000 applies."""
     module = Timesteps(16, True, 0)

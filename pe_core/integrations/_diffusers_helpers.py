@@ -10,6 +10,7 @@ signatures (the public names are :mod:`pe_core.integrations.diffusers`'s);
 
 from __future__ import annotations
 
+import functools
 import math
 import types
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from diffusers.models import embeddings as _embeddings
 
 from pe_core._kernel.angles import exact_cos_sin, word64_constants
 from pe_core.fourier import fourier_features
-from pe_core.timestep import timestep_embedding
+from pe_core.timestep import timestep_embedding, timestep_spec
 from pe_core_backends import get_namespace
 
 __all__ = [
@@ -220,6 +221,20 @@ def exact_get_timestep_embedding(
             "timesteps must be a 1-D tensor (as diffusers' get_timestep_embedding "
             f"requires). Received shape: {tuple(getattr(timesteps, 'shape', ()))}"
         )
+    if isinstance(timesteps, torch.Tensor) and timesteps.dtype in _TIMESTEP_DTYPES:
+        try:
+            key = (embedding_dim, bool(flip_sin_to_cos), downscale_freq_shift, scale, max_period)
+            omegas, slowed, step = _timestep_omegas(*key)
+        except TypeError:  # unhashable arguments: validated (and refused) below
+            pass
+        else:
+            if timesteps.is_floating_point():  # x step exact: a power of two
+                timesteps, omegas = timesteps.float() * step, slowed
+            cos, sin = word_cos_sin(timesteps, omegas)
+            out = torch.cat((cos, sin) if flip_sin_to_cos else (sin, cos), dim=-1)
+            if embedding_dim % 2:
+                out = torch.nn.functional.pad(out, (0, 1))
+            return out
     return timestep_embedding(
         timesteps,
         embedding_dim,
@@ -228,6 +243,37 @@ def exact_get_timestep_embedding(
         scale=scale,
         max_period=max_period,
     )
+
+
+#: Timestep dtypes of the one-word route (the others go through
+#: :func:`pe_core.timestep_embedding`, which refuses what it cannot take).
+_TIMESTEP_DTYPES = (
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int64,
+    torch.int32,
+    torch.int16,
+    torch.int8,
+    torch.uint8,
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _timestep_omegas(
+    dim: int, flip: bool, shift: float, scale: float, max_period: float
+) -> tuple[tuple[float, ...], tuple[float, ...], float]:
+    """The signed frequencies of :func:`pe_core.timestep_spec` (validated there, for
+    integer timesteps), the same over ``step`` and ``step``: the power of two that
+    brings the fastest to at most ``pi`` rad per unit (float timesteps are multiplied
+    by it, exactly, so that ``x step = n + r`` with ``|r| <= 1/2``)."""
+    spec = timestep_spec(dim, flip, shift, scale, max_period)
+    sign = -1.0 if scale < 0 else 1.0  # a negative scale negates the sines
+    omegas = tuple(sign * w for w in spec.frequencies)
+    fastest = max(abs(w) for w in omegas)
+    step = 2.0 ** max(0, math.ceil(math.log2(fastest / math.pi))) if fastest else 1.0
+    return omegas, tuple(w / step for w in omegas), step
 
 
 def exact_get_1d_rotary_pos_embed(

@@ -307,16 +307,31 @@ def positional_class(cls: type) -> bool:
 
 
 class _Uncached:
-    """A method cached on its class (``lru_cache``) run uncached for one module (a plain
-    object, as :class:`_ExactMethod`)."""
+    """A method cached on its class (``lru_cache``, whose entries were built from the
+    module's own tables) run with a cache of this module's own while patched, as
+    diffusers caches it: up to 128 calls by their arguments, none when compiling or
+    exporting (a plain object, as :class:`_ExactMethod`)."""
 
     def __init__(self, module: nn.Module, name: str) -> None:
         self.module = module
         self.name = name
         self.function = getattr(type(module), name).__wrapped__
+        self.cache: dict[Any, Any] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.function(self.module, *args, **kwargs)
+        if torch.compiler.is_compiling() or torch.compiler.is_exporting():
+            return self.function(self.module, *args, **kwargs)
+        key = (args, tuple(kwargs.items()))
+        try:
+            found = self.cache.get(key)
+        except TypeError:  # unhashable arguments: not cached (lru_cache would raise)
+            return self.function(self.module, *args, **kwargs)
+        if found is None:
+            found = self.function(self.module, *args, **kwargs)
+            if len(self.cache) >= 128:
+                self.cache.clear()
+            self.cache[key] = found
+        return found
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_Uncached, (self.module, self.name))
