@@ -270,7 +270,7 @@ def _timestep_omegas(
     by it, exactly, so that ``x step = n + r`` with ``|r| <= 1/2``)."""
     spec = timestep_spec(dim, flip, shift, scale, max_period)
     sign = -1.0 if scale < 0 else 1.0  # a negative scale negates the sines
-    omegas = tuple(sign * w for w in spec.frequencies)
+    omegas = tuple(sign * w for w in spec.frequencies or ())  # always set here
     fastest = max(abs(w) for w in omegas)
     step = 2.0 ** max(0, math.ceil(math.log2(fastest / math.pi))) if fastest else 1.0
     return omegas, tuple(w / step for w in omegas), step
