@@ -99,19 +99,21 @@ def test_timesteps_are_exact_and_unpatch_restores(dim, flip, shift, scale) -> No
 @pytest.mark.parametrize("scale", [1000, -1])
 def test_timesteps_one_word_route_integer_and_float_timesteps_agree(scale) -> None:
     """Integer timesteps, the same as floats and pe_core.timestep_embedding give the
-    same numbers (float64 reference); NaN or infinite timesteps give NaN rows."""
+    same numbers (float64 reference); NaN or infinite timesteps give NaN rows (on the
+    one-word route: more than a few timesteps, or any on a device)."""
     from pe_core import timestep_embedding
     from pe_core.integrations.diffusers import exact_get_timestep_embedding
 
-    ints = torch.tensor([0, 1, 7, 500, 999, 10**6])
+    ints = torch.tensor([0, 1, 7, 500, 999, 10**6]).repeat(12)  # > 64: the device route
     ref = timesteps64(ints.double().numpy(), 33, True, 0, scale)
-    for t in (ints, ints.float(), ints.double()):
+    for t in (ints, ints.float(), ints.double(), ints[:6]):
         out = exact_get_timestep_embedding(t, 33, True, 0, scale)
-        assert out.dtype == torch.float32 and out.shape == (6, 33)
-        assert gap(out, ref) < TOL
+        assert out.dtype == torch.float32 and out.shape == (len(t), 33)
+        assert gap(out, ref[: len(t)]) < TOL
     core = timestep_embedding(ints, 33, flip_sin_to_cos=True, downscale_freq_shift=0, scale=scale)
     assert gap(core, ref) < TOL
-    bad = exact_get_timestep_embedding(torch.tensor([float("nan"), float("inf")]), 8, scale=1000)
+    bad = torch.tensor([float("nan"), float("inf")]).repeat(40)
+    bad = exact_get_timestep_embedding(bad, 8, scale=1000)
     assert bool(torch.isnan(bad).all())
 
 

@@ -21,6 +21,7 @@ import torch
 from diffusers.models import embeddings as _embeddings
 
 from pe_core._kernel.angles import exact_cos_sin, word64_constants
+from pe_core._kernel.routes import FEW_POSITIONS
 from pe_core.fourier import fourier_features
 from pe_core.timestep import timestep_embedding, timestep_spec
 from pe_core_backends import get_namespace
@@ -221,7 +222,13 @@ def exact_get_timestep_embedding(
             "timesteps must be a 1-D tensor (as diffusers' get_timestep_embedding "
             f"requires). Received shape: {tuple(getattr(timesteps, 'shape', ()))}"
         )
-    if isinstance(timesteps, torch.Tensor) and timesteps.dtype in _TIMESTEP_DTYPES:
+    # a few timesteps already on the host: pe_core's host lane (quicker there); the
+    # others (on a device, or many) the one-word reduction
+    if (
+        isinstance(timesteps, torch.Tensor)
+        and timesteps.dtype in _TIMESTEP_DTYPES
+        and not (timesteps.device.type == "cpu" and timesteps.numel() <= FEW_POSITIONS)
+    ):
         try:
             key = (embedding_dim, bool(flip_sin_to_cos), downscale_freq_shift, scale, max_period)
             omegas, slowed, step = _timestep_omegas(*key)
