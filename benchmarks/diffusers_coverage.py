@@ -63,11 +63,11 @@ def how(key: str) -> str:
         names = ", ".join(modules.METHODS[key][0])
         return f"exact: its own `{names}` with pe_core's helpers"
     if key in modules.TABLES:
-        uncached = " (its cached methods run uncached)" if modules.TABLES[key].uncached else ""
+        uncached = " (its cached methods cached anew)" if modules.TABLES[key].uncached else ""
         return f"exact: its tables rebuilt by pe_core (checked against its own){uncached}"
     if key in modules.FORWARDS:
         if modules.FORWARDS[key] is modules.gaussian_fourier_forward:
-            return "exact: `fourier_features` of its weight, log as a float32 pair"
+            return "exact: its forward restated, log as a 64-bit fixed-point integer"
         return f"exact: its forward restated with pe_core's exact angles{checked}"
     if key in modules.REFUSED:
         return f"refused: {modules.REFUSED[key]}"

@@ -96,6 +96,27 @@ def test_timesteps_are_exact_and_unpatch_restores(dim, flip, shift, scale) -> No
     assert "forward" not in vars(module)
 
 
+@pytest.mark.parametrize("scale", [1000, -1])
+def test_timesteps_one_word_route_integer_and_float_timesteps_agree(scale) -> None:
+    """Integer timesteps, the same as floats and pe_core.timestep_embedding give the
+    same numbers (float64 reference); NaN or infinite timesteps give NaN rows (on the
+    one-word route: more than a few timesteps, or any on a device)."""
+    from pe_core import timestep_embedding
+    from pe_core.integrations.diffusers import exact_get_timestep_embedding
+
+    ints = torch.tensor([0, 1, 7, 500, 999, 10**6]).repeat(12)  # > 64: the device route
+    ref = timesteps64(ints.double().numpy(), 33, True, 0, scale)
+    for t in (ints, ints.float(), ints.double(), ints[:6]):
+        out = exact_get_timestep_embedding(t, 33, True, 0, scale)
+        assert out.dtype == torch.float32 and out.shape == (len(t), 33)
+        assert gap(out, ref[: len(t)]) < TOL
+    core = timestep_embedding(ints, 33, flip_sin_to_cos=True, downscale_freq_shift=0, scale=scale)
+    assert gap(core, ref) < TOL
+    bad = torch.tensor([float("nan"), float("inf")]).repeat(40)
+    bad = exact_get_timestep_embedding(bad, 8, scale=1000)
+    assert bool(torch.isnan(bad).all())
+
+
 def test_timesteps_keep_diffusers_max_period() -> None:
     """diffusers' Timesteps never passes max_period: the default 10000 applies."""
     module = Timesteps(16, True, 0)
@@ -226,6 +247,27 @@ def test_gaussian_fourier_log_of_bad_inputs_is_nan() -> None:
     assert torch.isnan(out[:3]).all()
     ref = np.outer(np.log(x[3:].double().numpy()), module.weight.double().numpy()) * 2 * np.pi
     assert gap(out[3:, :8], np.sin(ref)) < TOL
+
+
+def test_gaussian_fourier_fixed_point_log_over_float32_range() -> None:
+    """The int64 fixed-point log(x) and word products: x from subnormal to 3e38 and
+    within an ulp of 1, weights to 250 (float64 reference: its own error below 1e-11
+    here); weights from 2**22 give NaN columns, not a wrong number."""
+    torch.manual_seed(1)
+    module = GaussianFourierProjection(32, scale=64.0)
+    with torch.no_grad():
+        module.weight[0] = 250.0
+        module.weight[1] = 3e-9
+    ones = [1.0 - 2.0**-24, 1.0, 1.0 + 2.0**-23]
+    x = torch.tensor([1e-45, 1e-39, 1e-20, 0.37, *ones, 7.5, 1e10, 3e38], dtype=torch.float32)
+    patch_positional_embeddings(module)
+    out = module(x)
+    angle = np.outer(np.log(x.double().numpy()), module.weight.double().numpy()) * 2 * np.pi
+    assert gap(out, np.concatenate([np.sin(angle), np.cos(angle)], -1)) < TOL
+    with torch.no_grad():
+        module.weight[2] = 2.0**22
+    out = module(x)
+    assert bool(torch.isnan(out[:, 2]).all()) and not bool(torch.isnan(out[:, 3]).any())
 
 
 def qwen_table64(dim, index, theta=10000.0):
@@ -582,6 +624,39 @@ def test_rotary_of_fractional_positions_is_exact_without_float64() -> None:
     for wide in (True, False):
         cos, sin = exact_cos_sin_table(x, omegas, wide)
         assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rotary_word_path_integer_and_float_ids_agree_and_are_exact(dtype) -> None:
+    """The one-word reduction: integer ids and the same ids as floats give the same
+    numbers; fractional ids (below a half turn per position), ids to 2**62 (mpmath)
+    and NaN, infinite or too large ones (NaN rows)."""
+    mpmath = pytest.importorskip("mpmath")
+    from pe_core.integrations._diffusers_helpers import word_cos_sin
+
+    working = getattr(torch, dtype)
+    omegas = (1.0, 0.31, 1e-4, math.pi)
+    ints = torch.tensor(IDS, dtype=torch.int64)
+    c_int, s_int = word_cos_sin(ints, omegas, working)
+    c_flt, s_flt = word_cos_sin(ints.float(), omegas, working)
+    assert c_int.dtype == working and torch.equal(c_int, c_flt) and torch.equal(s_int, s_flt)
+    angle = np.outer(IDS, omegas)
+    assert gap(c_int, np.cos(angle)) < TOL and gap(s_int, np.sin(angle)) < TOL
+    x = torch.tensor(np.random.default_rng(1).random(200) * 2e4 - 1e4, dtype=torch.float32)
+    cos, sin = word_cos_sin(x, omegas, working)
+    angle = np.outer(x.double().numpy(), omegas)
+    assert gap(cos, np.cos(angle)) < TOL and gap(sin, np.sin(angle)) < TOL
+    big = [2**62 + 12345, -(2**61) - 7, 2**53 + 1]
+    cos, sin = word_cos_sin(torch.tensor(big), omegas, working)
+    mpmath.mp.dps = 60
+    for i, p in enumerate(big):
+        for j, w in enumerate(omegas):
+            a = mpmath.mpf(p) * mpmath.mpf(w)
+            assert abs(float(cos[i, j]) - float(mpmath.cos(a))) < TOL
+            assert abs(float(sin[i, j]) - float(mpmath.sin(a))) < TOL
+    bad = torch.tensor([float("nan"), float("inf"), 2.0**63, 1e30])
+    cos, sin = word_cos_sin(bad, omegas, working)
+    assert bool(torch.isnan(cos).all()) and bool(torch.isnan(sin).all())
 
 
 def inv_freq_angles(ids, theta, n, scale=1.0):

@@ -16,6 +16,7 @@ from pe_core.fourier import fourier_features
 from pe_core.integrations._diffusers_helpers import (
     exact_cos_sin_table,
     inverse_frequencies,
+    word_cos_sin,
 )
 from pe_core.timestep import timestep_embedding
 
@@ -31,6 +32,7 @@ __all__ = [
     "expo_fourier_forward",
     "glm_image_forward",
     "helios_forward",
+    "hunyuan_video_forward",
     "ideogram4_forward",
     "kandinsky5_3d_forward",
     "kandinsky6_3d_forward",
@@ -80,7 +82,7 @@ def _hw_rotary(
     parts = []
     for axis, n, cells in ((0, height, (height, 1)), (1, width, (1, width))):
         ids = torch.arange(n) if spread is None else torch.arange(n) * spread[axis] // n
-        cos, sin = exact_cos_sin_table(ids.double(), omegas)
+        cos, sin = exact_cos_sin_table(ids, omegas)  # integer ids: one-word reduction
         parts.append((cos.view(*cells, -1), sin.view(*cells, -1)))
     out = []
     for i in (0, 1):
@@ -100,6 +102,28 @@ def glm_image_forward(self: Any, hidden_states: torch.Tensor) -> tuple[torch.Ten
     """``GlmImageRotaryPosEmbed.forward``: CogView4's with the ids themselves."""
     _, _, height, width = hidden_states.shape
     return _hw_rotary(self, height // self.patch_size, width // self.patch_size, None)
+
+
+def hunyuan_video_forward(
+    self: Any, hidden_states: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``HunyuanVideoRotaryPosEmbed.forward``: ``[t | h | w]`` of the latent grid, each
+    axis's frequencies interleaved twice; the cos/sin of each axis's integer ids once
+    (one row per id, not per grid cell), then spread over the grid."""
+    _, _, frames, height, width = hidden_states.shape
+    p, pt = self.patch_size, self.patch_size_t
+    sizes = (frames // pt, height // p, width // p)
+    device = hidden_states.device
+    cos, sin = [], []
+    for axis, (n, dim) in enumerate(zip(sizes, self.rope_dim, strict=True)):
+        ids = torch.arange(n, device=device)
+        c, s = word_cos_sin(ids, inverse_frequencies(dim, self.theta))
+        shape = [1, 1, 1, dim]
+        shape[axis] = n
+        cos.append(c.repeat_interleave(2, dim=-1).view(shape).expand(*sizes, dim))
+        sin.append(s.repeat_interleave(2, dim=-1).view(shape).expand(*sizes, dim))
+    count = sizes[0] * sizes[1] * sizes[2]
+    return torch.cat(cos, dim=-1).view(count, -1), torch.cat(sin, dim=-1).view(count, -1)
 
 
 def cosmos_forward(
@@ -208,10 +232,6 @@ def ltx_forward(
         if num_frames is None or height is None or width is None:
             raise TypeError("num_frames, height and width are needed without video_coords")
         sizes = (num_frames, height, width)
-        grids = torch.meshgrid(
-            *(torch.arange(n, dtype=torch.float32, device=device) for n in sizes), indexing="ij"
-        )
-        coords = [g.reshape(1, -1).expand(batch, -1) for g in grids]
         if rope_interpolation_scale is None:
             bases = (1.0, 1.0, 1.0)
         else:
@@ -220,10 +240,23 @@ def ltx_forward(
                 b / (_real_scale(s) * p)
                 for b, s, p in zip(bases, rope_interpolation_scale, patches, strict=True)
             )
+        # each axis's integer ids reduced once, then spread over the grid
+        count = sizes[0] * sizes[1] * sizes[2]
+        axes = []
+        for axis, (n, base) in enumerate(zip(sizes, bases, strict=True)):
+            ids = torch.arange(n, device=device)
+            shape = [1, 1, 1, len(ws)]
+            shape[axis] = n
+            axes.append(
+                tuple(
+                    x.view(shape).expand(*sizes, -1).reshape(1, count, -1).expand(batch, -1, -1)
+                    for x in _ltx_axis(ids, ws, float(base))
+                )
+            )
     else:
         coords = [video_coords[:, i] for i in range(3)]
-    axes = [_ltx_axis(c, ws, float(b)) for c, b in zip(coords, bases, strict=True)]
-    return _interleaved(axes, self.dim, 6)
+        axes = [_ltx_axis(c, ws, float(b)) for c, b in zip(coords, bases, strict=True)]
+    return _interleaved(axes, self.dim, 6)  # type: ignore[arg-type]
 
 
 def ltx2_forward(

@@ -26,6 +26,7 @@ from pe_core.integrations._diffusers_forwards import (
     expo_fourier_forward,
     glm_image_forward,
     helios_forward,
+    hunyuan_video_forward,
     ideogram4_forward,
     kandinsky5_3d_forward,
     kandinsky6_3d_forward,
@@ -173,7 +174,6 @@ METHODS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     _T + "transformer_krea2.Krea2RotaryPosEmbed": (("forward",), ()),
     _T + "transformer_longcat_image.LongCatImagePosEmbed": (("forward",), ()),
     _T + "transformer_ovis_image.OvisImagePosEmbed": (("forward",), ()),
-    _T + "transformer_hunyuan_video.HunyuanVideoRotaryPosEmbed": (("forward",), ()),
     _T + "transformer_hunyuan_video15.HunyuanVideo15RotaryPosEmbed": (("forward",), ()),
     _T + "transformer_hunyuan_video_framepack.HunyuanVideoFramepackRotaryPosEmbed": (
         ("forward",),
@@ -226,6 +226,7 @@ FORWARDS: dict[str, Callable[..., Any]] = {
     _T + "transformer_ltx2.LTX2AudioVideoRotaryPosEmbed": ltx2_forward,
     _T + "transformer_sana_wm_refiner.SanaWMLTX2AudioVideoRotaryPosEmbed": ltx2_forward,
     _T + "transformer_helios.HeliosRotaryPosEmbed": helios_forward,
+    _T + "transformer_hunyuan_video.HunyuanVideoRotaryPosEmbed": hunyuan_video_forward,
     _T + "transformer_cosmos3.Cosmos3VLTextRotaryEmbedding": cosmos3_text_forward,
     _T + "transformer_ideogram4.Ideogram4MRoPE": ideogram4_forward,
     _T + "transformer_minimax_h3.MiniMaxH3RotaryPosEmbed": minimax_h3_forward,
@@ -306,16 +307,31 @@ def positional_class(cls: type) -> bool:
 
 
 class _Uncached:
-    """A method cached on its class (``lru_cache``) run uncached for one module (a plain
-    object, as :class:`_ExactMethod`)."""
+    """A method cached on its class (``lru_cache``, whose entries were built from the
+    module's own tables) run with a cache of this module's own while patched, as
+    diffusers caches it: up to 128 calls by their arguments, none when compiling or
+    exporting (a plain object, as :class:`_ExactMethod`)."""
 
     def __init__(self, module: nn.Module, name: str) -> None:
         self.module = module
         self.name = name
         self.function = getattr(type(module), name).__wrapped__
+        self.cache: dict[Any, Any] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.function(self.module, *args, **kwargs)
+        if torch.compiler.is_compiling() or torch.compiler.is_exporting():
+            return self.function(self.module, *args, **kwargs)
+        key = (args, tuple(kwargs.items()))
+        try:
+            found = self.cache.get(key)
+        except TypeError:  # unhashable arguments: not cached (lru_cache would raise)
+            return self.function(self.module, *args, **kwargs)
+        if found is None:
+            found = self.function(self.module, *args, **kwargs)
+            if len(self.cache) >= 128:
+                self.cache.clear()
+            self.cache[key] = found
+        return found
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_Uncached, (self.module, self.name))

@@ -13,18 +13,20 @@ same formula with exactly reduced angles, on the device of its inputs, with no f
 needed there:
 
 * modules whose ``forward`` calls diffusers' helpers (``Timesteps``, ``FluxPosEmbed``,
-  ``HunyuanVideoRotaryPosEmbed``, ...) get that very ``forward`` back, run with
+  ``HunyuanVideo15RotaryPosEmbed``, ...) get that very ``forward`` back, run with
   ``get_timestep_embedding`` / ``get_1d_rotary_pos_embed`` / ``get_3d_rotary_pos_embed``
-  computed by :func:`pe_core.timestep_embedding` and pe_core's exact rotary kernel: the
+  computed by :func:`pe_core.timestep_embedding` and pe_core's exact rotary reduction: the
   module's own code and arguments (``max_period`` as the module passes it, or not),
   exact helpers;
 * modules that build their tables once (``WanRotaryPosEmbed`` and its copies,
   ``Lumina2RotaryPosEmbed``, QwenImage's ``QwenEmbedRope``) get exact tables, checked
   against their own at patch time;
-* ``GaussianFourierProjection`` gets :func:`pe_core.fourier_features` of its weight,
-  with ``log(x)`` carried as a float32 pair (float64 accuracy on a float32 device);
+* ``GaussianFourierProjection`` computes ``w log(x)`` in turns from ``log(x)`` as a
+  64-bit fixed-point integer and its weights as int64 words (float64 accuracy on a
+  float32 device, no float64 there);
 * modules with a formula of their own (CogView4, Cosmos, LTX, LTX-2, Kandinsky,
-  Helios, OmniGen, QwenImage 2.1's timesteps, ...) get a forward restated with
+  Helios, OmniGen, QwenImage 2.1's timesteps, ...), and ``HunyuanVideoRotaryPosEmbed``
+  (each axis's ids reduced once rather than once per grid cell), get a forward restated with
   pe_core's exact angles, their stored tables or ``inv_freq`` checked at patch time
   against the formula.
 
