@@ -165,6 +165,24 @@ def test_rotary_helper_linear_and_ntk_factors() -> None:
         exact_get_1d_rotary_pos_embed(15, pos)
 
 
+@pytest.mark.parametrize("freqs_dtype", ["float32", "float64"])
+@pytest.mark.parametrize("use_real", [True, False])
+def test_rotary_helper_fractional_ids_at_frequencies_above_half_a_turn(
+    freqs_dtype, use_real
+) -> None:
+    """A linear factor below 1 takes the fastest frequency to 10 rad per unit: fractional
+    ids there are still exact (not NaN), in float32 and float64."""
+    ids = [0.5, 3.25, 1e4 + 0.5, 7.0, 4097.75]
+    out = exact_get_1d_rotary_pos_embed(
+        8, torch.tensor(ids), 10000.0, use_real=use_real, linear_factor=0.1,
+        freqs_dtype=getattr(torch, freqs_dtype),
+    )  # fmt: skip
+    angle = np.outer(ids, 1.0 / 10000.0 ** (np.arange(0, 8, 2) / 8) / 0.1)
+    cos, sin = (out.real, out.imag) if not use_real else (out[0][:, ::2], out[1][:, ::2])
+    assert gap(cos, np.cos(angle)) < TOL
+    assert gap(sin, np.sin(angle)) < TOL
+
+
 def flux_ids() -> torch.Tensor:
     rows = torch.tensor(IDS[::4], dtype=torch.float32)
     return torch.stack((torch.zeros_like(rows), rows, rows.flip(0)), dim=-1)

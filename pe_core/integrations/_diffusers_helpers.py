@@ -328,8 +328,10 @@ def exact_get_1d_rotary_pos_embed(
     wide = freqs_dtype == torch.float64 and pos.device.type not in NO_FLOAT64 and not use_real
     if not pos.is_floating_point() or max(abs(w) for w in omegas) <= math.pi:
         cos, sin = word_cos_sin(pos, omegas, torch.float64 if wide else torch.float32)
-    else:
-        cos, sin = exact_cos_sin(_TORCH, pos, omegas, working="float64" if wide else "float32")
+    elif wide:
+        cos, sin = exact_cos_sin(_TORCH, pos, omegas, working="float64")
+    else:  # fractions of a position at frequencies above half a turn, in float32
+        cos, sin = exact_cos_sin_table(pos, omegas, wide=False)
     if not use_real:
         return torch.complex(cos, sin)
     cos, sin = cos.float(), sin.float()
