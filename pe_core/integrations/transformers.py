@@ -46,7 +46,7 @@ of Wav2Vec2-Conformer, Wav2Vec2-BERT and SeamlessM4T, and CLVP's) compute it wit
 exactly reduced angles and cache it as they do
 (:mod:`pe_core.integrations._transformers_sequence`). timm's rotary modules inside a
 transformers model (PE-Video's ``TimmWrapper`` tower) are patched and unpatched by
-:mod:`pe_core.integrations.timm`, imported only when the model holds a module of timm.
+:mod:`pe_core.integrations.timm` (which itself never imports timm).
 A rotary embedding of another kind (other learned parameters, a module of another
 library) is refused with an error that names it and the reason: nothing is patched then.
 """
@@ -60,10 +60,13 @@ from typing import Any, TypeVar
 from torch import nn
 
 from pe_core.integrations._patching import patch, unpatch
+from pe_core.integrations._timm_modules import plan as timm_plan
+from pe_core.integrations._timm_modules import rotary_class as timm_rotary_class
 from pe_core.integrations._transformers_forward import ExactForward
 from pe_core.integrations._transformers_grid import grid_plan
 from pe_core.integrations._transformers_probe import plan, recomposition, rotary_modules
 from pe_core.integrations._transformers_sequence import sequence_plan
+from pe_core.integrations.timm import _unpatch as timm_unpatch
 
 __all__ = ["patch_rotary_embeddings", "patched_rotary_embeddings", "unpatch_rotary_embeddings"]
 
@@ -87,19 +90,15 @@ def _check_model(model: Any) -> None:
 
 
 def _timm_rotary_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    """The rotary modules of timm in ``model`` (a ``TimmWrapper`` tower, as PE-Video's):
-    the timm integration is imported only when the model holds a module of timm."""
+    """The rotary modules of timm in ``model`` (a ``TimmWrapper`` tower, as PE-Video's),
+    found by their class's module and name (the timm integration never imports timm)."""
     if not any(type(m).__module__.startswith("timm.") for m in model.modules()):
         return []
-    from pe_core.integrations._timm_modules import rotary_class
-
-    return [(path, m) for path, m in model.named_modules() if rotary_class(type(m))]
+    return [(path, m) for path, m in model.named_modules() if timm_rotary_class(type(m))]
 
 
 def _timm_plan(module: nn.Module) -> tuple[tuple[dict[str, Any], dict[str, Any]] | None, str]:
     """The timm integration's patch of a timm module, or why it refuses it."""
-    from pe_core.integrations._timm_modules import plan as timm_plan
-
     try:
         return timm_plan(module), ""
     except (ValueError, TypeError) as error:
@@ -155,8 +154,6 @@ def _unpatch(module: nn.Module) -> None:
     """Unpatch one module (a timm module by the timm integration)."""
     unpatch(module, _PATCH)
     if _TIMM_PATCH in vars(module):
-        from pe_core.integrations.timm import _unpatch as timm_unpatch
-
         timm_unpatch(module)
 
 
