@@ -8,10 +8,11 @@ objects. A module holding the record is patched.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Patch", "patch", "unpatch"]
+__all__ = ["Patch", "patch", "plan_all", "unpatch"]
 
 
 @dataclass
@@ -58,3 +59,23 @@ def unpatch(module: Any, record: str) -> None:
         if now is not None and (now.device != old.device or now.dtype != old.dtype):
             old = old.to(device=now.device, dtype=now.dtype)  # moved or cast since
         module._buffers[name] = old
+
+
+def plan_all(
+    found: Iterable[tuple[str, Any]], record: str, plan: Callable[[Any], tuple[dict, dict]]
+) -> tuple[list[tuple[Any, dict[str, Any], dict[str, Any]]], list[str]]:
+    """The patches ``plan`` makes for the modules of ``found`` (``(path, module)`` pairs;
+    those already patched under ``record`` skipped), and a line per module it refuses
+    (its ``ValueError`` or ``TypeError``, with the module's class and path)."""
+    plans: list[tuple[Any, dict[str, Any], dict[str, Any]]] = []
+    refused: list[str] = []
+    for path, module in found:
+        if record in vars(module):
+            continue
+        try:
+            attributes, buffers = plan(module)
+        except (ValueError, TypeError) as error:
+            refused.append(f"{type(module).__name__} at {path!r}: {error}")
+            continue
+        plans.append((module, attributes, buffers))
+    return plans, refused

@@ -61,7 +61,7 @@ from pe_core.integrations._diffusers_modules import TABLES as _TABLES
 from pe_core.integrations._diffusers_modules import class_key as _key  # noqa: F401 (benchmarks)
 from pe_core.integrations._diffusers_modules import plan as _plan
 from pe_core.integrations._diffusers_modules import positional_class as _positional_class
-from pe_core.integrations._patching import patch, unpatch
+from pe_core.integrations._patching import patch, plan_all, unpatch
 
 __all__ = [
     "covered_classes",
@@ -116,17 +116,7 @@ def _patch(target: Any, strict: bool) -> list[nn.Module]:
             f"{name} has no Timesteps, GaussianFourierProjection or rotary-embedding "
             "module of diffusers: there is nothing to patch."
         )
-    plans: list[tuple[nn.Module, dict[str, Any], dict[str, Any]]] = []
-    refused: list[str] = []
-    for path, module in found:
-        if _PATCH in vars(module):
-            continue
-        try:
-            attributes, buffers = _plan(module)
-        except (ValueError, TypeError) as error:
-            refused.append(f"{type(module).__name__} at {path!r}: {error}")
-            continue
-        plans.append((module, attributes, buffers))
+    plans, refused = plan_all(found, _PATCH, _plan)
     if refused and strict:
         raise ValueError(
             f"{name} has positional modules patch_positional_embeddings does not cover "

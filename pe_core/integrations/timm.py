@@ -42,11 +42,11 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from torch import nn
 
-from pe_core.integrations._patching import patch, unpatch
+from pe_core.integrations._patching import patch, plan_all, unpatch
 from pe_core.integrations._timm_modules import CLASSES as _CLASSES
 from pe_core.integrations._timm_modules import plan as _plan
 from pe_core.integrations._timm_modules import rebuild_cache as _rebuild_cache
@@ -88,17 +88,7 @@ def _patch(model: nn.Module, strict: bool) -> list[nn.Module]:
         raise ValueError(
             f"{name} has no rotary-embedding module of timm: there is nothing to patch."
         )
-    plans: list[tuple[nn.Module, dict[str, Any], dict[str, Any]]] = []
-    refused: list[str] = []
-    for path, module in found:
-        if _PATCH in vars(module):
-            continue
-        try:
-            attributes, buffers = _plan(module)
-        except (ValueError, TypeError) as error:
-            refused.append(f"{type(module).__name__} at {path!r}: {error}")
-            continue
-        plans.append((module, attributes, buffers))
+    plans, refused = plan_all(found, _PATCH, _plan)
     if refused and strict:
         raise ValueError(
             f"{name} has rotary modules patch_rotary_embeddings does not cover (nothing "
